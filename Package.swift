@@ -1,0 +1,93 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Signet: App Store Server Notifications V2 -> verified entitlement-change events.
+///
+/// Module map (one concern each):
+/// - `SignetCore`      records, Stage/Source/Sink protocols, registry, YAML config, runner
+/// - `AppStoreModels`  Codable models of Apple's payloads
+/// - `SignetOpenSSL`   thin Swift wrappers over libcrypto (the only crypto in the package)
+/// - `SignetJWS`       ES256 + x5c verification, `decode` and `verify` stages
+/// - `SignetFixtures`  a private Apple-shaped test PKI and signed sample notifications
+/// - `SignetState`     dedupe, subscription state machine, SQLite store, outbox
+/// - `SignetKafka`     librdkafka source/sink and the local mock broker
+/// - `Signet`          everything registered in one registry (what the CLI runs)
+let package = Package(
+    name: "Signet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "SignetCore", targets: ["SignetCore"]),
+        .library(name: "AppStoreModels", targets: ["AppStoreModels"]),
+        .library(name: "SignetOpenSSL", targets: ["SignetOpenSSL"]),
+        .library(name: "SignetJWS", targets: ["SignetJWS"]),
+        .library(name: "SignetFixtures", targets: ["SignetFixtures"]),
+        .library(name: "SignetState", targets: ["SignetState"]),
+        .library(name: "SignetKafka", targets: ["SignetKafka"]),
+        .library(name: "Signet", targets: ["Signet"]),
+        .executable(name: "signet", targets: ["signet"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+    ],
+    targets: [
+        // C libraries from Debian packages, each behind a thin Swift wrapper module.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CRdKafka", pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "SignetOpenSSL", dependencies: ["COpenSSL"]),
+        .target(name: "AppStoreModels"),
+        .target(
+            name: "SignetCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]),
+        .target(
+            name: "SignetJWS",
+            dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
+        .target(
+            name: "SignetFixtures",
+            dependencies: ["SignetOpenSSL", "AppStoreModels"]),
+        .target(
+            name: "SignetState",
+            dependencies: ["SignetCore", "SignetJWS", "AppStoreModels", "CSQLite"]),
+        .target(
+            name: "SignetKafka",
+            dependencies: ["SignetCore", "CRdKafka"]),
+        .target(
+            name: "Signet",
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures"]),
+        .executableTarget(
+            name: "signet",
+            dependencies: [
+                "Signet",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        // Shared test helpers: paths to ../shared/fixtures, temp dirs, running the CLI.
+        .target(
+            name: "SignetTestSupport",
+            dependencies: ["SignetCore", "SignetFixtures", "SignetOpenSSL"],
+            path: "Tests/SignetTestSupport"),
+        .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
+        .testTarget(name: "SignetCoreTests", dependencies: ["SignetCore", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetJWSTests",
+            dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),
+        .testTarget(name: "SignetStateTests", dependencies: ["SignetState", "SignetFixtures", "SignetTestSupport"]),
+        .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
+        .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,36 @@
+/// How a transaction was revoked (`revocationType`).
+///
+/// An open set: a value Apple adds later decodes as itself (`rawValue` is kept) instead of
+/// failing the whole payload. Compare against the static members.
+///
+/// <https://developer.apple.com/documentation/appstoreservernotifications/revocationtype>
+public struct RevocationType: RawRepresentable, Hashable, Sendable, Codable, JSONOpenStringValue {
+    /// The raw JSON value.
+    public let rawValue: String
+
+    /// Wraps any raw value, documented or not.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// `REFUND_FULL`: The whole transaction was refunded.
+    public static let refundFull = RevocationType(rawValue: "REFUND_FULL")
+    /// `REFUND_PRORATED`: Part of the transaction was refunded; see revocationPercentage.
+    public static let refundProrated = RevocationType(rawValue: "REFUND_PRORATED")
+    /// `FAMILY_REVOKE`: Family Sharing access was revoked.
+    public static let familyRevoke = RevocationType(rawValue: "FAMILY_REVOKE")
+
+    /// Every value Apple documents today, in documentation order.
+    public static let documentedValues: [RevocationType] = [
+        .refundFull, .refundProrated, .familyRevoke,
+    ]
+
+    /// Whether Apple documents this value (false for values added after this code was written).
+    public var isDocumented: Bool { Self.documentedValues.contains(self) }
+}
+
+extension RevocationType: CustomStringConvertible {
+    public var description: String { rawValue }
+}
+
+extension RevocationType: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+}

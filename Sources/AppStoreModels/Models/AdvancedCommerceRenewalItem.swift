@@ -1,0 +1,70 @@
+/// One item (SKU) of an Advanced Commerce renewal.
+///
+/// Every field is optional: Apple omits fields that do not apply, and an absent field is never
+/// an error. Unknown fields are ignored.
+///
+/// <https://developer.apple.com/documentation/appstoreserverapi/advancedcommercerenewalitem>
+public struct AdvancedCommerceRenewalItem: Hashable, Sendable, Codable {
+    /// The item's SKU (JSON key `SKU`).
+    public var sku: String?
+    /// The item's description.
+    public var description: String?
+    /// The item's display name.
+    public var displayName: String?
+    /// The offer that applies at renewal.
+    public var offer: AdvancedCommerceOffer?
+    /// The renewal price in milliunits.
+    public var price: Int64?
+    /// A pending or scheduled price increase.
+    public var priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo?
+
+    /// Creates a value; every field defaults to absent.
+    public init(
+        sku: String? = nil,
+        description: String? = nil,
+        displayName: String? = nil,
+        offer: AdvancedCommerceOffer? = nil,
+        price: Int64? = nil,
+        priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo? = nil
+    ) {
+        self.sku = sku
+        self.description = description
+        self.displayName = displayName
+        self.offer = offer
+        self.price = price
+        self.priceIncreaseInfo = priceIncreaseInfo
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case sku = "SKU"
+        case description
+        case displayName
+        case offer
+        case price
+        case priceIncreaseInfo
+    }
+}
+
+extension AdvancedCommerceRenewalItem: JSONFastDecodable {
+    private static let keys = JSONKeyTable<CodingKeys>()
+
+    init(json reader: inout JSONReader) throws {
+        self.init()
+        try reader.beginObject()
+        var first = true
+        while try reader.nextMember(&first) {
+            guard let key = try reader.readKey(Self.keys) else {
+                try reader.skipValue()
+                continue
+            }
+            switch key {
+            case .sku: sku = try reader.string()
+            case .description: description = try reader.string()
+            case .displayName: displayName = try reader.string()
+            case .offer: offer = try reader.object(AdvancedCommerceOffer.self)
+            case .price: price = try reader.int64()
+            case .priceIncreaseInfo: priceIncreaseInfo = try reader.object(AdvancedCommercePriceIncreaseInfo.self)
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+#ifndef SIGNET_CRDKAFKA_SHIM_H
+#define SIGNET_CRDKAFKA_SHIM_H
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#endif

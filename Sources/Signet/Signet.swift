@@ -1,0 +1,23 @@
+import SignetCore
+import SignetJWS
+import SignetKafka
+import SignetState
+
+/// The whole of Signet behind one import: every built-in stage, source and sink in one
+/// registry, and the default pipeline the CLI runs when given none.
+public enum Signet {
+    /// Signet's version, as `signet --version` prints it.
+    public static let version = "0.1.0"
+
+    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`;
+    /// stages `decode`, `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`,
+    /// `file`, `kafka`. Add your own before loading a pipeline.
+    public static func makeRegistry() -> ComponentRegistry {
+        var registry = ComponentRegistry()
+        registry.registerCoreComponents()
+        registry.registerJWSComponents()
+        registry.registerStateComponents()
+        registry.registerKafkaComponents()
+        return registry
+    }
+}

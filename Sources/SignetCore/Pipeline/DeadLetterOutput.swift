@@ -1,0 +1,66 @@
+import Foundation
+
+/// Where rejected records go, and in what shape.
+public struct DeadLetterOutput: Sendable {
+    /// `json`: one self-describing JSON object per reject (reason, detail, stage, source
+    /// position, the input). `raw`: the input bytes unchanged as the value, with the
+    /// reason in headers (for a Kafka dead-letter topic that replays into the input).
+    public enum Format: String, Sendable, CaseIterable {
+        case json, raw
+    }
+
+    public var sink: any Sink
+    public var format: Format
+    /// Inputs longer than this are cut in `json` records (the record says so and keeps the length).
+    public var maxInputBytes: Int
+
+    public init(sink: any Sink, format: Format = .json, maxInputBytes: Int = 1 << 20) {
+        self.sink = sink
+        self.format = format
+        self.maxInputBytes = maxInputBytes
+    }
+
+    /// The message that carries one rejected record.
+    public func message(for record: Record, rejection: RecordRejection, stage: String, at time: Date = Date()) -> OutputMessage {
+        let headers = [
+            OutputMessage.Header("signet-reason", rejection.reason.rawValue),
+            OutputMessage.Header("signet-detail", rejection.detail),
+            OutputMessage.Header("signet-stage", stage),
+            OutputMessage.Header("signet-source", record.position.description),
+        ]
+        switch format {
+        case .raw:
+            return OutputMessage(value: record.raw, headers: headers)
+        case .json:
+            var json = JSONText()
+            json.beginObject()
+            json.key("reason"); json.string(rejection.reason.rawValue)
+            json.key("detail"); json.string(rejection.detail)
+            json.key("stage"); json.string(stage)
+            json.key("source"); json.beginObject()
+            json.key("stream"); json.string(record.position.stream)
+            if let partition = record.position.partition {
+                json.key("partition"); json.int(Int64(partition))
+                json.key("offset"); json.int(record.position.offset)
+            } else {
+                json.key("line"); json.int(record.position.offset)
+            }
+            json.endObject()
+            json.key("rejectedAt"); json.string(Self.timestamp(time))
+            json.key("inputBytes"); json.int(Int64(record.raw.count))
+            let kept = record.raw.prefix(maxInputBytes)
+            if let text = String(validating: kept, as: UTF8.self) {
+                json.key("input"); json.string(text)
+            } else {
+                json.key("inputBase64"); json.string(Data(kept).base64EncodedString())
+            }
+            if kept.count < record.raw.count { json.key("truncated"); json.bool(true) }
+            json.endObject()
+            return OutputMessage(value: json.bytes, headers: headers)
+        }
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}

@@ -1,0 +1,54 @@
+/// A ready-to-run pipeline: one source, stages in order, named sinks, a dead-letter sink.
+///
+/// Build one from YAML with ``PipelineLoader`` or directly in code:
+///
+/// ```swift
+/// let pipeline = Pipeline(
+///     source: LineSource.standardInput(),
+///     stages: [DecodeStage(), VerifyStage(verifier: verifier)],
+///     sinks: [.init(name: "out", sink: StdoutSink())],
+///     deadLetter: DeadLetterOutput(sink: FileSink(path: "dead-letter.ndjson")))
+/// let summary = try await PipelineRunner(pipeline: pipeline).run()
+/// ```
+public struct Pipeline: Sendable {
+    public var source: any Source
+    public var stages: [any Stage]
+    public var sinks: [NamedSink]
+    public var deadLetter: DeadLetterOutput
+    public var settings: PipelineSettings
+
+    public init(
+        source: any Source, stages: [any Stage], sinks: [NamedSink], deadLetter: DeadLetterOutput,
+        settings: PipelineSettings = PipelineSettings()
+    ) {
+        self.source = source
+        self.stages = stages
+        self.sinks = sinks
+        self.deadLetter = deadLetter
+        self.settings = settings
+    }
+}
+
+/// A sink with the name routing rules use for it.
+public struct NamedSink: Sendable {
+    public var name: String
+    public var sink: any Sink
+    public init(name: String, sink: any Sink) {
+        self.name = name
+        self.sink = sink
+    }
+}
+
+/// How the runner batches, reports and retries.
+public struct PipelineSettings: Sendable, Equatable {
+    /// Records read and committed together. Larger batches amortise fsyncs and commits.
+    public var batchSize: Int = 256
+    /// How often a progress line goes to the log during long runs (nil: never).
+    public var progressInterval: Duration? = .seconds(10)
+    /// How long a failing sink is retried (with backoff) before the run stops uncommitted.
+    public var sinkRetryTimeout: Duration = .seconds(300)
+    /// How long a graceful stop may take to drain in-flight batches.
+    public var shutdownTimeout: Duration = .seconds(30)
+
+    public init() {}
+}

@@ -1,0 +1,117 @@
+/// One unit of work flowing through a pipeline: an input exactly as it arrived, where
+/// it came from, what stages learned about it, and what it should publish.
+///
+/// Stages add typed parts (`record[SomeKey.self] = value`) instead of growing this
+/// type, so an embedding service can attach its own data without touching Signet.
+public struct Record: Sendable {
+    /// The input bytes exactly as the source delivered them (kept for the dead-letter sink).
+    public let raw: [UInt8]
+    /// Where the input came from; committed back to the source once the record is done.
+    public let position: SourcePosition
+    /// What happens to the record next.
+    public private(set) var status: Status = .active
+    /// Messages to publish once the record has passed every stage.
+    public var outputs: [OutputMessage] = []
+    private var parts: [ObjectIdentifier: any Sendable] = [:]
+
+    public init(raw: [UInt8], position: SourcePosition) {
+        self.raw = raw
+        self.position = position
+    }
+
+    /// Where a record stands.
+    public enum Status: Sendable, Equatable {
+        /// Still travelling through the stages.
+        case active
+        /// Turned away: goes to the dead-letter sink with its reason.
+        case rejected(RecordRejection, stage: String)
+        /// Finished on purpose without output (for example a retry that `dedupe` recognised).
+        case dropped(reason: String)
+    }
+
+    public var isActive: Bool { status == .active }
+
+    /// Sends the record to the dead-letter sink; later stages skip it.
+    public mutating func reject(_ rejection: RecordRejection, stage: String) {
+        guard isActive else { return }
+        status = .rejected(rejection, stage: stage)
+        outputs.removeAll()
+    }
+
+    /// Ends the record without output or error; its position is still committed.
+    public mutating func drop(reason: String) {
+        guard isActive else { return }
+        status = .dropped(reason: reason)
+        outputs.removeAll()
+    }
+
+    /// Typed storage for what stages learn about the record.
+    public subscript<Key: RecordPartKey>(_ key: Key.Type) -> Key.Value? {
+        get { parts[ObjectIdentifier(key)] as? Key.Value }
+        set { parts[ObjectIdentifier(key)] = newValue }
+    }
+}
+
+/// Names a typed slot on a ``Record``; the key type itself is the identity.
+///
+/// ```swift
+/// enum TenantKey: RecordPartKey { typealias Value = String }
+/// record[TenantKey.self] = "acme"
+/// ```
+public protocol RecordPartKey {
+    associatedtype Value: Sendable
+}
+
+/// Where a record came from: a line of a file, a Kafka offset, ...
+public struct SourcePosition: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The stream: a file path, `stdin`, or a Kafka topic.
+    public var stream: String
+    /// Kafka partition; nil for line-oriented sources.
+    public var partition: Int32?
+    /// Kafka offset, or the 1-based line number for line-oriented sources.
+    public var offset: Int64
+    /// For files: the byte offset just past this record, where a resumed read starts.
+    public var resumeByteOffset: Int64?
+
+    public init(stream: String, partition: Int32? = nil, offset: Int64, resumeByteOffset: Int64? = nil) {
+        self.stream = stream
+        self.partition = partition
+        self.offset = offset
+        self.resumeByteOffset = resumeByteOffset
+    }
+
+    public var description: String {
+        if let partition { return "\(stream)[\(partition)]@\(offset)" }
+        return "\(stream):\(offset)"
+    }
+}
+
+/// A message for the sinks: an optional key, a value, headers, and optionally the
+/// names of the sinks it is meant for.
+public struct OutputMessage: Sendable, Equatable {
+    public var key: [UInt8]?
+    public var value: [UInt8]
+    public var headers: [Header]
+    /// The sinks (by their name in the pipeline) that receive it; nil means every sink.
+    public var routes: [String]?
+
+    public init(key: [UInt8]? = nil, value: [UInt8], headers: [Header] = [], routes: [String]? = nil) {
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.routes = routes
+    }
+
+    public struct Header: Sendable, Equatable {
+        public var name: String
+        public var value: [UInt8]
+        public init(_ name: String, _ value: [UInt8]) {
+            self.name = name
+            self.value = value
+        }
+        public init(_ name: String, _ value: String) { self.init(name, Array(value.utf8)) }
+    }
+
+    /// Whether a sink of this name should receive the message.
+    public func isRouted(to sink: String) -> Bool { routes?.contains(sink) ?? true }
+}

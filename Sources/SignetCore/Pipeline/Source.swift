@@ -1,0 +1,40 @@
+/// Where records come from: stdin, a file, a Kafka topic, or your own.
+///
+/// The runner pulls batches with ``nextBatch(maxRecords:)`` and calls ``commit(_:)``
+/// for each batch, in the order the batches were read, only after every sink
+/// acknowledged that batch's outputs (or the dead-letter sink its rejects). A source
+/// therefore resumes after a crash from the last committed position: at-least-once.
+public protocol Source: Sendable {
+    /// Opens the input (files, connections, consumer group membership).
+    func open() async throws
+    /// Up to `maxRecords` records, or nil once the input is exhausted.
+    /// May return an empty batch when nothing arrived in time (a live stream).
+    func nextBatch(maxRecords: Int) async throws -> [Record]?
+    /// Marks these records as fully handled, so a restart does not read them again.
+    func commit(_ positions: [SourcePosition]) async throws
+    /// Asks the source to stop producing: the next `nextBatch` returns nil.
+    func stop() async
+    /// Releases the input. Called once, after the last commit.
+    func close() async throws
+}
+
+extension Source {
+    public func open() async throws {}
+    public func commit(_ positions: [SourcePosition]) async throws {}
+    public func close() async throws {}
+}
+
+/// Where outputs go: stdout, a file, a Kafka topic, or your own.
+public protocol Sink: Sendable {
+    func open() async throws
+    /// Delivers the messages and returns once the destination acknowledged them all
+    /// (written and flushed, fsynced, or acked by the broker). Throwing means none of
+    /// them may be considered delivered; the runner does not commit the batch.
+    func write(_ messages: [OutputMessage]) async throws
+    func close() async throws
+}
+
+extension Sink {
+    public func open() async throws {}
+    public func close() async throws {}
+}

@@ -1,0 +1,79 @@
+/// A step of a pipeline: decode, verify, dedupe, transition, fan-out, or your own.
+///
+/// The runner calls ``process(_:)`` once per batch, batches in source order, never
+/// two batches at once for the same stage; different stages work on different batches
+/// concurrently. A stage rejects a record (``Record/reject(_:stage:)``) for bad input and
+/// throws only for failures of its own infrastructure (a database that is gone), which
+/// stops the run without committing the batch.
+public protocol Stage: Sendable {
+    /// The type name this stage is registered under (used in dead-letter records and logs).
+    var name: String { get }
+    /// Opens resources (files, databases). Called once before the first batch.
+    func open() async throws
+    /// Processes the active records of a batch in place.
+    func process(_ batch: inout RecordBatch) async throws
+    /// Called after every sink acknowledged the batch's outputs, before the source commits.
+    /// A transactional outbox marks its events delivered here.
+    func acknowledge(_ batch: RecordBatch) async throws
+    /// Records whose outputs an earlier run committed but never saw acknowledged (a
+    /// transactional outbox). Before reading new input the runner passes them through
+    /// the stages after this one, delivers them, and calls ``acknowledge(_:)``; the
+    /// batch has ``RecordBatch/isRedelivery`` set and is not committed to the source.
+    func undeliveredOutputs() async throws -> RecordBatch?
+    /// Releases resources. Called once after the last batch, also after a failure.
+    func close() async throws
+}
+
+extension Stage {
+    public func open() async throws {}
+    public func acknowledge(_ batch: RecordBatch) async throws {}
+    public func undeliveredOutputs() async throws -> RecordBatch? { nil }
+    public func close() async throws {}
+}
+
+/// A stage that looks at one record at a time and keeps no order-dependent state, so
+/// the runner may spread a batch over every core.
+///
+/// Implement ``process(record:)`` and throw a ``RecordRejection`` for bad input.
+public protocol RecordStage: Stage {
+    /// How many threads may run ``process(record:)`` at once (1 keeps it serial).
+    var parallelism: Int { get }
+    func process(record: inout Record) throws(RecordRejection)
+}
+
+extension RecordStage {
+    public var parallelism: Int { 1 }
+
+    public func process(_ batch: inout RecordBatch) async throws {
+        let stageName = name
+        batch.records.concurrentUpdate(maxThreads: parallelism) { record in
+            guard record.isActive else { return }
+            do throws(RecordRejection) {
+                try process(record: &record)
+            } catch {
+                record.reject(error, stage: stageName)
+            }
+        }
+    }
+}
+
+/// Records that travel together: one read from the source, one commit back to it.
+public struct RecordBatch: Sendable {
+    public var records: [Record]
+    /// Records that are already delivered (outbox redelivery) and must not be committed to the source.
+    public var isRedelivery: Bool
+
+    public init(records: [Record], isRedelivery: Bool = false) {
+        self.records = records
+        self.isRedelivery = isRedelivery
+    }
+
+    public var count: Int { records.count }
+
+    /// Calls `body` for every record still active, in order.
+    public mutating func forEachActive(_ body: (inout Record) throws -> Void) rethrows {
+        for index in records.indices where records[index].isActive {
+            try body(&records[index])
+        }
+    }
+}

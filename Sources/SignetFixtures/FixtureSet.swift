@@ -1,0 +1,152 @@
+import AppStoreModels
+import Foundation
+import SignetOpenSSL
+
+/// Writes a ready-to-use fixture folder: a private Apple-shaped PKI and notifications of
+/// every documented type and subtype, signed like Apple signs them (what `signet fixtures` does).
+///
+/// Folder contents:
+/// - `root.pem` — the root to trust (`SIGNET_ROOT_CERTS`, `signet verify --root`);
+/// - `notifications.ndjson` — one `{"signedPayload": ...}` per line, each with a nested signed
+///   transaction and (for subscriptions) a signed renewal info;
+/// - `transactions.ndjson` — `{"signedTransaction": ...}` lines, as an app forwards them after a purchase;
+/// - `forged.ndjson` — lines that must be rejected, one per kind of attack, to see the dead-letter sink work;
+/// - `fixtures.env` — `export` lines for the default pipeline's variables;
+/// - `pki/` — the keys and certificates, so a later call can sign more with the same root.
+public struct FixtureSet {
+    public var directory: URL
+    public var bundleId: String
+    public var environment: AppStoreEnvironment
+    public var appAppleId: Int64?
+    public var seed: UInt64
+
+    public init(
+        directory: URL, bundleId: String = "com.example.signet", environment: AppStoreEnvironment = .sandbox,
+        appAppleId: Int64? = nil, seed: UInt64 = 1
+    ) {
+        self.directory = directory
+        self.bundleId = bundleId
+        self.environment = environment
+        self.appAppleId = appAppleId
+        self.seed = seed
+    }
+
+    /// What was written.
+    public struct Summary: Sendable {
+        public var notifications: Int
+        public var transactions: Int
+        public var forged: Int
+        public var rootPath: String
+    }
+
+    /// Loads the PKI kept in `pki/`, or creates and keeps a new one.
+    public func loadOrCreatePKI() throws -> TestPKI {
+        let pki = directory.appendingPathComponent("pki")
+        let names = ["root", "intermediate", "leaf"]
+        let keyFiles = names.map { pki.appendingPathComponent("\($0).key.pem") }
+        if keyFiles.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
+            let keys = try keyFiles.map { try ECPrivateKey(pemEncoded: String(contentsOf: $0, encoding: .utf8)) }
+            return try TestPKI(rootKey: keys[0], intermediateKey: keys[1], leafKey: keys[2])
+        }
+        let created = try TestPKI()
+        try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
+        for (name, key, certificate) in [
+            ("root", created.rootKey, created.root), ("intermediate", created.intermediateKey, created.intermediate),
+            ("leaf", created.leafKey, created.leaf),
+        ] {
+            try key.pemEncoded.write(to: pki.appendingPathComponent("\(name).key.pem"), atomically: true, encoding: .utf8)
+            try certificate.pemEncoded.write(to: pki.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
+        }
+        return created
+    }
+
+    /// Writes the whole folder with `count` notifications.
+    @discardableResult
+    public func write(count: Int) throws -> Summary {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let pki = try loadOrCreatePKI()
+        let rootPath = directory.appendingPathComponent("root.pem")
+        try pki.rootPEM.write(to: rootPath, atomically: true, encoding: .utf8)
+
+        let notifications = try LineFile(directory.appendingPathComponent("notifications.ndjson"))
+        let transactions = try LineFile(directory.appendingPathComponent("transactions.ndjson"))
+        var transactionCount = 0
+        try streamNotifications(count: count, pki: pki) { line, sample, signedTransaction in
+            try notifications.append(line)
+            // Every tenth purchase is also forwarded by the app, before Apple's notification.
+            if let signedTransaction, sample.combination.notificationType == .subscribed || sample.combination.notificationType == .oneTimeCharge,
+                transactionCount * 10 < count
+            {
+                try transactions.append(Self.envelope("signedTransaction", signedTransaction))
+                transactionCount += 1
+            }
+        }
+        try notifications.close()
+        try transactions.close()
+
+        let forgedLines = try ForgedLines(pki: pki, bundleId: bundleId, environment: environment, appAppleId: appAppleId, seed: seed).all()
+        let forged = try LineFile(directory.appendingPathComponent("forged.ndjson"))
+        for line in forgedLines { try forged.append(line) }
+        try forged.close()
+
+        var env = "# Settings for the default pipeline (source this file).\n"
+        env += "export SIGNET_ROOT_CERTS=\(rootPath.standardizedFileURL.path)\n"
+        env += "export SIGNET_ENVIRONMENT=\(environment.rawValue)\n"
+        env += "export SIGNET_BUNDLE_ID=\(bundleId)\n"
+        if let appAppleId { env += "export SIGNET_APP_APPLE_ID=\(appAppleId)\n" }
+        try env.write(to: directory.appendingPathComponent("fixtures.env"), atomically: true, encoding: .utf8)
+        return Summary(notifications: count, transactions: transactionCount, forged: forgedLines.count, rootPath: rootPath.path)
+    }
+
+    /// Signs `count` notifications and hands each line to `body` (no file needed: a
+    /// million-notification benchmark can stream them).
+    public func streamNotifications(
+        count: Int, pki: TestPKI,
+        _ body: (_ line: [UInt8], _ sample: SampleNotification, _ signedTransaction: String?) throws -> Void
+    ) throws {
+        var generator = SampleNotificationGenerator(seed: seed, bundleId: bundleId, environment: environment, appAppleId: appAppleId)
+        let signer = pki.signer
+        for _ in 0..<count {
+            let sample = generator.next()
+            let signedTransaction = try sample.transactionPayload.map { try signer.sign(payload: $0) }
+            let signedRenewal = try sample.renewalPayload.map { try signer.sign(payload: $0) }
+            let signedAppTransaction = try sample.appTransactionPayload.map { try signer.sign(payload: $0) }
+            let payload = sample.notificationJSON(
+                signedTransactionInfo: signedTransaction, signedRenewalInfo: signedRenewal,
+                signedAppTransactionInfo: signedAppTransaction)
+            try body(Self.envelope("signedPayload", try signer.sign(payload: payload)), sample, signedTransaction)
+        }
+    }
+
+    static func envelope(_ field: String, _ jws: String) -> [UInt8] {
+        Array("{\"\(field)\":\"\(jws)\"}".utf8)
+    }
+}
+
+/// Appends lines to a file through a buffer (fixture sets reach hundreds of MB).
+final class LineFile {
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+
+    init(_ url: URL) throws {
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        handle = try FileHandle(forWritingTo: url)
+        try handle.truncate(atOffset: 0)
+    }
+
+    func append(_ line: [UInt8]) throws {
+        buffer += line
+        buffer.append(0x0A)
+        if buffer.count > 1 << 20 { try flush() }
+    }
+
+    func flush() throws {
+        try handle.write(contentsOf: buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func close() throws {
+        try flush()
+        try handle.close()
+    }
+}

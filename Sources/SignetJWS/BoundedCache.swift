@@ -1,0 +1,105 @@
+import Synchronization
+
+/// A small, bounded, thread-safe map used for the verifier's header and chain caches.
+///
+/// - Bounded: at `capacity` an arbitrary entry is evicted (the dictionary's first
+///   bucket, which is effectively random because keys hash with the per-process seed).
+///   An attacker who floods unique inputs can only evict, never grow memory.
+/// - Low contention: one `Mutex` around a dictionary whose storage is reserved up
+///   front, so no lookup or steady-state insert allocates while holding the lock;
+///   keys hash before the lock is taken (see ``PrehashedBytes``), and evicted values
+///   are released after it is dropped (freeing OpenSSL objects can be slow).
+/// - A capacity of 0 disables caching.
+final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Storage: ~Copyable {
+        var entries: [Key: Value]
+    }
+
+    let capacity: Int
+    private let storage: Mutex<Storage>
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+        var entries: [Key: Value] = [:]
+        entries.reserveCapacity(self.capacity)
+        self.storage = Mutex(Storage(entries: entries))
+    }
+
+    func value(for key: Key) -> Value? {
+        guard capacity > 0 else { return nil }
+        return storage.withLock { $0.entries[key] }
+    }
+
+    func insert(_ value: Value, for key: Key) {
+        guard capacity > 0 else { return }
+        let evicted: Value? = storage.withLock { storage in
+            var evicted: Value?
+            if storage.entries[key] == nil, storage.entries.count >= capacity {
+                evicted = storage.entries.remove(at: storage.entries.startIndex).value
+            }
+            storage.entries[key] = value
+            return evicted
+        }
+        _ = evicted  // released here, outside the lock
+    }
+
+    var count: Int { storage.withLock { $0.entries.count } }
+
+    func removeAll() {
+        let old: [Key: Value] = storage.withLock { storage in
+            var fresh: [Key: Value] = [:]
+            fresh.reserveCapacity(capacity)
+            swap(&fresh, &storage.entries)
+            return fresh
+        }
+        _ = old
+    }
+}
+
+/// Bytes with their hash computed once, so a cache lookup hashes kilobytes of
+/// certificate material outside the lock and compares by `memcmp` only on a hash match.
+struct PrehashedBytes: Hashable, Sendable {
+    let bytes: [UInt8]
+    private let hash: Int
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        self.hash = hasher.finalize()
+    }
+
+    init(_ raw: UnsafeRawBufferPointer) {
+        self.init([UInt8](raw))
+    }
+
+    static func == (lhs: PrehashedBytes, rhs: PrehashedBytes) -> Bool {
+        lhs.hash == rhs.hash && lhs.bytes == rhs.bytes
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+/// The chain cache key: the exact DER bytes of `x5c[0]` and `x5c[1]`.
+struct CertificatePairKey: Hashable, Sendable {
+    let leaf: [UInt8]
+    let intermediate: [UInt8]
+    private let hash: Int
+
+    init(leaf: [UInt8], intermediate: [UInt8]) {
+        self.leaf = leaf
+        self.intermediate = intermediate
+        var hasher = Hasher()
+        // Lengths first so (a‖b, c) and (a, b‖c) cannot collide structurally.
+        hasher.combine(leaf.count)
+        leaf.withUnsafeBytes { hasher.combine(bytes: $0) }
+        intermediate.withUnsafeBytes { hasher.combine(bytes: $0) }
+        self.hash = hasher.finalize()
+    }
+
+    static func == (lhs: CertificatePairKey, rhs: CertificatePairKey) -> Bool {
+        lhs.hash == rhs.hash && lhs.leaf == rhs.leaf && lhs.intermediate == rhs.intermediate
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}

@@ -1,0 +1,106 @@
+import AppStoreModels
+import Foundation
+import SignetCore
+
+/// The `decode` stage: finds the signed object in an input line.
+///
+/// Accepted lines (see Schemas/input-line.schema.json):
+/// - `{"signedPayload": "<JWS>"}` — the body Apple POSTs for a notification;
+/// - `{"signedTransaction": "<JWS>"}` or `{"signedTransactionInfo": "<JWS>"}` — a transaction
+///   an app forwards right after a purchase;
+/// - `{"signedRenewalInfo": "<JWS>"}`;
+/// - a bare compact JWS — treated as a notification.
+///
+/// Nothing is trusted here; `verify` decides. Rejects: `invalid_utf8`, `malformed_json`,
+/// `missing_signed_payload`.
+public struct DecodeStage: RecordStage {
+    public let name = "decode"
+    public let parallelism: Int
+
+    public init(parallelism: Int = 1) {
+        self.parallelism = parallelism
+    }
+
+    public func process(record: inout Record) throws(RecordRejection) {
+        record[SignedEnvelopeKey.self] = try Self.envelope(from: record.raw)
+    }
+
+    /// Parses one input line into its signed envelope.
+    public static func envelope(from line: [UInt8]) throws(RecordRejection) -> SignedEnvelope {
+        guard String(validating: line, as: UTF8.self) != nil else {
+            throw RecordRejection(.invalidUTF8, "the line is not valid UTF-8")
+        }
+        let trimmed = line.trimmingJSONWhitespace()
+        guard let first = trimmed.first else {
+            throw RecordRejection(.malformedJSON, "the line is empty")
+        }
+        if first != UInt8(ascii: "{") {
+            if trimmed.allSatisfy(Self.isCompactJWSByte), trimmed.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
+                return SignedEnvelope(kind: .notification, jws: String(decoding: trimmed, as: UTF8.self))
+            }
+            throw RecordRejection(.malformedJSON, "the line is neither a JSON object nor a compact JWS")
+        }
+        if let fast = fastEnvelope(trimmed) { return fast }
+        let body: InputLine
+        do {
+            body = try AppStoreJSON.decode(InputLine.self, from: trimmed)
+        } catch {
+            throw RecordRejection(.malformedJSON, "the line is not a valid JSON object: \(error)")
+        }
+        let candidates: [(String?, SignedEnvelope.Kind, String)] = [
+            (body.signedPayload, .notification, "signedPayload"),
+            (body.signedTransaction, .transaction, "signedTransaction"),
+            (body.signedTransactionInfo, .transaction, "signedTransactionInfo"),
+            (body.signedRenewalInfo, .renewalInfo, "signedRenewalInfo"),
+        ]
+        let present = candidates.filter { $0.0 != nil }
+        guard let chosen = present.first, let jws = chosen.0 else {
+            throw RecordRejection(
+                .missingSignedPayload,
+                "the object has none of signedPayload, signedTransaction, signedTransactionInfo, signedRenewalInfo")
+        }
+        guard present.count == 1 else {
+            throw RecordRejection(
+                .malformedJSON, "the object carries more than one signed field (\(present.map(\.2).joined(separator: ", ")))")
+        }
+        return SignedEnvelope(kind: chosen.1, jws: jws)
+    }
+
+    /// `{"signedPayload":"..."}` exactly, the shape of nearly every line: no JSON parser needed,
+    /// because a compact JWS contains no character JSON would escape.
+    private static func fastEnvelope(_ line: ArraySlice<UInt8>) -> SignedEnvelope? {
+        let prefix = Array(#"{"signedPayload":""#.utf8)
+        let suffix = Array(#""}"#.utf8)
+        guard line.count > prefix.count + suffix.count, line.starts(with: prefix), line.suffix(2).elementsEqual(suffix)
+        else { return nil }
+        let body = line.dropFirst(prefix.count).dropLast(suffix.count)
+        guard body.allSatisfy(isCompactJWSByte) else { return nil }
+        return SignedEnvelope(kind: .notification, jws: String(decoding: body, as: UTF8.self))
+    }
+
+    private static func isCompactJWSByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default: false
+        }
+    }
+
+    private struct InputLine: Decodable {
+        var signedPayload: String?
+        var signedTransaction: String?
+        var signedTransactionInfo: String?
+        var signedRenewalInfo: String?
+    }
+}
+
+extension Array where Element == UInt8 {
+    func trimmingJSONWhitespace() -> ArraySlice<UInt8> {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else {
+            return []
+        }
+        return self[start...end]
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import SignetCore
+import SignetOpenSSL
+
+/// A JWS protected header that passed every structural rule, with its `x5c`
+/// certificates parsed. Immutable and shared through the header cache, so a steady
+/// stream of notifications signed by the same Apple leaf parses its header once.
+final class ParsedJWSHeader: Sendable {
+    /// `x5c[0]`: the signing certificate.
+    let leaf: X509Certificate
+    /// `x5c[1]`: the intermediate CA.
+    let intermediate: X509Certificate
+    /// `x5c[2]`: must parse, otherwise ignored. Trust comes only from the configured
+    /// roots, exactly as Apple's library does (its chain-A vectors carry a different
+    /// x5c[2] than the configured root and still verify).
+    let claimedRoot: X509Certificate
+    /// Key of the chain cache.
+    let chainKey: CertificatePairKey
+    /// The leaf's P-256 key, or nil when the leaf has another key type (see `leafKeyProblem`).
+    let leafKey: ECPublicKey?
+    let leafKeyProblem: String?
+
+    init(leaf: X509Certificate, intermediate: X509Certificate, claimedRoot: X509Certificate) {
+        self.leaf = leaf
+        self.intermediate = intermediate
+        self.claimedRoot = claimedRoot
+        self.chainKey = CertificatePairKey(leaf: leaf.derEncoded, intermediate: intermediate.derEncoded)
+        do {
+            let key = try leaf.publicKey
+            if key.curve == .p256 {
+                self.leafKey = key
+                self.leafKeyProblem = nil
+            } else {
+                self.leafKey = nil
+                self.leafKeyProblem = "the leaf certificate's key is on \(key.curve); ES256 needs P-256"
+            }
+        } catch {
+            self.leafKey = nil
+            self.leafKeyProblem = "the leaf certificate's key is not a usable EC key (\(error))"
+        }
+    }
+
+    /// Applies the header rules, in this order:
+    /// 1. base64url (strict) → `malformed_jws`; JSON object → `malformed_jws`
+    /// 2. `alg` exactly "ES256" → `unsupported_algorithm`
+    /// 3. no `crit` → `unsupported_header` (Signet understands no header extension)
+    /// 4. `x5c`: exactly 3 strings, standard base64, each one DER certificate → `invalid_x5c`
+    ///
+    /// `jwk`, `jku`, `kid`, `x5u`, `x5t` and `typ` are ignored: none of them can supply
+    /// trust, and the key always comes from `x5c[0]` after it chains to a configured root.
+    static func parse(segment: UnsafeRawBufferPointer, role: JWSRole) throws(RecordRejection) -> ParsedJWSHeader {
+        let json: [UInt8]
+        do {
+            json = try Base64.decodeURL(segment)
+        } catch {
+            throw RecordRejection(.malformedJWS, "\(role.field): the header segment is not strict base64url (\(error))")
+        }
+        let object: [String: Any]
+        do {
+            guard let parsed = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+                throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is JSON but not an object")
+            }
+            object = parsed
+        } catch let rejection as RecordRejection {
+            throw rejection
+        } catch {
+            throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is not valid JSON")
+        }
+
+        guard let algValue = object["alg"] else {
+            throw RecordRejection(.unsupportedAlgorithm, "\(role.field): the JWS header has no \"alg\"; App Store data is always ES256")
+        }
+        guard let alg = algValue as? String, alg == "ES256" else {
+            throw RecordRejection(
+                .unsupportedAlgorithm,
+                "\(role.field): JWS alg is \(describe(algValue)); only \"ES256\" is accepted (App Store data is always ES256; anything else is forged or not from Apple)")
+        }
+        if let crit = object["crit"] {
+            throw RecordRejection(
+                .unsupportedHeader,
+                "\(role.field): the JWS header carries \"crit\" (\(describe(crit))); Signet implements no JWS extensions, so it must refuse it (RFC 7515 §4.1.11)")
+        }
+
+        guard let x5cValue = object["x5c"] else {
+            throw RecordRejection(.invalidX5C, "\(role.field): the JWS header has no \"x5c\" certificate chain")
+        }
+        guard let x5c = x5cValue as? [Any] else {
+            throw RecordRejection(.invalidX5C, "\(role.field): \"x5c\" is not an array")
+        }
+        guard x5c.count == 3 else {
+            throw RecordRejection(
+                .invalidX5C, "\(role.field): \"x5c\" holds \(x5c.count) certificates; App Store chains have exactly 3 (leaf, intermediate, root)")
+        }
+        var certificates: [X509Certificate] = []
+        let names = ["leaf", "intermediate", "root"]
+        for (index, element) in x5c.enumerated() {
+            guard let text = element as? String else {
+                throw RecordRejection(.invalidX5C, "\(role.field): x5c[\(index)] (\(names[index])) is not a string")
+            }
+            let der: [UInt8]
+            do {
+                der = try Base64.decode(text)
+            } catch {
+                throw RecordRejection(.invalidX5C, "\(role.field): x5c[\(index)] (\(names[index])) is not strict standard base64 (\(error))")
+            }
+            do {
+                certificates.append(try X509Certificate(derEncoded: der))
+            } catch {
+                throw RecordRejection(.invalidX5C, "\(role.field): x5c[\(index)] (\(names[index])) is not a DER X.509 certificate (\(error))")
+            }
+        }
+        return ParsedJWSHeader(leaf: certificates[0], intermediate: certificates[1], claimedRoot: certificates[2])
+    }
+
+    private static func describe(_ value: Any) -> String {
+        if let string = value as? String { return "\"\(string)\"" }
+        if value is NSNull { return "null" }
+        return "a non-string value"
+    }
+}
+
+/// Which signed field is being verified; names the field in every rejection detail.
+enum JWSRole: Sendable {
+    case notification
+    case transaction
+    case renewalInfo
+    /// A chain checked on its own (``AppStoreVerifier/checkCertificateChain(leaf:intermediate:at:)``).
+    case certificateChain
+
+    var field: String {
+        switch self {
+        case .notification: "signedPayload"
+        case .transaction: "signedTransactionInfo"
+        case .renewalInfo: "signedRenewalInfo"
+        case .certificateChain: "certificate chain"
+        }
+    }
+}

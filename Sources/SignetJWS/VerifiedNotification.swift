@@ -1,0 +1,34 @@
+import AppStoreModels
+import Foundation
+import SignetOpenSSL
+
+/// An App Store Server Notification V2 (`signedPayload`) that verified, together with
+/// its nested transaction and renewal info, each verified on its own.
+public struct VerifiedNotification: Sendable {
+    /// The decoded notification.
+    public let payload: ResponseBodyV2DecodedPayload
+    /// The exact payload bytes the signature covers.
+    public let payloadJSON: [UInt8]
+    /// `data.signedTransactionInfo`, verified (nil when the notification has none).
+    public let transaction: VerifiedTransaction?
+    /// `data.signedRenewalInfo`, verified (nil when the notification has none).
+    public let renewalInfo: VerifiedRenewalInfo?
+    /// The instant the notification's certificate chain was validated at.
+    public let effectiveDate: Date
+    /// Where ``effectiveDate`` came from (see ``VerificationDateRule/signedDate``).
+    public let effectiveDateSource: VerificationDateSource
+    /// The leaf certificate (`x5c[0]`) that signed the notification.
+    public let signingCertificate: X509Certificate
+}
+
+/// Which instant a chain was validated at, and why.
+public enum VerificationDateSource: String, Sendable, Hashable {
+    /// The payload's own `signedDate`.
+    case signedDate
+    /// A notification without `signedDate`: its nested transaction's `signedDate`.
+    case nestedTransactionSignedDate
+    /// A notification without `signedDate` or nested transaction: its nested renewal info's `signedDate`.
+    case nestedRenewalInfoSignedDate
+    /// The current time: no date in the payload, or ``VerificationDateRule/currentTime``.
+    case currentTime
+}

@@ -1,0 +1,17 @@
+import AppStoreModels
+import Foundation
+import SignetOpenSSL
+
+/// A `signedRenewalInfo` whose signature, certificate chain and claims verified.
+public struct VerifiedRenewalInfo: Sendable {
+    /// The decoded payload.
+    public let payload: JWSRenewalInfoDecodedPayload
+    /// The exact payload bytes the signature covers.
+    public let payloadJSON: [UInt8]
+    /// The instant the certificate chain was validated at.
+    public let effectiveDate: Date
+    /// Where ``effectiveDate`` came from.
+    public let effectiveDateSource: VerificationDateSource
+    /// The leaf certificate (`x5c[0]`) that signed it.
+    public let signingCertificate: X509Certificate
+}

@@ -1,0 +1,17 @@
+import AppStoreModels
+import Foundation
+import SignetOpenSSL
+
+/// A `signedTransactionInfo` whose signature, certificate chain and claims verified.
+public struct VerifiedTransaction: Sendable {
+    /// The decoded payload.
+    public let payload: JWSTransactionDecodedPayload
+    /// The exact payload bytes the signature covers (base64url-decoded), for storage or re-decoding.
+    public let payloadJSON: [UInt8]
+    /// The instant the certificate chain was validated at.
+    public let effectiveDate: Date
+    /// Where ``effectiveDate`` came from.
+    public let effectiveDateSource: VerificationDateSource
+    /// The leaf certificate (`x5c[0]`) that signed it.
+    public let signingCertificate: X509Certificate
+}

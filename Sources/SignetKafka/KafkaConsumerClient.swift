@@ -1,0 +1,272 @@
+import CRdKafka
+import Dispatch
+import Logging
+import SignetCore
+import Synchronization
+
+/// The part of a consumer that librdkafka's callbacks reach through the handle's
+/// opaque pointer: the offset tracker and the logger.
+///
+/// A separate object (not ``KafkaConsumerClient`` itself) so that it outlives the
+/// `rd_kafka_t`: the client destroys the handle in its deinit, which can still invoke
+/// the rebalance callback, while this object is kept alive by the client's stored
+/// property until the deinit body has finished.
+final class ConsumerCallbacks: KafkaLogSink, Sendable {
+    let tracker = Mutex(OffsetTracker())
+    let logger: Logger
+    /// Counts rebalance events (assign + revoke), for tests and diagnostics.
+    let rebalances = Atomic<Int>(0)
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func kafkaLog(level: Int, facility: String, message: String) {
+        let mapped: Logger.Level =
+            switch level {
+            case ...3: .error
+            case 4: .warning
+            case 5, 6: .info
+            default: .debug
+            }
+        logger.log(level: mapped, "librdkafka \(facility): \(message)")
+    }
+
+    /// The rebalance callback: called by librdkafka on the thread that polls the
+    /// consumer (``KafkaConsumerClient/poll(maxRecords:timeout:)`` or close), never
+    /// concurrently with itself.
+    func rebalance(_ handle: OpaquePointer, _ error: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
+        rebalances.add(1, ordering: .relaxed)
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
+        let partitions = PartitionList.entries(of: list).map(\.0)
+        switch error {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            tracker.withLock { $0.assign(partitions) }
+            logger.info("kafka: assigned \(partitions.map(\.description).joined(separator: ", "))")
+            if cooperative {
+                if let failure = rd_kafka_incremental_assign(handle, list) {
+                    logger.error("kafka: \(KafkaError("incremental assign failed", consuming: failure))")
+                }
+            } else {
+                let result = rd_kafka_assign(handle, list)
+                if result != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    logger.error("kafka: \(KafkaError("assign failed", error: result))")
+                }
+            }
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            let lost = rd_kafka_assignment_lost(handle) != 0
+            // From here on, acknowledgements of these partitions' handed-out records are
+            // ignored and nothing polled for them earlier in this poll is handed out.
+            let finished = tracker.withLock { $0.revoke(partitions) }
+            if lost {
+                logger.warning("kafka: lost \(partitions.map(\.description).joined(separator: ", ")) without a clean revoke; not committing")
+            } else if !finished.isEmpty {
+                // Synchronously, so the next owner starts right after what we finished
+                // (librdkafka documents a sync commit in the revoke callback).
+                let result = rd_kafka_commit(handle, PartitionList(offsets: finished).raw, 0)
+                if result != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    logger.warning("kafka: commit before revoke failed: \(KafkaError("commit", error: result))")
+                }
+            }
+            logger.info("kafka: revoked \(partitions.map(\.description).joined(separator: ", "))")
+            if cooperative {
+                if let failure = rd_kafka_incremental_unassign(handle, list) {
+                    logger.error("kafka: \(KafkaError("incremental unassign failed", consuming: failure))")
+                }
+            } else {
+                _ = rd_kafka_assign(handle, nil)
+            }
+        default:
+            logger.error("kafka: rebalance error: \(KafkaError("rebalance", error: error))")
+            let all = Array(tracker.withLock { $0.assignment })
+            _ = tracker.withLock { $0.revoke(all) }
+            _ = rd_kafka_assign(handle, nil)
+        }
+    }
+
+    /// Result of an asynchronous commit: on failure, forget that those points were
+    /// sent so the next commit (or close) sends them again.
+    func commitResult(_ error: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
+        guard error != RD_KAFKA_RESP_ERR_NO_ERROR, error != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
+        let entries = PartitionList.entries(of: list)
+        tracker.withLock { tracker in
+            for (partition, offset, _) in entries { tracker.commitFailed(partition, offset: offset) }
+        }
+        logger.warning("kafka: offset commit failed (will retry with the next commit): \(KafkaError("commit", error: error))")
+    }
+}
+
+private let rebalanceCallback: @convention(c) (
+    OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?
+) -> Void = { handle, error, list, opaque in
+    guard let handle, let opaque else { return }
+    Unmanaged<ConsumerCallbacks>.fromOpaque(opaque).takeUnretainedValue().rebalance(handle, error, list)
+}
+
+private let offsetCommitCallback: @convention(c) (
+    OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?
+) -> Void = { _, error, list, opaque in
+    guard let opaque else { return }
+    Unmanaged<ConsumerCallbacks>.fromOpaque(opaque).takeUnretainedValue().commitResult(error, list)
+}
+
+/// A librdkafka high-level consumer (consumer group member) with manual commits.
+///
+/// Thread safety (why `@unchecked Sendable` is sound): the only mutable Swift state is
+/// in ``ConsumerCallbacks`` (behind a `Mutex`) and `closed` (a `Mutex`). The handle is
+/// immutable; librdkafka documents its API as thread-safe, and Signet additionally
+/// calls the blocking poll/close only from the source's one serial queue, so the
+/// rebalance callback (run inside those calls) is never concurrent with itself.
+/// `rd_kafka_commit` with async=1 only enqueues and may run on any thread.
+final class KafkaConsumerClient: @unchecked Sendable {
+    private let handle: OpaquePointer
+    let callbacks: ConsumerCallbacks
+    private let closed = Mutex(false)
+
+    /// Creates the consumer and subscribes. Blocking only briefly (no network wait).
+    init(properties: [KafkaProperty], topics: [String], logger: Logger) throws {
+        let callbacks = ConsumerCallbacks(logger: logger)
+        let conf = KafkaConf()
+        try conf.set(properties)
+        rd_kafka_conf_set_rebalance_cb(conf.raw, rebalanceCallback)
+        rd_kafka_conf_set_offset_commit_cb(conf.raw, offsetCommitCallback)
+        rd_kafka_conf_set_log_cb(conf.raw, kafkaLogCallback)
+        // Unretained: `callbacks` is a stored property of this client, which destroys
+        // the handle (the only user of the pointer) before releasing it.
+        rd_kafka_conf_set_opaque(conf.raw, Unmanaged.passUnretained(callbacks).toOpaque())
+        let handle = try makeKafkaHandle(RD_KAFKA_CONSUMER, conf: conf, what: "Kafka consumer")
+        // Serve rebalance and commit callbacks from rd_kafka_consumer_poll on our queue.
+        rd_kafka_poll_set_consumer(handle)
+        let result = rd_kafka_subscribe(handle, PartitionList(topics: topics).raw)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            rd_kafka_destroy(handle)
+            throw KafkaError("cannot subscribe to \(topics.joined(separator: ","))", error: result)
+        }
+        self.handle = handle
+        self.callbacks = callbacks
+    }
+
+    deinit {
+        // Closes the consumer first if close() was not called (librdkafka does that).
+        rd_kafka_destroy(handle)
+    }
+
+    /// Polls up to `maxRecords` messages: waits up to `timeout` for the first one, then
+    /// takes only what is already fetched. Blocking: call on the source's queue.
+    ///
+    /// Records of partitions revoked during this call are dropped (never handed out);
+    /// every returned record is registered with the tracker.
+    func poll(maxRecords: Int, timeout: Duration) throws -> [Record] {
+        var polled: [(record: Record, partition: TopicPartition, epoch: UInt64)] = []
+        let deadline = ContinuousClock.now + timeout
+        while polled.count < maxRecords {
+            let remaining = deadline - ContinuousClock.now
+            let wait = polled.isEmpty ? milliseconds(remaining) : 0
+            guard let message = rd_kafka_consumer_poll(handle, wait) else {
+                if polled.isEmpty, ContinuousClock.now < deadline { continue }
+                break
+            }
+            defer { rd_kafka_message_destroy(message) }
+            let error = message.pointee.err
+            if error != RD_KAFKA_RESP_ERR_NO_ERROR {
+                try handleConsumerError(error, message)
+                continue
+            }
+            guard let topicHandle = message.pointee.rkt else { continue }
+            let partition = TopicPartition(String(cString: rd_kafka_topic_name(topicHandle)), message.pointee.partition)
+            // The epoch now: a revoke later in this call changes or removes it.
+            guard let epoch = callbacks.tracker.withLock({ $0.epoch(of: partition) }) else { continue }
+            let bytes: [UInt8] =
+                if let payload = message.pointee.payload, message.pointee.len > 0 {
+                    Array(UnsafeRawBufferPointer(start: payload, count: message.pointee.len))
+                } else {
+                    []
+                }
+            let position = SourcePosition(stream: partition.topic, partition: partition.partition, offset: message.pointee.offset)
+            polled.append((Record(raw: bytes, position: position), partition, epoch))
+        }
+        guard !polled.isEmpty else { return [] }
+        return callbacks.tracker.withLock { tracker in
+            var records: [Record] = []
+            records.reserveCapacity(polled.count)
+            for entry in polled where tracker.epoch(of: entry.partition) == entry.epoch {
+                tracker.handOut(entry.partition, offset: entry.record.position.offset)
+                records.append(entry.record)
+            }
+            return records
+        }
+    }
+
+    private func handleConsumerError(_ error: rd_kafka_resp_err_t, _ message: UnsafeMutablePointer<rd_kafka_message_t>) throws {
+        if error == RD_KAFKA_RESP_ERR__PARTITION_EOF { return }
+        var detail = ""
+        if let payload = message.pointee.payload, message.pointee.len > 0 {
+            detail = String(decoding: UnsafeRawBufferPointer(start: payload, count: message.pointee.len), as: UTF8.self)
+        }
+        if error == RD_KAFKA_RESP_ERR__FATAL {
+            var text = [CChar](repeating: 0, count: 512)
+            let cause = rd_kafka_fatal_error(handle, &text, text.count)
+            throw KafkaError("fatal consumer error: \(text.nulTerminatedString)", code: cause.rawValue)
+        }
+        // Transport hiccups, unknown topics, ...: librdkafka recovers on its own.
+        callbacks.logger.warning("kafka: consumer: \(KafkaError(detail.isEmpty ? "consume" : detail, error: error))")
+    }
+
+    /// Marks positions finished and commits (asynchronously) where the contiguous
+    /// high-water mark moved. Does not block: the request is only enqueued.
+    func finish(_ positions: [SourcePosition]) {
+        callbacks.tracker.withLock { tracker in
+            let moved = tracker.finish(positions)
+            guard !moved.isEmpty else { return }
+            // Under the lock so a revoke cannot slip between computing and enqueueing:
+            // librdkafka then sends this commit before the revoke's own.
+            let result = rd_kafka_commit(handle, PartitionList(offsets: moved).raw, 1)
+            if result == RD_KAFKA_RESP_ERR_NO_ERROR {
+                tracker.markCommitted(moved)
+            } else {
+                callbacks.logger.warning("kafka: \(KafkaError("cannot enqueue commit", error: result))")
+            }
+        }
+    }
+
+    /// Commits every finished-but-unsent (or failed) commit point synchronously.
+    /// Blocking: call on the source's queue.
+    func commitSync() throws {
+        let points = callbacks.tracker.withLock { $0.uncommitted() }
+        guard !points.isEmpty else { return }
+        let result = rd_kafka_commit(handle, PartitionList(offsets: points).raw, 0)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("commit failed", error: result) }
+        callbacks.tracker.withLock { $0.markCommitted(points) }
+    }
+
+    /// Commits what is finished, then leaves the group (rd_kafka_consumer_close runs
+    /// the final revoke through the rebalance callback). Blocking; idempotent.
+    func close() throws {
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        var commitError: (any Error)?
+        do { try commitSync() } catch { commitError = error }
+        let result = rd_kafka_consumer_close(handle)
+        if let commitError { throw commitError }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("consumer close failed", error: result) }
+    }
+
+    /// The currently assigned partitions.
+    var assignment: Set<TopicPartition> { callbacks.tracker.withLock { $0.assignment } }
+
+    /// What the tracker would commit now (for tests).
+    var uncommitted: [TopicPartition: Int64] { callbacks.tracker.withLock { $0.uncommitted() } }
+
+    /// The broker's committed offsets for these partitions (blocking; for tests and tools).
+    func committedOffsets(_ partitions: [TopicPartition], timeout: Duration) throws -> [TopicPartition: Int64] {
+        let list = PartitionList(partitions.map { ($0, nil) })
+        let result = rd_kafka_committed(handle, list.raw, milliseconds(timeout))
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("cannot read committed offsets", error: result) }
+        var offsets: [TopicPartition: Int64] = [:]
+        for (partition, offset, _) in PartitionList.entries(of: list.raw) { offsets[partition] = offset }
+        return offsets
+    }
+}

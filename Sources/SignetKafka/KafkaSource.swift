@@ -1,0 +1,119 @@
+import Dispatch
+import Logging
+import SignetCore
+import Synchronization
+
+/// Reads records from Kafka topics as a consumer-group member, committing offsets only
+/// for records the pipeline finished (see `docs/kafka.md`).
+///
+/// - Offsets: `enable.auto.commit` and `enable.auto.offset.store` are off. ``commit(_:)``
+///   commits, per partition, the contiguous high-water mark of finished records, so a
+///   later success never commits past an earlier record still in flight.
+/// - Rebalances (eager or cooperative): before partitions go, what is finished is
+///   committed synchronously; records polled for them but not yet handed out are
+///   dropped; acknowledgements of records handed out before the revoke are ignored
+///   (the new owner reads them again).
+/// - Backpressure: librdkafka fetches into its bounded queue
+///   (`queued.max.messages.kbytes`); this source takes from it only when the runner asks.
+/// - Blocking librdkafka calls run on a dedicated serial queue, never on Swift's
+///   cooperative pool.
+public final class KafkaSource: Source {
+    /// How to connect and what to read.
+    public struct Options: Sendable {
+        /// librdkafka properties, applied in order after Signet's defaults
+        /// (``KafkaSource/defaultProperties``); must include `bootstrap.servers` and `group.id`.
+        public var properties: [KafkaProperty]
+        /// Topics to subscribe to (a name starting with `^` is a regex, as in librdkafka).
+        public var topics: [String]
+        /// How long one `nextBatch` waits for the first message before returning empty.
+        public var pollTimeout: Duration
+
+        public init(properties: [KafkaProperty], topics: [String], pollTimeout: Duration = .milliseconds(100)) {
+            self.properties = properties
+            self.topics = topics
+            self.pollTimeout = pollTimeout
+        }
+    }
+
+    /// Applied before the user's properties. The two commit switches are enforced
+    /// (the registry rejects overriding them); `auto.offset.reset=earliest` makes a new
+    /// group start from the oldest retained notification rather than skip the backlog.
+    public static let defaultProperties: [KafkaProperty] = [
+        KafkaProperty("enable.auto.commit", "false"),
+        KafkaProperty("enable.auto.offset.store", "false"),
+        KafkaProperty("auto.offset.reset", "earliest"),
+    ]
+
+    public let options: Options
+    private let logger: Logger
+    /// One serial queue per source: poll, commitSync and close run here, one at a time.
+    private let queue: DispatchQueue
+    private let client = Mutex<KafkaConsumerClient?>(nil)
+    private let stopped = Atomic<Bool>(false)
+
+    public init(options: Options, logger: Logger = Logger(label: "signet.kafka")) {
+        self.options = options
+        self.logger = logger
+        self.queue = DispatchQueue(label: "signet.kafka.source")
+    }
+
+    /// Creates the consumer and subscribes (joining the group happens on the first polls).
+    public func open() async throws {
+        let properties = Self.defaultProperties + options.properties
+        let topics = options.topics
+        let logger = logger
+        let consumer = try await runBlocking(on: queue) {
+            try KafkaConsumerClient(properties: properties, topics: topics, logger: logger)
+        }
+        client.withLock { $0 = consumer }
+    }
+
+    /// Up to `maxRecords` records; an empty array when nothing arrived within the poll
+    /// timeout; nil once ``stop()`` was called.
+    public func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        guard !stopped.load(ordering: .acquiring) else { return nil }
+        let consumer = try openClient()
+        let timeout = options.pollTimeout
+        let limit = max(1, maxRecords)
+        let records = try await runBlocking(on: queue) { try consumer.poll(maxRecords: limit, timeout: timeout) }
+        // Records polled after stop() are not committed, so the next run reads them.
+        guard !stopped.load(ordering: .acquiring) else { return nil }
+        return records
+    }
+
+    /// Marks the positions finished and commits, asynchronously, each partition's new
+    /// contiguous high-water mark. Positions of revoked partitions are ignored.
+    public func commit(_ positions: [SourcePosition]) async throws {
+        try openClient().finish(positions)
+    }
+
+    public func stop() async {
+        stopped.store(true, ordering: .releasing)
+    }
+
+    /// Commits synchronously what is finished, leaves the group and frees the consumer.
+    public func close() async throws {
+        guard let consumer = client.withLock({ $0.take() }) else { return }
+        try await runBlocking(on: queue) { try consumer.close() }
+    }
+
+    /// The partitions this member owns now.
+    public var assignment: Set<TopicPartition> {
+        client.withLock { $0?.assignment ?? [] }
+    }
+
+    /// The broker's committed offsets for `partitions` (what a restarted member resumes
+    /// from); partitions without a commit are absent or negative (`OFFSET_INVALID`).
+    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) async throws -> [TopicPartition: Int64] {
+        let consumer = try openClient()
+        return try await runBlocking(on: queue) { try consumer.committedOffsets(partitions, timeout: timeout) }
+    }
+
+    /// Finished commit points not yet sent to the broker (empty after each commit, unless one failed).
+    var pendingCommits: [TopicPartition: Int64] { client.withLock { $0?.uncommitted ?? [:] } }
+
+    private func openClient() throws -> KafkaConsumerClient {
+        guard let consumer = client.withLock({ $0 }) else { throw KafkaError("the Kafka source is not open") }
+        return consumer
+    }
+}

@@ -1,0 +1,51 @@
+import CRdKafka
+import Dispatch
+
+/// Owns an `rd_kafka_topic_partition_list_t` (destroyed in deinit).
+final class PartitionList {
+    let raw: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
+
+    /// A list of partitions with offsets (for commits); `RD_KAFKA_OFFSET_INVALID` when nil.
+    init(_ entries: [(TopicPartition, Int64?)]) {
+        raw = rd_kafka_topic_partition_list_new(Int32(max(entries.count, 1)))
+        for (partition, offset) in entries {
+            let element = rd_kafka_topic_partition_list_add(raw, partition.topic, partition.partition)
+            element?.pointee.offset = offset ?? Int64(RD_KAFKA_OFFSET_INVALID)
+        }
+    }
+
+    convenience init(offsets: [TopicPartition: Int64]) {
+        self.init(offsets.sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }.map { ($0.key, $0.value) })
+    }
+
+    /// Topics to subscribe to (partition unassigned).
+    convenience init(topics: [String]) {
+        self.init(topics.map { (TopicPartition($0, RD_KAFKA_PARTITION_UA), nil) })
+    }
+
+    deinit { rd_kafka_topic_partition_list_destroy(raw) }
+
+    /// The partitions (and offsets) of a list librdkafka owns, copied out.
+    static func entries(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> [(TopicPartition, Int64, rd_kafka_resp_err_t)] {
+        guard let list, let elements = list.pointee.elems else { return [] }
+        return (0..<Int(list.pointee.cnt)).map { index in
+            let element = elements[index]
+            return (TopicPartition(String(cString: element.topic), element.partition), element.offset, element.err)
+        }
+    }
+}
+
+/// Runs blocking librdkafka calls on a dedicated serial queue (a GCD thread, not one of
+/// Swift's cooperative-pool threads, which must never block) and resumes the caller.
+func runBlocking<T: Sendable>(on queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        queue.async { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// Milliseconds for librdkafka timeouts, clamped to Int32.
+func milliseconds(_ duration: Duration) -> Int32 {
+    let (seconds, attoseconds) = duration.components
+    let total = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    return Int32(clamping: max(0, total))
+}

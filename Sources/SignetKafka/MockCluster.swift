@@ -1,0 +1,95 @@
+import CRdKafka
+import Synchronization
+
+/// An in-process Kafka cluster (librdkafka's mock broker) on 127.0.0.1, for
+/// development (`signet dev-broker`) and tests. It speaks the real Kafka protocol, so
+/// any client (kcat, Signet's source and sink) can use ``bootstrapServers``.
+///
+/// The mock needs an `rd_kafka_t` to live in; this class creates a producer handle for
+/// it and owns both. librdkafka 2.0.2's mock listeners bind to `127.0.0.1` (the
+/// loopback address) on ephemeral ports and advertise that address; ``init(brokers:)``
+/// checks that the bootstrap list is loopback-only and fails otherwise. Each partition
+/// keeps only about 5 MiB, so a consumer that falls far behind loses data.
+///
+/// Thread safety (why `@unchecked Sendable` is sound): the mock cluster API is
+/// thread-safe (each call is an op handed to the mock's own thread); the pointers are
+/// only cleared in ``close()`` under a `Mutex`.
+public final class MockCluster: @unchecked Sendable {
+    private struct Handles {
+        var client: OpaquePointer
+        var cluster: OpaquePointer
+    }
+
+    private let handles: Mutex<Handles?>
+    /// The broker ids (1...brokers).
+    public let brokerIDs: [Int32]
+    /// Comma-separated `127.0.0.1:port` list for `bootstrap.servers`.
+    public let bootstrapServers: String
+
+    /// Starts `brokers` mock brokers.
+    public init(brokers: Int = 1) throws {
+        guard (1...32).contains(brokers) else { throw KafkaError("a mock cluster needs 1 to 32 brokers, not \(brokers)") }
+        let conf = KafkaConf()
+        // No client traffic of its own: the handle only hosts the mock's thread.
+        try conf.set(KafkaProperty("log_level", "3"))
+        let client = try makeKafkaHandle(RD_KAFKA_PRODUCER, conf: conf, what: "mock cluster host")
+        guard let cluster = rd_kafka_mock_cluster_new(client, Int32(brokers)) else {
+            rd_kafka_destroy(client)
+            throw KafkaError("cannot start the mock cluster")
+        }
+        let servers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
+        let hosts = servers.split(separator: ",").map { $0.split(separator: ":").first.map(String.init) ?? "" }
+        guard hosts.allSatisfy({ $0 == "127.0.0.1" || $0 == "localhost" }) else {
+            rd_kafka_mock_cluster_destroy(cluster)
+            rd_kafka_destroy(client)
+            throw KafkaError("the mock cluster did not bind to loopback only: \(servers)")
+        }
+        self.handles = Mutex(Handles(client: client, cluster: cluster))
+        self.brokerIDs = (1...brokers).map(Int32.init)
+        self.bootstrapServers = servers
+    }
+
+    deinit { close() }
+
+    /// Creates a topic (replication factor 1).
+    public func createTopic(_ name: String, partitions: Int) throws {
+        guard (1...10_000).contains(partitions) else { throw KafkaError("a topic needs 1 to 10000 partitions, not \(partitions)") }
+        try call("cannot create topic '\(name)'") { rd_kafka_mock_topic_create($0, name, Int32(partitions), 1) }
+    }
+
+    /// Takes a broker down (its connections drop, requests fail) until ``setBrokerUp(_:)``.
+    public func setBrokerDown(_ id: Int32) throws {
+        try call("cannot take broker \(id) down") { rd_kafka_mock_broker_set_down($0, id) }
+    }
+
+    /// Brings a broker back.
+    public func setBrokerUp(_ id: Int32) throws {
+        try call("cannot bring broker \(id) up") { rd_kafka_mock_broker_set_up($0, id) }
+    }
+
+    /// Makes every request of `apiKey` (a Kafka protocol API key, e.g. 0 = Produce) fail
+    /// with `error` (a Kafka error code) `count` times.
+    public func pushRequestErrors(apiKey: Int16, error: Int32, count: Int) throws {
+        let errors = [rd_kafka_resp_err_t](repeating: rd_kafka_resp_err_t(rawValue: error), count: count)
+        try call("cannot inject errors") { cluster in
+            errors.withUnsafeBufferPointer { rd_kafka_mock_push_request_errors_array(cluster, apiKey, count, $0.baseAddress) }
+            return RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+    }
+
+    /// Stops the brokers and frees the cluster (idempotent; also done by deinit).
+    public func close() {
+        guard let taken = handles.withLock({ $0.take() }) else { return }
+        // The cluster lives in the handle: destroy it first.
+        rd_kafka_mock_cluster_destroy(taken.cluster)
+        rd_kafka_destroy(taken.client)
+    }
+
+    private func call(_ context: String, _ body: (OpaquePointer) -> rd_kafka_resp_err_t) throws {
+        let result: rd_kafka_resp_err_t = try handles.withLock { handles in
+            guard let handles else { throw KafkaError("\(context): the mock cluster is closed") }
+            return body(handles.cluster)
+        }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(context, error: result) }
+    }
+}

@@ -1,0 +1,173 @@
+import SignetCore
+
+/// A topic and partition, the unit of Kafka ordering and assignment.
+public struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
+    public var topic: String
+    public var partition: Int32
+
+    public init(_ topic: String, _ partition: Int32) {
+        self.topic = topic
+        self.partition = partition
+    }
+
+    public var description: String { "\(topic)[\(partition)]" }
+}
+
+/// What the Kafka source handed out and what the runner finished, per partition, so
+/// that only the contiguous high-water mark is ever committed.
+///
+/// The runner may acknowledge records in any order (it does so batch by batch, but a
+/// caller of ``Source/commit(_:)`` may pass any subset), so per partition the tracker
+/// keeps the handed-out offsets in hand-out order and advances the commit point only
+/// across a prefix of finished ones: committing 0, 1 and 3 commits offset 2 (the next
+/// one to read), and finishing 2 then moves it to 4. Offsets need not be consecutive
+/// (compaction and transaction markers leave gaps): "contiguous" means contiguous in
+/// hand-out order.
+///
+/// Partitions have an assignment epoch. When a partition is revoked its unfinished
+/// records stay "stale": a late acknowledgement of one of them is swallowed, even if
+/// the partition came back to this consumer in the meantime and the same offset was
+/// handed out again, because the runner acknowledges in hand-out order (the ``Source``
+/// contract), so the stale copy's acknowledgement always arrives before the new one's.
+struct OffsetTracker: Sendable {
+    struct PartitionState: Sendable {
+        /// Assignment epoch this state belongs to.
+        var epoch: UInt64
+        /// Handed-out offsets, in hand-out order; entries before `head` are finished.
+        var handedOut: [Int64] = []
+        var head = 0
+        /// Handed-out offsets not yet passed by the commit point.
+        var pending: Set<Int64> = []
+        /// Finished offsets not yet passed by the commit point.
+        var finished: Set<Int64> = []
+        /// The next offset to read after the contiguous finished prefix (Kafka's
+        /// committed offset is "the next one to consume").
+        var commitPoint: Int64?
+        /// The last commit point sent to the broker.
+        var committed: Int64?
+
+        mutating func advance() {
+            while head < handedOut.count, finished.contains(handedOut[head]) {
+                let offset = handedOut[head]
+                finished.remove(offset)
+                pending.remove(offset)
+                commitPoint = offset + 1
+                head += 1
+            }
+            // Compact now and then so the array does not grow for a long-lived assignment.
+            if head > 1024, head * 2 > handedOut.count {
+                handedOut.removeFirst(head)
+                head = 0
+            }
+        }
+    }
+
+    private(set) var assigned: [TopicPartition: PartitionState] = [:]
+    /// Handed out under an earlier assignment and not finished when it ended: how many
+    /// acknowledgements to swallow per offset.
+    private(set) var stale: [TopicPartition: [Int64: Int]] = [:]
+    private var nextEpoch: UInt64 = 1
+    /// Acknowledgements ignored because their partition was revoked since (for tests and logs).
+    private(set) var ignoredLateCommits = 0
+
+    /// The epoch of a currently assigned partition, nil if not assigned.
+    func epoch(of partition: TopicPartition) -> UInt64? { assigned[partition]?.epoch }
+
+    var assignment: Set<TopicPartition> { Set(assigned.keys) }
+
+    /// Starts tracking newly assigned partitions (a fresh epoch each time).
+    mutating func assign(_ partitions: [TopicPartition]) {
+        for partition in partitions {
+            assigned[partition] = PartitionState(epoch: nextEpoch)
+            nextEpoch += 1
+        }
+    }
+
+    /// Stops tracking revoked partitions and returns the commit points not yet sent
+    /// to the broker, which the caller commits before giving the partitions up.
+    mutating func revoke(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+        var toCommit: [TopicPartition: Int64] = [:]
+        for partition in partitions {
+            guard let state = assigned.removeValue(forKey: partition) else { continue }
+            if let point = state.commitPoint, point != state.committed { toCommit[partition] = point }
+            // Finished ones were acknowledged already; only the unfinished can still be.
+            let unfinished = state.handedOut[state.head...].filter { !state.finished.contains($0) }
+            if !unfinished.isEmpty {
+                var counts = stale[partition, default: [:]]
+                for offset in unfinished { counts[offset, default: 0] += 1 }
+                stale[partition] = counts
+            }
+        }
+        return toCommit
+    }
+
+    /// Records that `offset` of `partition` went to the runner.
+    mutating func handOut(_ partition: TopicPartition, offset: Int64) {
+        guard var state = assigned[partition] else { return }
+        state.handedOut.append(offset)
+        state.pending.insert(offset)
+        assigned[partition] = state
+    }
+
+    /// Marks positions finished; returns the partitions whose commit point moved past
+    /// what was last sent to the broker, with the new commit point.
+    mutating func finish(_ positions: [SourcePosition]) -> [TopicPartition: Int64] {
+        var touched: Set<TopicPartition> = []
+        for position in positions {
+            guard let number = position.partition else { continue }
+            let partition = TopicPartition(position.stream, number)
+            if var counts = stale[partition], let count = counts[position.offset] {
+                // A record handed out before its partition was revoked: the new owner
+                // (maybe us again, in a later epoch) reads it again, so do not commit it.
+                counts[position.offset] = count > 1 ? count - 1 : nil
+                stale[partition] = counts.isEmpty ? nil : counts
+                ignoredLateCommits += 1
+                continue
+            }
+            guard var state = assigned[partition], state.pending.contains(position.offset) else {
+                ignoredLateCommits += 1
+                continue
+            }
+            state.finished.insert(position.offset)
+            assigned[partition] = state
+            touched.insert(partition)
+        }
+        var moved: [TopicPartition: Int64] = [:]
+        for partition in touched {
+            guard var state = assigned[partition] else { continue }
+            state.advance()
+            assigned[partition] = state
+            if let point = state.commitPoint, point != state.committed { moved[partition] = point }
+        }
+        return moved
+    }
+
+    /// Commit points of assigned partitions not yet sent to the broker.
+    func uncommitted() -> [TopicPartition: Int64] {
+        var result: [TopicPartition: Int64] = [:]
+        for (partition, state) in assigned {
+            if let point = state.commitPoint, point != state.committed { result[partition] = point }
+        }
+        return result
+    }
+
+    /// Notes that these commit points were sent to the broker (if still assigned in
+    /// the same state: a revoke in between already handled them).
+    mutating func markCommitted(_ points: [TopicPartition: Int64]) {
+        for (partition, point) in points {
+            guard var state = assigned[partition] else { continue }
+            state.committed = point
+            assigned[partition] = state
+        }
+    }
+}
+
+extension OffsetTracker {
+    /// An asynchronous commit of `offset` failed: if it is still the last one sent,
+    /// forget it so ``uncommitted()`` offers it again.
+    mutating func commitFailed(_ partition: TopicPartition, offset: Int64) {
+        guard var state = assigned[partition], state.committed == offset else { return }
+        state.committed = nil
+        assigned[partition] = state
+    }
+}

@@ -1,0 +1,72 @@
+import COpenSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Small internal helpers shared by the wrappers (BIO and ASN1 plumbing).
+enum OpenSSLSupport {
+    /// Runs `body` with a read-only memory BIO over `bytes`; the BIO is freed afterwards.
+    static func withReadBIO<R>(_ bytes: [UInt8], _ body: (OpaquePointer) -> R) throws(OpenSSLError) -> R {
+        let result: R? = bytes.withUnsafeBytes { raw in
+            // BIO_new_mem_buf does not copy; `raw` outlives the BIO.
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(clamping: raw.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return body(bio)
+        }
+        guard let result else { throw OpenSSLError.drain("create memory BIO") }
+        return result
+    }
+
+    /// Runs `write` against a fresh memory BIO and returns what it wrote.
+    static func collectBIO(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> [UInt8] {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain("create memory BIO") }
+        defer { BIO_free(bio) }
+        guard write(bio) > 0 else { throw OpenSSLError.drain(operation) }
+        var pointer: UnsafeMutablePointer<CChar>?
+        // BIO_get_mem_data(bio, &pointer) is a macro for this ctrl call.
+        let length = BIO_ctrl(bio, BIO_CTRL_INFO, 0, &pointer)
+        guard length >= 0, let pointer else { return [] }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            Array(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
+    /// Seconds since 1970 of an ASN1_TIME (UTCTime or GeneralizedTime), or nil if malformed.
+    static func epochSeconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
+        guard let time else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else {
+            OpenSSLError.drainErrorQueue()
+            return nil
+        }
+        return civilToEpoch(
+            year: Int64(parts.tm_year) + 1900, month: Int64(parts.tm_mon) + 1, day: Int64(parts.tm_mday),
+            hour: Int64(parts.tm_hour), minute: Int64(parts.tm_min), second: Int64(parts.tm_sec))
+    }
+
+    /// Proleptic Gregorian calendar date (UTC) to seconds since 1970, without `timegm`
+    /// (whose behaviour for out-of-range years differs between libcs).
+    static func civilToEpoch(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) -> Int64 {
+        // Howard Hinnant's days_from_civil.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return days * 86_400 + hour * 3_600 + minute * 60 + second
+    }
+
+    /// Parses a dotted OID ("1.2.840.113635.100.6.11.1") into an owned ASN1_OBJECT.
+    static func object(forOID oid: String) throws(OpenSSLError) -> OpaquePointer {
+        // no_name = 1: only numerical form is accepted, so "CN" cannot alias an OID.
+        guard let object = OBJ_txt2obj(oid, 1) else { throw OpenSSLError.drain("parse OID \(oid)") }
+        return object
+    }
+}

@@ -1,0 +1,53 @@
+import COpenSSL
+
+/// One-shot SHA-256.
+///
+/// Uses the low-level `SHA256_Init/Update/Final` functions (deprecated in OpenSSL 3
+/// but still present and exported): unlike `EVP_Digest` or OpenSSL 3's `SHA256()`,
+/// they do no provider lookup per call, which matters because every JWS verification
+/// hashes its signing input. The context lives on the stack, so the call is
+/// reentrant and thread-safe.
+public enum SHA256 {
+    /// Digest length in bytes.
+    public static let byteCount = 32
+
+    /// SHA-256 of `bytes`.
+    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var context = SHA256_CTX()
+        var digest = [UInt8](repeating: 0, count: byteCount)
+        // These calls cannot fail for in-memory input (they only return 1).
+        SHA256_Init(&context)
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            SHA256_Update(&context, base, bytes.count)
+        }
+        digest.withUnsafeMutableBufferPointer { out in
+            _ = SHA256_Final(out.baseAddress, &context)
+        }
+        return digest
+    }
+
+    /// SHA-256 of a byte collection.
+    public static func hash<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+        if let digest = bytes.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) {
+            return digest
+        }
+        return Array(bytes).withUnsafeBytes { hash($0) }
+    }
+
+    /// SHA-256 of a string's UTF-8 bytes.
+    public static func hash(_ string: String) -> [UInt8] {
+        var string = string
+        return string.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Lowercase hex of a digest (or of any bytes).
+    public static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

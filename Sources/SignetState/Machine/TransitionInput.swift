@@ -1,0 +1,84 @@
+import AppStoreModels
+import SignetJWS
+
+/// The verified facts one record contributes to the state machine, independent of how
+/// they were verified (so the machine can be tested and embedded without crypto).
+public struct TransitionInput: Sendable, Hashable {
+    public var source: EntitlementEvent.Source
+    public var notificationType: NotificationType?
+    public var subtype: Subtype?
+    public var notificationUUID: String?
+    /// The notification's signedDate; for a forwarded transaction or renewal info, its own.
+    public var signedDate: AppleTimestamp?
+    public var environment: AppStoreEnvironment?
+    public var bundleId: String?
+    public var transaction: JWSTransactionDecodedPayload?
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+
+    public init(
+        source: EntitlementEvent.Source,
+        notificationType: NotificationType? = nil,
+        subtype: Subtype? = nil,
+        notificationUUID: String? = nil,
+        signedDate: AppleTimestamp? = nil,
+        environment: AppStoreEnvironment? = nil,
+        bundleId: String? = nil,
+        transaction: JWSTransactionDecodedPayload? = nil,
+        renewalInfo: JWSRenewalInfoDecodedPayload? = nil
+    ) {
+        self.source = source
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.notificationUUID = notificationUUID
+        self.signedDate = signedDate
+        self.environment = environment
+        self.bundleId = bundleId
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+
+    /// The facts of a verified payload from the `verify` stage.
+    public init(_ payload: VerifiedPayload) {
+        switch payload {
+        case .notification(let notification):
+            let body = notification.payload
+            self.init(
+                source: .notification,
+                notificationType: body.notificationType,
+                subtype: body.subtype,
+                notificationUUID: body.notificationUUID,
+                signedDate: body.signedDate ?? notification.transaction?.payload.signedDate,
+                environment: body.data?.environment ?? body.summary?.environment ?? notification.transaction?.payload.environment,
+                bundleId: body.data?.bundleId ?? body.summary?.bundleId ?? body.appData?.bundleId ?? body.externalPurchaseToken?.bundleId,
+                transaction: notification.transaction?.payload,
+                renewalInfo: notification.renewalInfo?.payload)
+        case .transaction(let transaction):
+            self.init(
+                source: .appTransaction,
+                signedDate: transaction.payload.signedDate,
+                environment: transaction.payload.environment,
+                bundleId: transaction.payload.bundleId,
+                transaction: transaction.payload)
+        case .renewalInfo(let renewalInfo):
+            self.init(
+                source: .renewalInfo,
+                signedDate: renewalInfo.payload.signedDate,
+                environment: renewalInfo.payload.environment,
+                renewalInfo: renewalInfo.payload)
+        }
+    }
+
+    /// The purchase this input is about.
+    public var originalTransactionId: String? {
+        transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId
+    }
+
+    /// The identity of the input that caused an event, for deterministic event ids:
+    /// the notificationUUID, or the forwarded payload's own identity.
+    var sourceIdentity: String {
+        if let notificationUUID { return "n:\(notificationUUID)" }
+        let signed = signedDate.map { String($0.millisecondsSince1970) } ?? "-"
+        if let transactionId = transaction?.transactionId { return "t:\(transactionId):\(signed)" }
+        return "r:\(originalTransactionId ?? "-"):\(signed)"
+    }
+}

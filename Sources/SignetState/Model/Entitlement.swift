@@ -1,0 +1,37 @@
+/// The answer to "what may this customer access now" for one purchase, evaluated at a
+/// given instant (the CLI uses the current time).
+public struct Entitlement: Sendable, Hashable, Encodable {
+    public var originalTransactionId: String
+    public var productId: String?
+    public var productType: String?
+    public var bundleId: String?
+    public var environment: String?
+    public var appAccountToken: String?
+    public var ownership: String?
+    public var transactionId: String?
+    /// The state at ``evaluatedAt`` (an active period past its expiry reads as `expired`).
+    public var state: SubscriptionState
+    public var entitled: Bool
+    public var expiresDate: Int64?
+    public var gracePeriodExpiresDate: Int64?
+    public var autoRenewEnabled: Bool?
+    /// The instant (ms since 1970) the answer holds for.
+    public var evaluatedAt: Int64
+
+    public init(snapshot: SubscriptionSnapshot, state: SubscriptionState, entitled: Bool, evaluatedAt: Int64) {
+        originalTransactionId = snapshot.originalTransactionId
+        productId = snapshot.productId
+        productType = snapshot.productType
+        bundleId = snapshot.bundleId
+        environment = snapshot.environment
+        appAccountToken = snapshot.appAccountToken
+        ownership = snapshot.ownership
+        transactionId = snapshot.transactionId
+        self.state = state
+        self.entitled = entitled
+        expiresDate = snapshot.expiresDate
+        gracePeriodExpiresDate = snapshot.gracePeriodExpiresDate
+        autoRenewEnabled = snapshot.autoRenewEnabled
+        self.evaluatedAt = evaluatedAt
+    }
+}

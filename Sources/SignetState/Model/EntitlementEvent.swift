@@ -1,0 +1,94 @@
+import SignetCore
+
+/// One entitlement change, as published to the sinks.
+///
+/// Every field is always present in the JSON (null when unknown), in a fixed order, so
+/// the same event always serialises to the same bytes. The contract is
+/// `Schemas/entitlement-event.schema.json`.
+public struct EntitlementEvent: Sendable, Hashable {
+    /// Where the change came from.
+    public enum Source: String, Sendable, Hashable, CaseIterable {
+        /// An App Store Server Notification.
+        case notification
+        /// A signed transaction the app forwarded after a purchase.
+        case appTransaction = "app_transaction"
+        /// A signed renewal info on its own.
+        case renewalInfo = "renewal_info"
+    }
+
+    /// Deterministic: the same input applied to the same prior state yields the same id.
+    public var eventId: String
+    public var type: EntitlementEventType
+    public var entitled: Bool
+    /// Nil when this purchase was unknown before.
+    public var previousState: SubscriptionState?
+    /// Nil only for an `unknown_notification` about a purchase Signet has no state for.
+    public var state: SubscriptionState?
+    public var originalTransactionId: String?
+    public var transactionId: String?
+    public var productId: String?
+    public var productType: String?
+    public var bundleId: String?
+    public var environment: String?
+    public var appAccountToken: String?
+    public var expiresDate: Int64?
+    public var gracePeriodExpiresDate: Int64?
+    public var autoRenewEnabled: Bool?
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var ownership: String?
+    public var revocationDate: Int64?
+    public var revocationReason: Int64?
+    public var revocationType: String?
+    public var source: Source
+    public var notificationType: String?
+    public var subtype: String?
+    public var notificationUUID: String?
+    /// The signedDate of the notification (or forwarded transaction) that caused the change.
+    public var signedDate: Int64?
+
+    /// The event as one line of JSON (no trailing newline).
+    public var json: [UInt8] {
+        var out = JSONText(reserving: 768)
+        out.beginObject()
+        out.key("schemaVersion"); out.int(1)
+        out.key("eventId"); out.string(eventId)
+        out.key("type"); out.string(type.rawValue)
+        out.key("entitled"); out.bool(entitled)
+        out.nullable("previousState", previousState?.rawValue)
+        out.nullable("state", state?.rawValue)
+        out.nullable("originalTransactionId", originalTransactionId)
+        out.nullable("transactionId", transactionId)
+        out.nullable("productId", productId)
+        out.nullable("productType", productType)
+        out.nullable("bundleId", bundleId)
+        out.nullable("environment", environment)
+        out.nullable("appAccountToken", appAccountToken)
+        out.nullable("expiresDate", expiresDate)
+        out.nullable("gracePeriodExpiresDate", gracePeriodExpiresDate)
+        out.key("autoRenewEnabled")
+        if let autoRenewEnabled { out.bool(autoRenewEnabled) } else { out.null() }
+        out.nullable("ownership", ownership)
+        out.nullable("revocationDate", revocationDate)
+        out.nullable("revocationReason", revocationReason)
+        out.nullable("revocationType", revocationType)
+        out.key("source"); out.string(source.rawValue)
+        out.nullable("notificationType", notificationType)
+        out.nullable("subtype", subtype)
+        out.nullable("notificationUUID", notificationUUID)
+        out.nullable("signedDate", signedDate)
+        out.endObject()
+        return out.bytes
+    }
+}
+
+extension JSONText {
+    fileprivate mutating func nullable(_ name: String, _ value: String?) {
+        key(name)
+        if let value { string(value) } else { null() }
+    }
+
+    fileprivate mutating func nullable(_ name: String, _ value: Int64?) {
+        key(name)
+        if let value { int(value) } else { null() }
+    }
+}

@@ -1,0 +1,110 @@
+import CSQLite
+
+/// A thin owner of one SQLite connection: pragmas, a prepared-statement cache, and
+/// transactions.
+///
+/// Not thread-safe by itself: ``SQLiteStateStore`` keeps it inside a `Mutex`, so exactly
+/// one thread uses the connection at a time. It is opened with `SQLITE_OPEN_NOMUTEX`
+/// for that reason (SQLite's own mutexes would only add cost).
+final class SQLiteDatabase {
+    /// How much SQLite waits for the disk on commit.
+    enum Synchronous: String, Sendable, CaseIterable {
+        /// fsync at every commit: a committed batch survives power loss (default).
+        case full
+        /// In WAL mode, fsync only at checkpoints: survives a process crash, not power loss.
+        case normal
+        /// Never fsync (tests, throwaway data).
+        case off
+    }
+
+    private var handle: OpaquePointer?
+    private var statements: [String: SQLiteStatement] = [:]
+    let path: String
+
+    init(path: String, readOnly: Bool = false, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+        self.path = path
+        var connection: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &connection, flags, nil)
+        guard code == SQLITE_OK, let connection else {
+            let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(connection)
+            throw SQLiteError(code: code, message: message, context: "open \(path)")
+        }
+        handle = connection
+        sqlite3_extended_result_codes(connection, 1)
+        sqlite3_busy_timeout(connection, busyTimeoutMilliseconds)
+        if !readOnly {
+            // WAL lets the CLI read while a pipeline writes, and makes a commit one
+            // sequential append instead of a rollback-journal dance.
+            try execute("PRAGMA journal_mode=WAL")
+        }
+        try execute("PRAGMA synchronous=\(synchronous.rawValue.uppercased())")
+        try execute("PRAGMA foreign_keys=OFF")
+    }
+
+    deinit { close() }
+
+    /// Finalizes every statement and closes the connection (idempotent).
+    func close() {
+        statements.removeAll()
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    fileprivate func connection() throws(SQLiteError) -> OpaquePointer {
+        guard let handle else { throw SQLiteError(code: SQLITE_MISUSE, message: "the database is closed", context: path) }
+        return handle
+    }
+
+    /// Runs one or more statements without parameters or results.
+    func execute(_ sql: String) throws(SQLiteError) {
+        let connection = try connection()
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(connection, sql, nil, nil, &message)
+        guard code == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(connection))
+            sqlite3_free(message)
+            throw SQLiteError(code: code, message: text, context: sql)
+        }
+    }
+
+    /// A cached prepared statement for `sql`, reset and with cleared bindings.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let statement = try SQLiteStatement(database: try connection(), sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Rows changed by the last INSERT/UPDATE/DELETE.
+    var changes: Int { handle.map { Int(sqlite3_changes($0)) } ?? 0 }
+
+    /// Runs `body` in one write transaction (`BEGIN IMMEDIATE`), committing when it
+    /// returns and rolling back when it throws.
+    func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try execute("BEGIN IMMEDIATE")
+        let result: Result
+        do {
+            result = try body()
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        do {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        return result
+    }
+}
+
+extension SQLiteDatabase {
+    /// The rowid of the last successful INSERT on this connection.
+    var lastInsertRowID: Int64 { (try? connection()).map { sqlite3_last_insert_rowid($0) } ?? 0 }
+}

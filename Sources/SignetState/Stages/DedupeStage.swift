@@ -1,0 +1,87 @@
+import SignetCore
+import SignetJWS
+import Synchronization
+
+/// `dedupe`: drops Apple's retries of a notification.
+///
+/// With `transition` after it (sharing the store), this is a cheap pre-filter: it drops
+/// keys already committed and repeats within one batch (`drop(reason: "duplicate")`),
+/// and leaves the key on the record (``DedupeKeyPart``) for `transition`, whose check in
+/// its own commit is the authoritative one (stages run concurrently on different
+/// batches). Used without `transition`, it records keys in ``acknowledge(_:)``, after the
+/// sinks acknowledged, never before, so a crash can only cause a redelivery, never a loss.
+public final class DedupeStage: Stage {
+    public let name = "dedupe"
+
+    public struct Options: Sendable {
+        public var key = DedupeKeyKind.notificationUUID
+        /// How long keys are kept.
+        public var retention: Duration = .seconds(30 * 86_400)
+        /// How often old keys are pruned.
+        public var pruneInterval: Duration = .seconds(60)
+
+        public init() {}
+    }
+
+    public let options: Options
+    private let handle: StoreHandle
+    private let lastPrune = Mutex<Int64>(0)
+
+    /// A stage over a store the caller owns (embedding, tests).
+    public init(store: any StateStore, options: Options = Options()) {
+        self.handle = StoreHandle(.instance(store))
+        self.options = options
+    }
+
+    /// A stage over the process-wide shared store for `configuration`, opened in `open()`.
+    public init(configuration: StateStoreConfiguration, options: Options = Options(), registry: StateStoreRegistry = .shared) {
+        self.handle = StoreHandle(.shared(configuration, registry))
+        self.options = options
+    }
+
+    public func open() async throws { try handle.open() }
+    public func close() async throws { try handle.close() }
+
+    public func process(_ batch: inout RecordBatch) async throws {
+        let store = try handle.store()
+        var indices: [Int] = []
+        var keys: [String] = []
+        var seen = Set<String>()
+        for index in batch.records.indices where batch.records[index].isActive {
+            // Records without a verified payload are left for later stages to judge.
+            guard let payload = batch.records[index][VerifiedPayloadKey.self] else { continue }
+            let key = options.key.key(for: TransitionInput(payload))
+            batch.records[index][DedupeKeyPart.self] = key
+            guard seen.insert(key).inserted else {
+                batch.records[index].drop(reason: "duplicate")
+                continue
+            }
+            indices.append(index)
+            keys.append(key)
+        }
+        guard !keys.isEmpty else { return }
+        let known = try store.containedKeys(keys)
+        guard !known.isEmpty else { return }
+        for (index, key) in zip(indices, keys) where known.contains(key) {
+            batch.records[index].drop(reason: "duplicate")
+        }
+    }
+
+    public func acknowledge(_ batch: RecordBatch) async throws {
+        guard !batch.isRedelivery else { return }
+        let store = try handle.store()
+        var keys: [String] = []
+        for record in batch.records where record.isActive && record[StateAppliedPart.self] != true {
+            if let key = record[DedupeKeyPart.self] { keys.append(key) }
+        }
+        let now = StoreHandle.nowMilliseconds()
+        try store.recordKeys(keys, seenAt: now)
+        let interval = TransitionStage.milliseconds(options.pruneInterval)
+        let due = lastPrune.withLock { last in
+            guard now - last >= interval else { return false }
+            last = now
+            return true
+        }
+        if due { try store.prune(keysBefore: now - TransitionStage.milliseconds(options.retention), now: now) }
+    }
+}

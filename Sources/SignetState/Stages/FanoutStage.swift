@@ -1,0 +1,45 @@
+import SignetCore
+
+/// `fanout`: routes entitlement-change events to sinks by rule (event type, environment,
+/// product), using the headers `transition` puts on each message, so outbox
+/// redeliveries (which carry only their messages) are routed the same way.
+///
+/// A message goes to the union of the sinks of every matching route, or to
+/// `default_sinks` when none matches (no sink at all when that is empty). Messages that
+/// are not entitlement events (no `signet-event-type` header) are left untouched.
+public struct FanoutStage: Stage {
+    public let name = "fanout"
+    public let routes: [FanoutRoute]
+    public let defaultSinks: [String]
+
+    public init(routes: [FanoutRoute], defaultSinks: [String] = []) {
+        self.routes = routes
+        self.defaultSinks = defaultSinks
+    }
+
+    public func process(_ batch: inout RecordBatch) async throws {
+        for index in batch.records.indices where batch.records[index].isActive {
+            for output in batch.records[index].outputs.indices {
+                let message = batch.records[index].outputs[output]
+                guard let type = Self.header("signet-event-type", in: message) else { continue }
+                batch.records[index].outputs[output].routes = sinks(
+                    type: type,
+                    environment: Self.header("signet-environment", in: message),
+                    product: Self.header("signet-product-id", in: message))
+            }
+        }
+    }
+
+    /// The sinks for an event with these attributes.
+    public func sinks(type: String?, environment: String?, product: String?) -> [String] {
+        var chosen: [String] = []
+        for route in routes where route.matches(type: type, environment: environment, product: product) {
+            for sink in route.sinks where !chosen.contains(sink) { chosen.append(sink) }
+        }
+        return chosen.isEmpty ? defaultSinks : chosen
+    }
+
+    private static func header(_ name: String, in message: OutputMessage) -> String? {
+        message.headers.first { $0.name == name }.map { String(decoding: $0.value, as: UTF8.self) }
+    }
+}

@@ -1,0 +1,24 @@
+import SignetCore
+
+/// The dedupe key the `dedupe` stage computed for a record; `transition` uses the same
+/// key for its authoritative check, so both stages agree on what a duplicate is.
+public enum DedupeKeyPart: RecordPartKey {
+    public typealias Value = String
+}
+
+/// Set by `transition` on records whose dedupe key it committed together with their
+/// effect, so `dedupe` does not record the key again on acknowledgement.
+public enum StateAppliedPart: RecordPartKey {
+    public typealias Value = Bool
+}
+
+/// The events `transition` emitted for a record (also in `outputs` as JSON), for
+/// embedding services that want the typed values.
+public enum EntitlementEventsPart: RecordPartKey {
+    public typealias Value = [EntitlementEvent]
+}
+
+/// The outbox sequence numbers behind a record's outputs; `acknowledge` marks them delivered.
+public enum OutboxSequencesPart: RecordPartKey {
+    public typealias Value = [Int64]
+}

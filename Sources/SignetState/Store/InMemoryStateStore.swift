@@ -1,0 +1,172 @@
+import Synchronization
+
+/// A ``StateStore`` in memory, for embedding and tests: same semantics as the SQLite
+/// store (atomic batches, outbox), nothing survives the process.
+///
+/// Dedupe keys are bounded: beyond `maxKeys` the oldest are forgotten first (as they
+/// would be by retention), so memory stays flat on an endless stream. Snapshots are
+/// one per purchase and are not bounded.
+public final class InMemoryStateStore: StateStore {
+    struct Contents {
+        var subscriptions: [String: SubscriptionSnapshot] = [:]
+        var byToken: [String: Set<String>] = [:]
+        var keys: [String: Int64] = [:]
+        /// Keys in insertion order, for eviction; `keyHead` is the first live index.
+        var keyOrder: [String] = []
+        var keyHead = 0
+        var outbox: [OutboxEntry] = []
+        var nextSequence: Int64 = 1
+        var delivered: [(sequence: Int64, at: Int64)] = []
+    }
+
+    /// The most dedupe keys kept.
+    public let maxKeys: Int
+    private let outboxRetention: Duration
+    private let contents = Mutex(Contents())
+
+    public init(maxKeys: Int = 1_000_000, outboxRetention: Duration = .zero) {
+        self.maxKeys = max(1, maxKeys)
+        self.outboxRetention = outboxRetention
+    }
+
+    /// Collects one transaction's writes; applied to the contents only on success.
+    final class Transaction: StateTransaction {
+        var base: Contents
+        var keys: [String: Int64] = [:]
+        var keyOrder: [String] = []
+        var snapshots: [String: SubscriptionSnapshot] = [:]
+        var events: [OutboxEntry] = []
+        var nextSequence: Int64
+
+        init(base: Contents) {
+            self.base = base
+            self.nextSequence = base.nextSequence
+        }
+
+        func containsKey(_ key: String) throws -> Bool { keys[key] != nil || base.keys[key] != nil }
+
+        func recordKey(_ key: String, seenAt: Int64) throws {
+            guard keys[key] == nil, base.keys[key] == nil else { return }
+            keys[key] = seenAt
+            keyOrder.append(key)
+        }
+
+        func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+            snapshots[originalTransactionId] ?? base.subscriptions[originalTransactionId]
+        }
+
+        func save(_ snapshot: SubscriptionSnapshot) throws { snapshots[snapshot.originalTransactionId] = snapshot }
+
+        func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+            let sequence = nextSequence
+            nextSequence += 1
+            events.append(OutboxEntry(
+                sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
+                key: event.originalTransactionId ?? "", environment: event.environment,
+                productId: event.productId, payload: payload))
+            return sequence
+        }
+    }
+
+    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+        try contents.withLock { contents in
+            // `base` shares storage with `contents` (copy on write); it is dropped before
+            // `contents` is mutated, so the dictionaries are never copied.
+            let transaction = Transaction(base: contents)
+            let result = try body(transaction)
+            transaction.base = Contents()
+            let (keys, keyOrder, snapshots, events, nextSequence) =
+                (transaction.keys, transaction.keyOrder, transaction.snapshots, transaction.events, transaction.nextSequence)
+            for key in keyOrder { contents.keys[key] = keys[key] }
+            contents.keyOrder.append(contentsOf: keyOrder)
+            Self.evict(&contents, maxKeys: maxKeys)
+            for (id, snapshot) in snapshots {
+                if let old = contents.subscriptions[id]?.appAccountToken, old != snapshot.appAccountToken {
+                    contents.byToken[old]?.remove(id)
+                }
+                if let token = snapshot.appAccountToken { contents.byToken[token, default: []].insert(id) }
+                contents.subscriptions[id] = snapshot
+            }
+            contents.outbox.append(contentsOf: events)
+            contents.nextSequence = nextSequence
+            return result
+        }
+    }
+
+    private static func evict(_ contents: inout Contents, maxKeys: Int) {
+        while contents.keys.count > maxKeys, contents.keyHead < contents.keyOrder.count {
+            contents.keys.removeValue(forKey: contents.keyOrder[contents.keyHead])
+            contents.keyHead += 1
+        }
+        compactKeyOrder(&contents)
+    }
+
+    private static func compactKeyOrder(_ contents: inout Contents) {
+        if contents.keyHead > 4096, contents.keyHead * 2 > contents.keyOrder.count {
+            contents.keyOrder.removeFirst(contents.keyHead)
+            contents.keyHead = 0
+        }
+    }
+
+    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+        contents.withLock { contents in Set(keys.filter { contents.keys[$0] != nil }) }
+    }
+
+    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+        try withTransaction { transaction in
+            for key in keys { try transaction.recordKey(key, seenAt: seenAt) }
+        }
+    }
+
+    public func undeliveredEvents() throws -> [OutboxEntry] {
+        contents.withLock { contents in
+            let delivered = Set(contents.delivered.map(\.sequence))
+            return contents.outbox.filter { !delivered.contains($0.sequence) }
+        }
+    }
+
+    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+        let deleting = outboxRetention <= .zero
+        contents.withLock { contents in
+            let marked = Set(sequences)
+            if deleting {
+                contents.outbox.removeAll { marked.contains($0.sequence) }
+            } else {
+                contents.delivered.append(contentsOf: sequences.map { ($0, instant) })
+            }
+        }
+    }
+
+    public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        contents.withLock { $0.subscriptions[originalTransactionId] }
+    }
+
+    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+        contents.withLock { contents in
+            (contents.byToken[appAccountToken] ?? []).sorted().compactMap { contents.subscriptions[$0] }
+        }
+    }
+
+    public func prune(keysBefore: Int64, now: Int64) throws {
+        let deliveredBefore = now - TransitionStage.milliseconds(outboxRetention)
+        contents.withLock { contents in
+            while contents.keyHead < contents.keyOrder.count {
+                let key = contents.keyOrder[contents.keyHead]
+                guard let seen = contents.keys[key] else { contents.keyHead += 1; continue }
+                guard seen < keysBefore else { break }
+                contents.keys.removeValue(forKey: key)
+                contents.keyHead += 1
+            }
+            Self.compactKeyOrder(&contents)
+            let expired = Set(contents.delivered.filter { $0.at < deliveredBefore }.map(\.sequence))
+            guard !expired.isEmpty else { return }
+            contents.outbox.removeAll { expired.contains($0.sequence) }
+            contents.delivered.removeAll { expired.contains($0.sequence) }
+        }
+    }
+
+    public func close() throws {}
+
+    /// How many dedupe keys are held (for tests of the bound).
+    public var keyCount: Int { contents.withLock { $0.keys.count } }
+}

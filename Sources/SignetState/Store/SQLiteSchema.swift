@@ -1,0 +1,137 @@
+/// The SQL of ``SQLiteStateStore``, in one place.
+///
+/// Indexes exist only where a query needs them: the primary keys, the appAccountToken
+/// lookup of `signet entitlements`, and `seen_at` for dedupe-key retention.
+enum SQLiteSchema {
+    static let version = 1
+
+    static let create = """
+        CREATE TABLE IF NOT EXISTS signet_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS subscriptions (
+            original_transaction_id TEXT PRIMARY KEY,
+            state TEXT NOT NULL,
+            entitled INTEGER NOT NULL,
+            transaction_id TEXT,
+            product_id TEXT,
+            product_type TEXT,
+            bundle_id TEXT,
+            environment TEXT,
+            app_account_token TEXT,
+            ownership TEXT,
+            purchase_date INTEGER,
+            expires_date INTEGER,
+            transaction_signed_date INTEGER,
+            revocation_date INTEGER,
+            revocation_reason INTEGER,
+            revocation_type TEXT,
+            auto_renew INTEGER,
+            auto_renew_product_id TEXT,
+            billing_retry INTEGER,
+            grace_period_expires_date INTEGER,
+            expiration_intent INTEGER,
+            renewal_signed_date INTEGER,
+            evaluated_at INTEGER NOT NULL,
+            last_notification_type TEXT,
+            last_subtype TEXT,
+            last_notification_uuid TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
+            ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
+        CREATE TABLE IF NOT EXISTS outbox (
+            seq INTEGER PRIMARY KEY,
+            event_id TEXT NOT NULL,
+            event_type TEXT NOT NULL,
+            message_key TEXT NOT NULL,
+            environment TEXT,
+            product_id TEXT,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            delivered_at INTEGER
+        );
+        INSERT OR IGNORE INTO signet_meta (name, value) VALUES ('schema_version', '1');
+        """
+
+    static let subscriptionColumns = """
+        original_transaction_id, state, entitled, transaction_id, product_id, product_type, bundle_id, \
+        environment, app_account_token, ownership, purchase_date, expires_date, transaction_signed_date, \
+        revocation_date, revocation_reason, revocation_type, auto_renew, auto_renew_product_id, billing_retry, \
+        grace_period_expires_date, expiration_intent, renewal_signed_date, evaluated_at, last_notification_type, \
+        last_subtype, last_notification_uuid
+        """
+
+    static let selectSubscription = "SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1"
+    static let selectByToken = "SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id"
+    static let upsertSubscription = "INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
+    static let selectKey = "SELECT 1 FROM dedupe_keys WHERE key = ?1"
+    static let insertKey = "INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)"
+    static let insertEvent = "INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+    static let selectUndelivered = "SELECT seq, event_id, event_type, message_key, environment, product_id, payload FROM outbox WHERE delivered_at IS NULL ORDER BY seq"
+    static let deleteEvent = "DELETE FROM outbox WHERE seq = ?1"
+    static let markEvent = "UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL"
+    static let pruneKeys = "DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)"
+    static let pruneEvents = "DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2"
+
+    static func bind(_ snapshot: SubscriptionSnapshot, to statement: SQLiteStatement) throws(SQLiteError) {
+        try statement.bind(1, snapshot.originalTransactionId)
+        try statement.bind(2, snapshot.state.rawValue)
+        try statement.bind(3, snapshot.entitled)
+        try statement.bind(4, snapshot.transactionId)
+        try statement.bind(5, snapshot.productId)
+        try statement.bind(6, snapshot.productType)
+        try statement.bind(7, snapshot.bundleId)
+        try statement.bind(8, snapshot.environment)
+        try statement.bind(9, snapshot.appAccountToken)
+        try statement.bind(10, snapshot.ownership)
+        try statement.bind(11, snapshot.purchaseDate)
+        try statement.bind(12, snapshot.expiresDate)
+        try statement.bind(13, snapshot.transactionSignedDate)
+        try statement.bind(14, snapshot.revocationDate)
+        try statement.bind(15, snapshot.revocationReason)
+        try statement.bind(16, snapshot.revocationType)
+        try statement.bind(17, snapshot.autoRenewEnabled)
+        try statement.bind(18, snapshot.autoRenewProductId)
+        try statement.bind(19, snapshot.isInBillingRetryPeriod)
+        try statement.bind(20, snapshot.gracePeriodExpiresDate)
+        try statement.bind(21, snapshot.expirationIntent)
+        try statement.bind(22, snapshot.renewalSignedDate)
+        try statement.bind(23, snapshot.evaluatedAt)
+        try statement.bind(24, snapshot.lastNotificationType)
+        try statement.bind(25, snapshot.lastSubtype)
+        try statement.bind(26, snapshot.lastNotificationUUID)
+    }
+
+    /// Reads a row selected with ``subscriptionColumns``.
+    static func snapshot(from row: SQLiteStatement) -> SubscriptionSnapshot {
+        var snapshot = SubscriptionSnapshot(
+            originalTransactionId: row.string(0) ?? "",
+            // A state written by a newer Signet reads as expired rather than failing the query.
+            state: row.string(1).flatMap(SubscriptionState.init(rawValue:)) ?? .expired,
+            entitled: row.bool(2) ?? false,
+            evaluatedAt: row.int64(22) ?? 0)
+        snapshot.transactionId = row.string(3)
+        snapshot.productId = row.string(4)
+        snapshot.productType = row.string(5)
+        snapshot.bundleId = row.string(6)
+        snapshot.environment = row.string(7)
+        snapshot.appAccountToken = row.string(8)
+        snapshot.ownership = row.string(9)
+        snapshot.purchaseDate = row.int64(10)
+        snapshot.expiresDate = row.int64(11)
+        snapshot.transactionSignedDate = row.int64(12)
+        snapshot.revocationDate = row.int64(13)
+        snapshot.revocationReason = row.int64(14)
+        snapshot.revocationType = row.string(15)
+        snapshot.autoRenewEnabled = row.bool(16)
+        snapshot.autoRenewProductId = row.string(17)
+        snapshot.isInBillingRetryPeriod = row.bool(18)
+        snapshot.gracePeriodExpiresDate = row.int64(19)
+        snapshot.expirationIntent = row.int64(20)
+        snapshot.renewalSignedDate = row.int64(21)
+        snapshot.lastNotificationType = row.string(23)
+        snapshot.lastSubtype = row.string(24)
+        snapshot.lastNotificationUUID = row.string(25)
+        return snapshot
+    }
+}

@@ -1,0 +1,205 @@
+import Synchronization
+
+/// The embedded default ``StateStore``: one SQLite file (the system SQLite), WAL mode.
+///
+/// One connection, used under a `Mutex`: the `dedupe` and `transition` stages and the
+/// acknowledgements of the runner share it, and every public method holds the lock only
+/// for synchronous work. One SQLite transaction per batch (so one fsync per batch with
+/// `synchronous: full`), prepared statements reused, and a bounded cache of committed
+/// snapshots. One process writes a database at a time; readers (the CLI) may open it
+/// read-only meanwhile.
+public final class SQLiteStateStore: StateStore {
+    /// How much a commit waits for the disk.
+    public enum Durability: String, Sendable, CaseIterable {
+        /// fsync at every commit: a committed batch survives power loss (default).
+        case full
+        /// fsync only at WAL checkpoints: survives a crash of the process, not of the machine.
+        case normal
+        /// No fsync at all (tests, throwaway data).
+        case off
+    }
+
+    /// Connection settings.
+    public struct Options: Sendable, Hashable {
+        public var durability: Durability = .full
+        /// How long a statement waits for another connection's lock.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Committed snapshots kept in memory (bounded; 0 disables the cache).
+        public var cacheCapacity: Int = 100_000
+        /// Open without writing (queries only; the file must exist).
+        public var readOnly = false
+        /// How long delivered outbox rows are kept; zero deletes them on acknowledgement.
+        public var outboxRetention: Duration = .zero
+
+        public init() {}
+    }
+
+    /// `@unchecked Sendable`: the connection, its statements and the cache are reached only
+    /// through `connection.withLock`, so one thread at a time uses them; nothing keeps a
+    /// reference beyond the lock (transactions live inside `withTransaction`'s lock).
+    private final class Connection: @unchecked Sendable {
+        let database: SQLiteDatabase
+        let cache: SnapshotCache
+        let cacheEnabled: Bool
+        /// (delivered at, highest sequence marked then): lets pruning delete by rowid range.
+        var deliveries: [(at: Int64, sequence: Int64)] = []
+        var prunedOnce = false
+
+        init(database: SQLiteDatabase, cacheCapacity: Int) {
+            self.database = database
+            self.cache = SnapshotCache(capacity: max(cacheCapacity, 1))
+            self.cacheEnabled = cacheCapacity > 0
+        }
+    }
+
+    /// The database file.
+    public let path: String
+    public let options: Options
+    private let connection: Mutex<Connection?>
+
+    /// Opens (creating when needed) the database at `path`.
+    public init(path: String, options: Options = Options()) throws {
+        self.path = path
+        self.options = options
+        let milliseconds = Int32(clamping: options.busyTimeout.components.seconds * 1000
+            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000)
+        let synchronous: SQLiteDatabase.Synchronous = switch options.durability {
+        case .full: .full
+        case .normal: .normal
+        case .off: .off
+        }
+        let database = try SQLiteDatabase(
+            path: path, readOnly: options.readOnly, synchronous: synchronous, busyTimeoutMilliseconds: milliseconds)
+        if !options.readOnly {
+            try database.execute(SQLiteSchema.create)
+        }
+        connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
+    }
+
+    private func withConnection<Result>(_ body: (Connection) throws -> Result) throws -> Result {
+        try connection.withLock { connection in
+            guard let connection else {
+                throw SQLiteError(code: 21, message: "the state store is closed", context: path)
+            }
+            return try body(connection)
+        }
+    }
+
+    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+        try withConnection { connection in
+            let transaction = SQLiteStateTransaction(
+                database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil)
+            let result = try connection.database.transaction { try body(transaction) }
+            // Only committed snapshots enter the cache.
+            if connection.cacheEnabled {
+                for snapshot in transaction.written.values { connection.cache.put(snapshot) }
+            }
+            return result
+        }
+    }
+
+    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectKey)
+            var found: Set<String> = []
+            for key in keys {
+                statement.reset()
+                try statement.bind(1, key)
+                if try statement.step() { found.insert(key) }
+            }
+            statement.reset()
+            return found
+        }
+    }
+
+    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+        guard !keys.isEmpty else { return }
+        try withTransaction { transaction in
+            for key in keys { try transaction.recordKey(key, seenAt: seenAt) }
+        }
+    }
+
+    public func undeliveredEvents() throws -> [OutboxEntry] {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectUndelivered)
+            defer { statement.reset() }
+            var entries: [OutboxEntry] = []
+            while try statement.step() {
+                entries.append(OutboxEntry(
+                    sequence: statement.int64(0) ?? 0, eventId: statement.string(1) ?? "",
+                    eventType: statement.string(2) ?? "", key: statement.string(3) ?? "",
+                    environment: statement.string(4), productId: statement.string(5), payload: statement.bytes(6)))
+            }
+            return entries
+        }
+    }
+
+    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+        guard !sequences.isEmpty else { return }
+        let deleting = options.outboxRetention <= .zero
+        try withConnection { connection in
+            try connection.database.transaction {
+                let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvent : SQLiteSchema.markEvent)
+                for sequence in sequences {
+                    try statement.bind(1, sequence)
+                    if !deleting { try statement.bind(2, instant) }
+                    try statement.run()
+                }
+            }
+            if !deleting, let highest = sequences.max() {
+                connection.deliveries.append((instant, highest))
+            }
+        }
+    }
+
+    public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        try withConnection { connection in
+            try SQLiteStateTransaction(database: connection.database, cache: nil)
+                .subscription(originalTransactionId: originalTransactionId)
+        }
+    }
+
+    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectByToken)
+            defer { statement.reset() }
+            try statement.bind(1, appAccountToken)
+            var snapshots: [SubscriptionSnapshot] = []
+            while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
+            return snapshots
+        }
+    }
+
+    public func prune(keysBefore: Int64, now: Int64) throws {
+        let deliveredBefore = now - TransitionStage.milliseconds(options.outboxRetention)
+        try withConnection { connection in
+            let database = connection.database
+            // Bounded chunks keep one prune from stalling a batch.
+            let keys = try database.statement(SQLiteSchema.pruneKeys)
+            try keys.bind(1, keysBefore)
+            try keys.bind(2, Int64(20_000))
+            try keys.run()
+            guard options.outboxRetention > .zero else { return }
+            var bound = Int64.max
+            if connection.prunedOnce {
+                // Deliveries are in sequence order: the last one before the cutoff bounds the range.
+                let expired = connection.deliveries.prefix { $0.at < deliveredBefore }
+                guard let last = expired.last else { return }
+                bound = last.sequence
+                connection.deliveries.removeFirst(expired.count)
+            }
+            let events = try database.statement(SQLiteSchema.pruneEvents)
+            try events.bind(1, bound)
+            try events.bind(2, deliveredBefore)
+            try events.run()
+            connection.prunedOnce = true
+        }
+    }
+
+    public func close() throws {
+        connection.withLock { connection in
+            connection?.database.close()
+            connection = nil
+        }
+    }
+}

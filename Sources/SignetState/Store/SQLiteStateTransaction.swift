@@ -1,0 +1,58 @@
+/// The operations of one SQLite transaction of ``SQLiteStateStore``.
+///
+/// Lives only inside `withTransaction` (under the store's lock). Snapshots it writes are
+/// remembered so the store can put them into its cache once the commit succeeded.
+final class SQLiteStateTransaction: StateTransaction {
+    private let database: SQLiteDatabase
+    private let cache: SnapshotCache?
+    private(set) var written: [String: SubscriptionSnapshot] = [:]
+
+    init(database: SQLiteDatabase, cache: SnapshotCache?) {
+        self.database = database
+        self.cache = cache
+    }
+
+    func containsKey(_ key: String) throws -> Bool {
+        let statement = try database.statement(SQLiteSchema.selectKey)
+        defer { statement.reset() }
+        try statement.bind(1, key)
+        return try statement.step()
+    }
+
+    func recordKey(_ key: String, seenAt: Int64) throws {
+        let statement = try database.statement(SQLiteSchema.insertKey)
+        try statement.bind(1, key)
+        try statement.bind(2, seenAt)
+        try statement.run()
+    }
+
+    func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        if let pending = written[originalTransactionId] { return pending }
+        if let cache, let hit = cache.get(originalTransactionId) { return hit }
+        let statement = try database.statement(SQLiteSchema.selectSubscription)
+        defer { statement.reset() }
+        try statement.bind(1, originalTransactionId)
+        guard try statement.step() else { return nil }
+        return SQLiteSchema.snapshot(from: statement)
+    }
+
+    func save(_ snapshot: SubscriptionSnapshot) throws {
+        let statement = try database.statement(SQLiteSchema.upsertSubscription)
+        try SQLiteSchema.bind(snapshot, to: statement)
+        try statement.run()
+        written[snapshot.originalTransactionId] = snapshot
+    }
+
+    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+        let statement = try database.statement(SQLiteSchema.insertEvent)
+        try statement.bind(1, event.eventId)
+        try statement.bind(2, event.type.rawValue)
+        try statement.bind(3, event.originalTransactionId ?? "")
+        try statement.bind(4, event.environment)
+        try statement.bind(5, event.productId)
+        try statement.bind(6, bytes: payload)
+        try statement.bind(7, createdAt)
+        try statement.run()
+        return database.lastInsertRowID
+    }
+}

@@ -1,0 +1,91 @@
+/// Where subscription state, dedupe keys and the event outbox live.
+///
+/// The embedded default is ``SQLiteStateStore``; ``InMemoryStateStore`` serves embedding
+/// and tests. A shared server store (PostgreSQL) for several instances implements the
+/// same protocol. Implementations serialise access themselves; every method may be
+/// called from any thread.
+public protocol StateStore: AnyObject, Sendable {
+    /// Runs `body` in one atomic transaction: everything it wrote is committed together
+    /// when it returns, nothing when it throws.
+    func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result
+
+    /// Which of `keys` were recorded (and not yet expired by retention).
+    func containedKeys(_ keys: [String]) throws -> Set<String>
+    /// Records dedupe keys on their own (the `dedupe` stage without `transition`).
+    func recordKeys(_ keys: [String], seenAt: Int64) throws
+
+    /// Outbox rows committed but never marked delivered, oldest first.
+    func undeliveredEvents() throws -> [OutboxEntry]
+    /// Marks outbox rows delivered (after every sink acknowledged them).
+    func markDelivered(_ sequences: [Int64], at: Int64) throws
+
+    /// The stored snapshot of one purchase.
+    func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
+    /// The stored snapshots of every purchase carrying this appAccountToken.
+    func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot]
+
+    /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
+    /// than the store's outbox retention (as of `now`).
+    func prune(keysBefore: Int64, now: Int64) throws
+
+    /// Releases the store's resources.
+    func close() throws
+}
+
+/// The operations available inside ``StateStore/withTransaction(_:)``.
+public protocol StateTransaction {
+    /// Whether a dedupe key was recorded (committed earlier or in this transaction).
+    func containsKey(_ key: String) throws -> Bool
+    /// Records a dedupe key.
+    func recordKey(_ key: String, seenAt: Int64) throws
+    /// The snapshot as of this transaction (its own writes included).
+    func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
+    /// Inserts or replaces a snapshot.
+    func save(_ snapshot: SubscriptionSnapshot) throws
+    /// Appends an event to the outbox; returns its sequence number.
+    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64
+}
+
+/// One row of the transactional outbox: an event exactly as first serialised.
+public struct OutboxEntry: Sendable, Hashable {
+    /// Monotonic sequence number (delivery order).
+    public var sequence: Int64
+    public var eventId: String
+    public var eventType: String
+    /// The message key (the originalTransactionId).
+    public var key: String
+    public var environment: String?
+    public var productId: String?
+    /// The event JSON, byte for byte as first emitted.
+    public var payload: [UInt8]
+
+    public init(sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?, payload: [UInt8]) {
+        self.sequence = sequence
+        self.eventId = eventId
+        self.eventType = eventType
+        self.key = key
+        self.environment = environment
+        self.productId = productId
+        self.payload = payload
+    }
+}
+
+extension StateStore {
+    /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.
+    public func entitlements(originalTransactionId: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
+        guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return [] }
+        return [Self.entitlement(snapshot, at: instant, policy: policy)]
+    }
+
+    /// What every purchase of the account (appAccountToken) entitles to at `instant`.
+    public func entitlements(appAccountToken: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
+        try subscriptions(appAccountToken: appAccountToken).map { Self.entitlement($0, at: instant, policy: policy) }
+    }
+
+    private static func entitlement(_ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy) -> Entitlement {
+        // Never evaluate before the facts we have (a clock behind Apple's would undo state).
+        let at = max(instant, snapshot.evaluatedAt)
+        let (state, entitled) = SubscriptionStateMachine.derive(snapshot, at: at, policy: policy)
+        return Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at)
+    }
+}

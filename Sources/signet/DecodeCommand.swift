@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import SignetCore
+import SignetJWS
+import SignetOpenSSL
+
+struct DecodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decode",
+        abstract: "Shows what a notification says WITHOUT verifying it (for debugging only).",
+        discussion: """
+            Prints, per input line, the JWS header and payload as JSON, with the nested
+            signedTransactionInfo and signedRenewalInfo decoded too. Nothing is verified: every object
+            carries "verified": false. Use `signet verify` or a pipeline to trust anything.
+
+            Example:
+              head -1 notifications.ndjson | signet decode
+            """)
+
+    @Argument(help: "NDJSON files (default: stdin).")
+    var files: [String] = []
+
+    func run() async throws {
+        var options = LineSource.Options()
+        options.skipBlankLines = false
+        let inputs = files.isEmpty ? [LineSource.standardInput(options: options)] : files.map { LineSource(path: $0, options: options) }
+        var failed = false
+        for source in inputs {
+            try await source.open()
+            while let records = try await source.nextBatch(maxRecords: 256) {
+                for record in records {
+                    var json = JSONText()
+                    json.beginObject()
+                    if files.count > 1 { json.field("file", source.stream) }
+                    json.key("line"); json.int(record.position.offset)
+                    json.key("verified"); json.bool(false)
+                    do throws(RecordRejection) {
+                        if case .rejected(let rejection, _) = record.status { throw rejection }
+                        let envelope = try DecodeStage.envelope(from: record.raw)
+                        json.key("kind"); json.string(envelope.kind.rawValue)
+                        try Self.writeParts(of: envelope.jws, into: &json, nested: true)
+                    } catch {
+                        failed = true
+                        json.key("error"); json.string(error.reason.rawValue)
+                        json.key("detail"); json.string(error.detail)
+                    }
+                    json.endObject()
+                    Terminal.printLine(json.bytes)
+                }
+            }
+            try await source.close()
+        }
+        if failed { throw ExitCode.failure }
+    }
+
+    /// Writes "header" and "payload" (and the nested JWS of a notification payload).
+    private static func writeParts(of jws: String, into json: inout JSONText, nested: Bool) throws(RecordRejection) {
+        let segments = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3 else { throw RecordRejection(.malformedJWS, "expected 3 segments, found \(segments.count)") }
+        let header: [UInt8]
+        let payload: [UInt8]
+        do {
+            header = try Base64.decodeURL(String(segments[0]))
+            payload = try Base64.decodeURL(String(segments[1]))
+        } catch {
+            throw RecordRejection(.malformedJWS, "a segment is not base64url: \(error)")
+        }
+        guard let headerObject = Self.jsonObject(header), let payloadObject = Self.jsonObject(payload) else {
+            throw RecordRejection(.malformedJWS, "the header or payload is not a JSON object")
+        }
+        json.key("header"); json.raw(header)
+        json.key("payload"); json.raw(payload)
+        _ = headerObject
+        guard nested, let data = payloadObject["data"] as? [String: Any] else { return }
+        for field in ["signedTransactionInfo", "signedRenewalInfo"] {
+            guard let inner = data[field] as? String else { continue }
+            json.key(field); json.beginObject()
+            do throws(RecordRejection) {
+                try writeParts(of: inner, into: &json, nested: false)
+            } catch {
+                json.key("error"); json.string(error.reason.rawValue)
+            }
+            json.endObject()
+        }
+    }
+
+    private static func jsonObject(_ bytes: [UInt8]) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    }
+}

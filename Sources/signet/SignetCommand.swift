@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Signet
+
+/// `signet`: the command-line shell over the Signet library.
+@main
+struct SignetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signet",
+        abstract: "Turns Apple's signed App Store Server Notifications V2 into verified entitlement-change events.",
+        discussion: """
+            Signet reads notifications (NDJSON on stdin, files, or a Kafka topic), verifies each JWS
+            (ES256, x5c chain to Apple Root CA - G3, Apple's marker OIDs, validity at signedDate,
+            environment/bundle/app claims, nested transaction and renewal info), drops retries,
+            tracks every subscription's state, and publishes what changed.
+
+            First steps:
+              signet fixtures --out demo             # a private test PKI and signed sample notifications
+              source demo/fixtures.env               # SIGNET_ROOT_CERTS, SIGNET_ENVIRONMENT, SIGNET_BUNDLE_ID
+              signet run < demo/notifications.ndjson # the embedded default pipeline (Pipelines/stdin.yaml)
+              signet verify demo/notifications.ndjson --root demo/root.pem
+
+            Exit codes: 0 success, 1 rejected input (verify) or a failed run, 2 usage or configuration error.
+            """,
+        version: Signet.version,
+        subcommands: [
+            RunCommand.self, LintCommand.self, VerifyCommand.self, DecodeCommand.self, FixturesCommand.self,
+            StateCommand.self, EntitlementsCommand.self, DevBrokerCommand.self, ComponentsCommand.self,
+        ]
+    )
+
+    /// Maps ArgumentParser's usage errors (64) to 2, the code the docs promise.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure || error is ConfigurationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                if !(error is ConfigurationFailure) {
+                    FileHandle.standardError.write(Data("Run 'signet help' for usage.\n".utf8))
+                }
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// A configuration problem already explained on stderr; exits with 2.
+struct ConfigurationFailure: Error, CustomStringConvertible {
+    var description: String
+}

@@ -1,0 +1,33 @@
+import Foundation
+import Logging
+import SignetCore
+
+/// Small helpers for talking to the terminal.
+enum Terminal {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("signet: \(message)\n".utf8))
+    }
+
+    static func note(_ message: String) {
+        FileHandle.standardError.write(Data("signet: \(message)\n".utf8))
+    }
+
+    /// Writes bytes and a newline to stdout.
+    static func printLine(_ bytes: [UInt8]) {
+        FileHandle.standardOutput.write(Data(bytes + [0x0A]))
+    }
+
+    /// Logs go to stderr; stdout carries data only.
+    static func bootstrapLogging(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// The process environment, the source of `${VAR}` values.
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,197 @@
+import AppStoreModels
+import ArgumentParser
+import Foundation
+import SignetCore
+import SignetJWS
+import SignetOpenSSL
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Verifies notifications and prints one JSON verdict per input line.",
+        discussion: """
+            Reads NDJSON lines ({"signedPayload": ...}, {"signedTransaction": ...}, {"signedRenewalInfo": ...}
+            or a bare JWS) from the files, or stdin when none is given, and prints one JSON object per
+            line, in order:
+              {"line": 1, "ok": true, "notificationType": "DID_RENEW", "subtype": null, "notificationUUID": ...,
+               "environment": "Sandbox", "bundleId": ..., "signedDate": 1730000000000}
+              {"line": 2, "ok": false, "reason": "invalid_signature", "detail": "..."}
+            With several files each object also names its "file".
+
+            The full verification always runs: signature, chain to the roots (the built-in Apple Root CA - G3
+            unless --root is given), Apple's OIDs, validity at signedDate, nested JWS. Claims are checked only
+            when given: --environment, --bundle-id, --app-apple-id. Reason codes: docs/reason-codes.md.
+
+            Exit codes: 0 every line verified, 1 some line was rejected, 2 usage or configuration error.
+
+            Examples:
+              signet verify ../shared/fixtures/apple-real/notifications.ndjson
+              signet verify --root demo/root.pem --environment Sandbox --bundle-id com.example.signet demo/notifications.ndjson
+            """)
+
+    @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable). Default: Apple Root CA - G3.")
+    var roots: [String] = []
+
+    @Option(help: "Require this environment (Production, Sandbox).")
+    var environment: String?
+
+    @Option(help: "Require this bundle id.")
+    var bundleId: String?
+
+    @Option(help: "Require this app Apple ID (compared for Production payloads).")
+    var appAppleId: Int64?
+
+    @Option(help: "Threads to verify with (default: all cores).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(help: "Longest accepted line in bytes; longer lines are rejected with line_too_large.")
+    var maxLineBytes: Int = 1 << 20
+
+    @Argument(help: "NDJSON files (default: stdin).")
+    var files: [String] = []
+
+    func validate() throws {
+        guard jobs >= 1, jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
+        for file in files where !FileManager.default.isReadableFile(atPath: file) {
+            throw ValidationError("cannot read '\(file)'")
+        }
+    }
+
+    func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        let verifier = try makeVerifier()
+        var options = LineSource.Options()
+        options.maxLineBytes = maxLineBytes
+        options.skipBlankLines = false
+        let inputs = files.isEmpty ? [LineSource.standardInput(options: options)] : files.map { LineSource(path: $0, options: options) }
+        var rejected = 0
+        for source in inputs {
+            try await source.open()
+            while let records = try await source.nextBatch(maxRecords: 512) {
+                var verdicts = records.map { Verdict(record: $0) }
+                verdicts.concurrentUpdate(maxThreads: jobs) { verdict in verdict.evaluate(with: verifier) }
+                var out: [UInt8] = []
+                for verdict in verdicts {
+                    if !verdict.ok { rejected += 1 }
+                    out += verdict.json(file: files.count > 1 ? source.stream : nil)
+                    out.append(0x0A)
+                }
+                FileHandle.standardOutput.write(Data(out))
+            }
+            try await source.close()
+        }
+        if rejected > 0 { throw ExitCode.failure }
+    }
+
+    private func makeVerifier() throws -> AppStoreVerifier {
+        var rootCertificates: [X509Certificate] = []
+        for path in roots {
+            do {
+                let loaded = try X509Certificate.loadAll(fromFile: path)
+                guard !loaded.isEmpty else { throw ConfigurationFailure(description: "signet: no certificate in '\(path)'") }
+                rootCertificates += loaded
+            } catch let error as ConfigurationFailure {
+                throw error
+            } catch {
+                throw ConfigurationFailure(description: "signet: cannot load root certificates from '\(path)': \(error)")
+            }
+        }
+        if rootCertificates.isEmpty { rootCertificates = [AppleRoots.appleRootCAG3] }
+        let configuration = VerifierConfiguration(
+            roots: rootCertificates,
+            environment: environment.map { AppStoreEnvironment(rawValue: $0) },
+            bundleId: bundleId,
+            appAppleId: appAppleId)
+        do {
+            return try AppStoreVerifier(configuration: configuration)
+        } catch {
+            throw ConfigurationFailure(description: "signet: \(error)")
+        }
+    }
+}
+
+/// The outcome for one input line.
+private struct Verdict: Sendable {
+    let position: SourcePosition
+    let raw: [UInt8]
+    var preRejected: RecordRejection?
+    var result: Result<VerifiedPayload, RecordRejection>?
+
+    init(record: Record) {
+        position = record.position
+        raw = record.raw
+        if case .rejected(let rejection, _) = record.status { preRejected = rejection }
+    }
+
+    var ok: Bool { if case .success = result { true } else { false } }
+
+    mutating func evaluate(with verifier: AppStoreVerifier) {
+        if let preRejected {
+            result = .failure(preRejected)
+            return
+        }
+        do throws(RecordRejection) {
+            let envelope = try DecodeStage.envelope(from: raw)
+            switch envelope.kind {
+            case .notification: result = .success(.notification(try verifier.verifyNotification(envelope.jws)))
+            case .transaction: result = .success(.transaction(try verifier.verifyTransaction(envelope.jws)))
+            case .renewalInfo: result = .success(.renewalInfo(try verifier.verifyRenewalInfo(envelope.jws)))
+            }
+        } catch {
+            result = .failure(error)
+        }
+    }
+
+    func json(file: String?) -> [UInt8] {
+        var json = JSONText()
+        json.beginObject()
+        json.field("file", file)
+        json.key("line"); json.int(position.offset)
+        switch result {
+        case .success(let verified):
+            json.key("ok"); json.bool(true)
+            switch verified {
+            case .notification(let notification):
+                let payload = notification.payload
+                json.key("kind"); json.string("notification")
+                json.key("notificationType"); nullable(&json, payload.notificationType?.rawValue)
+                json.key("subtype"); nullable(&json, payload.subtype?.rawValue)
+                json.key("notificationUUID"); nullable(&json, payload.notificationUUID)
+                json.key("environment"); nullable(&json, payload.effectiveEnvironment?.rawValue)
+                json.key("bundleId"); nullable(&json, payload.effectiveBundleId)
+                json.key("signedDate"); nullable(&json, payload.signedDate?.millisecondsSince1970)
+            case .transaction(let transaction):
+                let payload = transaction.payload
+                json.key("kind"); json.string("transaction")
+                json.key("transactionId"); nullable(&json, payload.transactionId)
+                json.key("originalTransactionId"); nullable(&json, payload.originalTransactionId)
+                json.key("environment"); nullable(&json, payload.environment?.rawValue)
+                json.key("bundleId"); nullable(&json, payload.bundleId)
+                json.key("signedDate"); nullable(&json, payload.signedDate?.millisecondsSince1970)
+            case .renewalInfo(let renewalInfo):
+                let payload = renewalInfo.payload
+                json.key("kind"); json.string("renewalInfo")
+                json.key("originalTransactionId"); nullable(&json, payload.originalTransactionId)
+                json.key("environment"); nullable(&json, payload.environment?.rawValue)
+                json.key("signedDate"); nullable(&json, payload.signedDate?.millisecondsSince1970)
+            }
+        case .failure(let rejection):
+            json.key("ok"); json.bool(false)
+            json.key("reason"); json.string(rejection.reason.rawValue)
+            json.key("detail"); json.string(rejection.detail)
+        case nil:
+            json.key("ok"); json.bool(false)
+        }
+        json.endObject()
+        return json.bytes
+    }
+
+    private func nullable(_ json: inout JSONText, _ value: String?) {
+        if let value { json.string(value) } else { json.null() }
+    }
+
+    private func nullable(_ json: inout JSONText, _ value: Int64?) {
+        if let value { json.int(value) } else { json.null() }
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Logging
+import SignetCore
+import Testing
+
+@testable import SignetKafka
+
+/// What an external command printed.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs kcat (an independent Kafka client) with a hard timeout; kills it on expiry.
+func kcat(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(20)) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/kcat")
+    process.arguments = arguments
+    let output = Pipe(), errors = Pipe(), stdin = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try stdin.fileHandleForWriting.close()
+    // Drain both pipes concurrently so a chatty kcat cannot block on a full pipe.
+    let collected = Collected()
+    let group = DispatchGroup()
+    for (pipe, isOut) in [(output, true), (errors, false)] {
+        group.enter()
+        DispatchQueue.global().async {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            collected.set(data, stdout: isOut)
+            group.leave()
+        }
+    }
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+    if process.isRunning {
+        process.terminate()
+        process.waitUntilExit()
+        _ = group.wait(timeout: .now() + 5)
+        throw KafkaError("kcat \(arguments.joined(separator: " ")) timed out; stderr: \(collected.stderr)")
+    }
+    process.waitUntilExit()
+    _ = group.wait(timeout: .now() + 5)
+    return CommandResult(status: process.terminationStatus, stdout: collected.stdout, stderr: collected.stderr)
+}
+
+private final class Collected: @unchecked Sendable {
+    // Guarded by `lock`; written once per pipe from the draining threads.
+    private let lock = NSLock()
+    private var out = Data(), err = Data()
+    func set(_ data: Data, stdout: Bool) { lock.withLock { if stdout { out = data } else { err = data } } }
+    var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+    var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+}
+
+/// Produces `key:value` lines into one partition with kcat.
+func kcatProduce(_ cluster: MockCluster, topic: String, partition: Int32, lines: [String]) throws {
+    let result = try kcat(
+        ["-P", "-b", cluster.bootstrapServers, "-t", topic, "-p", "\(partition)", "-K:", "-X", "broker.address.family=v4"],
+        input: lines.joined(separator: "\n") + "\n")
+    #expect(result.status == 0, "kcat -P failed: \(result.stderr)")
+}
+
+/// Reads a whole topic with kcat as `key|value|headers` lines.
+func kcatReadAll(_ cluster: MockCluster, topic: String) throws -> [String] {
+    let result = try kcat([
+        "-C", "-b", cluster.bootstrapServers, "-t", topic, "-e", "-o", "beginning", "-q",
+        "-f", "%p|%k|%s|%h\n", "-X", "broker.address.family=v4",
+    ])
+    #expect(result.status == 0, "kcat -C failed: \(result.stderr)")
+    return result.stdout.split(separator: "\n").map(String.init)
+}
+
+/// Consumer settings that suit the mock: a short session (the mock hangs below ~3 s),
+/// and a short fetch wait so tests do not sit on the 500 ms default.
+func consumerOptions(_ cluster: MockCluster, group: String, topics: [String], extra: [KafkaProperty] = []) -> KafkaSource.Options {
+    KafkaSource.Options(
+        properties: [
+            KafkaProperty("bootstrap.servers", cluster.bootstrapServers),
+            KafkaProperty("group.id", group),
+            KafkaProperty("session.timeout.ms", "6000"),
+            KafkaProperty("heartbeat.interval.ms", "1000"),
+            KafkaProperty("fetch.wait.max.ms", "10"),
+            KafkaProperty("broker.address.family", "v4"),
+        ] + extra,
+        topics: topics,
+        pollTimeout: .milliseconds(100))
+}
+
+func sinkOptions(_ cluster: MockCluster, topic: String, extra: [KafkaProperty] = []) -> KafkaSink.Options {
+    KafkaSink.Options(
+        properties: [
+            KafkaProperty("bootstrap.servers", cluster.bootstrapServers),
+            KafkaProperty("linger.ms", "1"),
+            KafkaProperty("broker.address.family", "v4"),
+        ] + extra,
+        topic: topic)
+}
+
+/// Test logger: warnings and up only, so librdkafka's chatter about downed brokers stays visible but short.
+let testLogger: Logger = {
+    var logger = Logger(label: "signet.kafka.test")
+    logger.logLevel = .warning
+    return logger
+}()
+
+/// Polls `source` until `done` says so or `timeout` passes; returns every batch polled.
+/// With `commit`, commits each batch right away (as the runner would after the sinks acked).
+func drain(
+    _ source: KafkaSource, commit: Bool, timeout: Duration = .seconds(20), maxRecords: Int = 100,
+    until done: ([Record]) -> Bool
+) async throws -> [Record] {
+    var all: [Record] = []
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline, !done(all) {
+        guard let batch = try await source.nextBatch(maxRecords: maxRecords) else { break }
+        if commit, !batch.isEmpty { try await source.commit(batch.map(\.position)) }
+        all += batch
+    }
+    return all
+}
+
+/// Waits until the broker's committed offsets match `expected` (commits are async).
+func awaitCommitted(
+    _ source: KafkaSource, _ expected: [TopicPartition: Int64], timeout: Duration = .seconds(10)
+) async throws -> [TopicPartition: Int64] {
+    let deadline = ContinuousClock.now + timeout
+    var last: [TopicPartition: Int64] = [:]
+    while ContinuousClock.now < deadline {
+        last = try await source.committedOffsets(Array(expected.keys))
+        if last == expected { return last }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return last
+}
+
+extension Record {
+    var text: String { String(decoding: raw, as: UTF8.self) }
+    var topicPartition: TopicPartition { TopicPartition(position.stream, position.partition ?? -1) }
+}
+
+func uniqueName(_ prefix: String) -> String { "\(prefix)-\(UInt32.random(in: 0...UInt32.max))" }

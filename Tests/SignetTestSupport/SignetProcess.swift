@@ -1,0 +1,102 @@
+import Foundation
+
+/// Runs the built `signet` executable as a user would, for end-to-end tests.
+public struct SignetProcess {
+    /// What a finished run left behind.
+    public struct Result: Sendable {
+        public var exitCode: Int32
+        public var stdout: Data
+        public var stderr: String
+        public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        /// stdout split into non-empty lines.
+        public var lines: [String] { stdoutText.split(separator: "\n").map(String.init) }
+        /// Each stdout line parsed as a JSON object.
+        public func jsonLines() throws -> [[String: Any]] {
+            try lines.map { line in
+                guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                return object
+            }
+        }
+    }
+
+    /// The `signet` binary next to the test bundle (SwiftPM builds every product into one folder).
+    public static let executable: URL = {
+        if let override = ProcessInfo.processInfo.environment["SIGNET_BINARY"] {
+            return URL(fileURLWithPath: override)
+        }
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = testBinary.deletingLastPathComponent()
+        // On Linux the xctest binary sits in the build folder; on macOS inside a bundle.
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("signet")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return FixturePaths.packageRoot.appendingPathComponent(".build/debug/signet")
+    }()
+
+    /// Runs `signet arguments...`, feeding `stdin`, and waits at most `timeout` seconds
+    /// (then kills it and fails with exit code -1, so a hang never blocks the suite).
+    @discardableResult
+    public static func run(
+        _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
+        currentDirectory: URL? = nil, timeout: TimeInterval = 120
+    ) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for key in env.keys where key.hasPrefix("SIGNET_") && key != "SIGNET_BINARY" { env[key] = nil }
+        env.merge(environment) { $1 }
+        process.environment = env
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+
+        // Drain both pipes concurrently so a chatty child never blocks on a full pipe.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var stdoutData = Data()
+        nonisolated(unsafe) var stderrData = Data()
+        group.enter()
+        DispatchQueue.global().async {
+            stdoutData = output.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        group.enter()
+        DispatchQueue.global().async {
+            stderrData = errors.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        DispatchQueue.global().async {
+            try? input.fileHandleForWriting.write(contentsOf: stdin)
+            try? input.fileHandleForWriting.close()
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            group.wait()
+            return Result(exitCode: -1, stdout: stdoutData, stderr: "timed out after \(timeout) s\n" + String(decoding: stderrData, as: UTF8.self))
+        }
+        process.waitUntilExit()
+        group.wait()
+        return Result(exitCode: process.terminationStatus, stdout: stdoutData, stderr: String(decoding: stderrData, as: UTF8.self))
+    }
+}
+
+/// A temporary directory removed when the test ends (call `remove()` in tearDown or defer).
+public struct TemporaryDirectory {
+    public let url: URL
+    public init(prefix: String = "signet-test") throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    public func remove() { try? FileManager.default.removeItem(at: url) }
+}

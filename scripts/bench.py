@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Signet throughput benchmark: verified notifications per second and peak memory.
+
+Measures, in one run on this machine:
+  * OpenSSL's own ECDSA P-256 verify rate (`openssl speed -seconds 3 ecdsap256`), the yardstick;
+  * `signet verify` on fixtures with nested transaction and renewal info, 1 thread and all cores;
+  * the stdin pipeline (`signet run`, embedded Pipelines/stdin.yaml), 1 verify worker and all cores;
+and prints notifications/s, wall time and peak RSS for each, and the issue's targets:
+  notifications/s x 3 >= 0.75 x OpenSSL verify/s on one core, and >= 1.8x that on all cores.
+
+Usage: scripts/bench.py [--count N] [--no-build] [--keep DIR]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIGNET = os.path.join(ROOT, ".build", "release", "signet")
+
+
+def run_measured(argv, stdin_path=None, env=None):
+    """Runs argv to completion; returns (seconds, peak RSS in MiB, exit code)."""
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    stderr = process.stderr.read().decode(errors="replace")
+    if stdin_path:
+        stdin.close()
+    code = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss / 1024.0, code, stderr
+
+
+def openssl_verify_rate():
+    out = subprocess.run(["openssl", "speed", "-seconds", "3", "ecdsap256"], capture_output=True, text=True).stdout
+    match = re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+(\S+)\s+(\S+)", out)
+    return float(match.group(2)) if match else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=10000, help="notifications to generate (default 10000)")
+    parser.add_argument("--no-build", action="store_true", help="use the existing release build")
+    parser.add_argument("--keep", help="keep fixtures and data in this folder")
+    args = parser.parse_args()
+
+    if not args.no_build:
+        subprocess.run(["swift", "build", "-c", "release", "--product", "signet"], cwd=ROOT, check=True)
+    work = args.keep or tempfile.mkdtemp(prefix="signet-bench-")
+    os.makedirs(work, exist_ok=True)
+    fixtures = os.path.join(work, "fixtures")
+    if not os.path.exists(os.path.join(fixtures, "notifications.ndjson")):
+        subprocess.run([SIGNET, "fixtures", "--out", fixtures, "--count", str(args.count), "--seed", "7"], check=True)
+    notifications = os.path.join(fixtures, "notifications.ndjson")
+    count = sum(1 for _ in open(notifications, "rb"))
+    env_file = dict(line.strip().removeprefix("export ").split("=", 1) for line in open(os.path.join(fixtures, "fixtures.env")) if "=" in line)
+    cores = os.cpu_count() or 1
+
+    print(f"machine: {cores} cores; {count} notifications, each with nested transaction + renewal info "
+          f"({os.path.getsize(notifications) / count / 1024:.1f} KiB per line)")
+    openssl = openssl_verify_rate()
+    print(f"openssl speed ecdsap256: {openssl:,.0f} verify/s (one core)")
+    print()
+    print(f"{'what':44} {'threads':>7} {'seconds':>8} {'notif/s':>9} {'peak RSS':>10}")
+    results = {}
+    for jobs in sorted({1, cores}):
+        argv = [SIGNET, "verify", "--jobs", str(jobs), "--root", env_file["SIGNET_ROOT_CERTS"],
+                "--environment", env_file["SIGNET_ENVIRONMENT"], "--bundle-id", env_file["SIGNET_BUNDLE_ID"], notifications]
+        seconds, rss, code, err = run_measured(argv)
+        if code != 0:
+            sys.exit(f"signet verify failed ({code}): {err[-2000:]}")
+        results[("verify", jobs)] = count / seconds
+        print(f"{'signet verify':44} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB")
+    for jobs in sorted({1, cores}):
+        data = os.path.join(work, f"data-{jobs}")
+        shutil.rmtree(data, ignore_errors=True)
+        env = dict(os.environ, **env_file, SIGNET_DATA_DIR=data, SIGNET_VERIFY_WORKERS=str(jobs))
+        seconds, rss, code, err = run_measured([SIGNET, "run", "--log-level", "warning"], stdin_path=notifications, env=env)
+        if code != 0:
+            sys.exit(f"signet run failed ({code}): {err[-2000:]}")
+        results[("pipeline", jobs)] = count / seconds
+        print(f"{'stdin pipeline (signet run, Pipelines/stdin.yaml)':44} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB")
+
+    print()
+    target_one = 0.75 * openssl / 3
+    target_all = 1.8 * target_one
+    for what in ("verify", "pipeline"):
+        one = results[(what, 1)]
+        allc = results[(what, cores)]
+        print(f"{what:9}: 1 thread {one:,.0f}/s vs target {target_one:,.0f}/s -> {'PASS' if one >= target_one else 'FAIL'};"
+              f" {cores} threads {allc:,.0f}/s vs target {target_all:,.0f}/s -> {'PASS' if allc >= target_all else 'FAIL'}"
+              f" (x{allc / one:.2f} scaling)")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

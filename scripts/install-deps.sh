@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the system packages Signet builds and tests against (Debian 12), only
+# when something is missing, so repeated runs are fast and need no network.
+set -euo pipefail
+packages=(libssl-dev librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v swift >/dev/null 2>&1; then
+  echo "Swift 6 is required (https://www.swift.org/install/linux/) and was not found on PATH" >&2
+  exit 1
+fi
