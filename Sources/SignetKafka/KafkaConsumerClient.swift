@@ -63,7 +63,7 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
             } else if !finished.isEmpty {
                 // Synchronously, so the next owner starts right after what we finished
                 // (librdkafka documents a sync commit in the revoke callback).
-                let result = rd_kafka_commit(handle, PartitionList(offsets: finished).raw, 0)
+                let result = PartitionList(offsets: finished).withList { rd_kafka_commit(handle, $0, 0) }
                 if result != RD_KAFKA_RESP_ERR_NO_ERROR {
                     logger.warning("kafka: commit before revoke failed: \(KafkaError("commit", error: result))")
                 }
@@ -137,7 +137,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
         let handle = try makeKafkaHandle(RD_KAFKA_CONSUMER, conf: conf, what: "Kafka consumer")
         // Serve rebalance and commit callbacks from rd_kafka_consumer_poll on our queue.
         rd_kafka_poll_set_consumer(handle)
-        let result = rd_kafka_subscribe(handle, PartitionList(topics: topics).raw)
+        let result = PartitionList(topics: topics).withList { rd_kafka_subscribe(handle, $0) }
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
             rd_kafka_destroy(handle)
             throw KafkaError("cannot subscribe to \(topics.joined(separator: ","))", error: result)
@@ -220,7 +220,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
             guard !moved.isEmpty else { return }
             // Under the lock so a revoke cannot slip between computing and enqueueing:
             // librdkafka then sends this commit before the revoke's own.
-            let result = rd_kafka_commit(handle, PartitionList(offsets: moved).raw, 1)
+            let result = PartitionList(offsets: moved).withList { rd_kafka_commit(handle, $0, 1) }
             if result == RD_KAFKA_RESP_ERR_NO_ERROR {
                 tracker.markCommitted(moved)
             } else {
@@ -234,7 +234,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
     func commitSync() throws {
         let points = callbacks.tracker.withLock { $0.uncommitted() }
         guard !points.isEmpty else { return }
-        let result = rd_kafka_commit(handle, PartitionList(offsets: points).raw, 0)
+        let result = PartitionList(offsets: points).withList { rd_kafka_commit(handle, $0, 0) }
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("commit failed", error: result) }
         callbacks.tracker.withLock { $0.markCommitted(points) }
     }
@@ -262,11 +262,12 @@ final class KafkaConsumerClient: @unchecked Sendable {
 
     /// The broker's committed offsets for these partitions (blocking; for tests and tools).
     func committedOffsets(_ partitions: [TopicPartition], timeout: Duration) throws -> [TopicPartition: Int64] {
-        let list = PartitionList(partitions.map { ($0, nil) })
-        let result = rd_kafka_committed(handle, list.raw, milliseconds(timeout))
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("cannot read committed offsets", error: result) }
-        var offsets: [TopicPartition: Int64] = [:]
-        for (partition, offset, _) in PartitionList.entries(of: list.raw) { offsets[partition] = offset }
-        return offsets
+        try PartitionList(partitions.map { ($0, nil) }).withList { list in
+            let result = rd_kafka_committed(handle, list, milliseconds(timeout))
+            guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("cannot read committed offsets", error: result) }
+            var offsets: [TopicPartition: Int64] = [:]
+            for (partition, offset, _) in PartitionList.entries(of: list) { offsets[partition] = offset }
+            return offsets
+        }
     }
 }

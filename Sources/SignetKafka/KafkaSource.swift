@@ -109,6 +109,9 @@ public final class KafkaSource: Source {
         return try await runBlocking(on: queue) { try consumer.committedOffsets(partitions, timeout: timeout) }
     }
 
+    /// Acknowledgements ignored because their partition was revoked after hand-out.
+    var ignoredLateCommits: Int { client.withLock { $0?.callbacks.tracker.withLock { $0.ignoredLateCommits } ?? 0 } }
+
     /// Finished commit points not yet sent to the broker (empty after each commit, unless one failed).
     var pendingCommits: [TopicPartition: Int64] { client.withLock { $0?.uncommitted ?? [:] } }
 

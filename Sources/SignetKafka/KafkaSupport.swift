@@ -2,8 +2,12 @@ import CRdKafka
 import Dispatch
 
 /// Owns an `rd_kafka_topic_partition_list_t` (destroyed in deinit).
+///
+/// Use the pointer only inside ``withList(_:)``: Swift may end an object's lifetime
+/// right after its last use, so `PartitionList(...).raw` passed to a C call could be
+/// freed before librdkafka reads it.
 final class PartitionList {
-    let raw: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
+    private let raw: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
 
     /// A list of partitions with offsets (for commits); `RD_KAFKA_OFFSET_INVALID` when nil.
     init(_ entries: [(TopicPartition, Int64?)]) {
@@ -24,6 +28,11 @@ final class PartitionList {
     }
 
     deinit { rd_kafka_topic_partition_list_destroy(raw) }
+
+    /// Runs `body` with the list, keeping it alive until `body` returns.
+    func withList<T>(_ body: (UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) throws -> T) rethrows -> T {
+        try withExtendedLifetime(self) { try body(raw) }
+    }
 
     /// The partitions (and offsets) of a list librdkafka owns, copied out.
     static func entries(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> [(TopicPartition, Int64, rd_kafka_resp_err_t)] {

@@ -67,6 +67,15 @@ public final class MockCluster: @unchecked Sendable {
         try call("cannot bring broker \(id) up") { rd_kafka_mock_broker_set_up($0, id) }
     }
 
+    /// Makes metadata requests for `topic` answer with `error` (a Kafka error code,
+    /// e.g. 3 = UNKNOWN_TOPIC_OR_PARTITION) until called again with 0.
+    public func setTopicError(_ topic: String, error: Int32) throws {
+        try call("cannot set topic error") { cluster in
+            rd_kafka_mock_topic_set_error(cluster, topic, rd_kafka_resp_err_t(rawValue: error))
+            return RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+    }
+
     /// Makes every request of `apiKey` (a Kafka protocol API key, e.g. 0 = Produce) fail
     /// with `error` (a Kafka error code) `count` times.
     public func pushRequestErrors(apiKey: Int16, error: Int32, count: Int) throws {

@@ -14,8 +14,10 @@ public struct CertificateChainVerifier: Sendable {
     /// The trust anchors.
     public let trustStore: TrustStore
     /// Add `X509_V_FLAG_X509_STRICT`. Off by default: strict mode in OpenSSL 3.0
-    /// demands keyUsage on every CA certificate, and Apple's own library vectors
-    /// (chain A) have an intermediate without keyUsage that must still verify.
+    /// demands keyUsage on CA certificates, critical basicConstraints and key
+    /// identifiers, and Apple's own library vectors (chain A: no keyUsage, no AKI/SKI)
+    /// fail it although Apple's library accepts them (`openssl verify -x509_strict`
+    /// reports errors 81, 85, 86, 89, 92 on that chain).
     public var strict: Bool
 
     public init(trustStore: TrustStore, strict: Bool = false) {

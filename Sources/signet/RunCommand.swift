@@ -71,7 +71,7 @@ struct RunCommand: AsyncParsableCommand {
 }
 
 /// Turns SIGTERM/SIGINT into a graceful stop; a second signal or the timeout exits hard.
-final class SignalWatcher: Sendable {
+final class SignalWatcher {
     private let sources: [any DispatchSourceSignal]
 
     init(shutdownTimeout: Duration, onStop: @escaping @Sendable () async -> Void) {

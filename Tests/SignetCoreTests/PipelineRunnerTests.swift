@@ -285,7 +285,9 @@ struct PipelineRunnerTests {
         #expect(counts.count == 1000)
         #expect(counts.values.allSatisfy { $0 == 1 })
         #expect(Set(counts.keys) == Set(1...1000))
-        #expect(out.values.map { $0.split(separator: ":").first.map(String.init) } == (1...1000).map { String($0) })
+        let prefixes: [String] = out.values.map { value in String(value.prefix { $0 != ":" }) }
+        let expected: [String] = (1...1000).map { String($0) }
+        #expect(prefixes == expected)
     }
 
     @Test func routesSelectSinks() async throws {
@@ -328,7 +330,7 @@ struct PipelineRunnerTests {
         let dead = CaptureSink(name: "dead")
         var registry = coreRegistry()
         registry.registerSource("memory", summary: "test input") { config, _ in
-            #expect(try config.string("name") == "fixture")
+            guard try config.string("name") == "fixture" else { throw config.error("wrong name", key: "name") }
             return source
         }
         registry.registerSink("capture", summary: "test output") { config, _ in

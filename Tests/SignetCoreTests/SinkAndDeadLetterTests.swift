@@ -62,7 +62,7 @@ struct SinkAndDeadLetterTests {
         #expect(source["line"] as? Int == 42)
         #expect(source["partition"] == nil && source["offset"] == nil)
         #expect(object["input"] as? String == "{\"x\":\"é\"}")
-        #expect(object["inputBytes"] as? Int == 11)
+        #expect(object["inputBytes"] as? Int == 10)
         #expect(object["inputBase64"] == nil)
         #expect(object["truncated"] == nil)
         let rejectedAt = try #require(object["rejectedAt"] as? String)

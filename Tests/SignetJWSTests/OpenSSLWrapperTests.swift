@@ -19,8 +19,8 @@ struct OpenSSLWrapperTests {
         #expect(root.subject.contains("CN=Apple Root CA - G3"))
         #expect(root.isCA)
         #expect(root.isSelfIssued)
-        #expect(Int64(root.notBefore.timeIntervalSince1970) == 1_398_894_553)  // 2014-04-30T18:19:06Z
-        #expect(root.notAfter > Date(timeIntervalSince1970: 2_187_000_000))  // 2039-04-30
+        #expect(Int64(root.notBefore.timeIntervalSince1970) == 1_398_881_946)  // 2014-04-30T18:19:06Z (openssl x509 -startdate)
+        #expect(Int64(root.notAfter.timeIntervalSince1970) == 2_187_800_346)  // 2039-04-30T18:19:06Z
         #expect(try root.publicKey.curve == .p384)
     }
 

@@ -33,7 +33,11 @@ struct KafkaSinkTests {
         let topic = uniqueName("outage")
         try cluster.createTopic(topic, partitions: 1)
         let sink = KafkaSink(
-            options: sinkOptions(cluster, topic: topic, extra: [KafkaProperty("message.timeout.ms", "1500")]),
+            options: sinkOptions(cluster, topic: topic, extra: [
+                KafkaProperty("message.timeout.ms", "1500"),
+                // Reconnect quickly once the broker is back (the default backs off up to 10 s).
+                KafkaProperty("reconnect.backoff.max.ms", "200"),
+            ]),
             logger: testLogger)
         try await sink.open()
         try await sink.write([OutputMessage(value: Array("before".utf8))])
@@ -69,10 +73,13 @@ struct KafkaSinkTests {
         let cluster = try MockCluster(brokers: 1)
         defer { cluster.close() }
         let topic = uniqueName("missing")
+        // The mock auto-creates any topic a client asks about, so "missing" is emulated:
+        // metadata for it answers UNKNOWN_TOPIC_OR_PARTITION until cleared.
+        try cluster.createTopic(topic, partitions: 1)
+        try cluster.setTopicError(topic, error: 3)
         let sink = KafkaSink(
             options: sinkOptions(cluster, topic: topic, extra: [
                 KafkaProperty("message.timeout.ms", "1500"),
-                KafkaProperty("allow.auto.create.topics", "false"),
                 KafkaProperty("topic.metadata.refresh.interval.ms", "200"),
             ]),
             logger: testLogger)
@@ -80,7 +87,7 @@ struct KafkaSinkTests {
         await #expect(throws: KafkaError.self) {
             try await sink.write([OutputMessage(value: Array("lost".utf8))])
         }
-        try cluster.createTopic(topic, partitions: 1)
+        try cluster.setTopicError(topic, error: 0)
         var delivered = false
         for _ in 0..<10 where !delivered {
             do {

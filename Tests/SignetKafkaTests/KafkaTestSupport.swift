@@ -86,7 +86,7 @@ func consumerOptions(_ cluster: MockCluster, group: String, topics: [String], ex
             KafkaProperty("heartbeat.interval.ms", "1000"),
             KafkaProperty("fetch.wait.max.ms", "10"),
             KafkaProperty("broker.address.family", "v4"),
-        ] + extra,
+        ] + extra + (ProcessInfo.processInfo.environment["SIGNET_KAFKA_DEBUG"].map { [KafkaProperty("debug", $0)] } ?? []),
         topics: topics,
         pollTimeout: .milliseconds(100))
 }
@@ -104,7 +104,7 @@ func sinkOptions(_ cluster: MockCluster, topic: String, extra: [KafkaProperty] =
 /// Test logger: warnings and up only, so librdkafka's chatter about downed brokers stays visible but short.
 let testLogger: Logger = {
     var logger = Logger(label: "signet.kafka.test")
-    logger.logLevel = .warning
+    logger.logLevel = ProcessInfo.processInfo.environment["SIGNET_KAFKA_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
     return logger
 }()
 

@@ -75,8 +75,9 @@ public struct ConfigNode: Sendable {
                 items.append(try build(item, file: file, path: "\(path)[\(index)]", interpolator: interpolator))
             }
             return ConfigNode(value: .sequence(items), location: location, path: path)
-        case .alias:
-            throw ConfigError("YAML aliases are not supported in pipeline files", at: location)
+        case .alias(let alias):
+            // Yams expands aliases while composing, so this is only reached by a dangling one.
+            throw ConfigError("YAML alias '*\(alias.anchor)' does not refer to an anchor", at: location)
         }
     }
 

@@ -212,12 +212,15 @@ public final class ConfigObject {
     static func parseDuration(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
-        for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
-            guard let number = Double(trimmed.dropLast(suffix.count)), number >= 0 else { return nil }
+        // Bounded (about 31 years) so that absurd values are an error, not an overflow trap.
+        func milliseconds(_ number: Double?, _ scale: Double) -> Duration? {
+            guard let number, number.isFinite, number >= 0, number * scale <= 1e9 else { return nil }
             return .milliseconds(Int64((number * scale * 1000).rounded()))
         }
-        guard let seconds = Double(trimmed), seconds >= 0 else { return nil }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
+            return milliseconds(Double(trimmed.dropLast(suffix.count)), scale)
+        }
+        return milliseconds(Double(trimmed), 1)
     }
 
     /// " (did you mean 'x'?)" when a known word is within a small edit distance.

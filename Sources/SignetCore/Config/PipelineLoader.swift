@@ -61,13 +61,22 @@ public struct PipelineLoader: Sendable {
     /// placeholder so the rest of the file is still checked): the machine that lints is
     /// often not the one that runs. Pass `strictEnvironment` to treat them as errors.
     public func lint(yaml text: String, file: String, strictEnvironment: Bool = false) -> LintReport {
-        let interpolator = Interpolator(environment: environment, unsetPlaceholder: strictEnvironment ? nil : "1")
+        // Always expand to a placeholder so one unset variable does not hide the rest of the file.
+        let interpolator = Interpolator(environment: environment, unsetPlaceholder: "1")
+        var pipeline: Pipeline?
+        var errors: [ConfigError] = []
         do {
-            let pipeline = try load(yaml: text, file: file, interpolator: interpolator)
-            return LintReport(pipeline: pipeline, errors: [], unsetVariables: interpolator.unset)
+            pipeline = try load(yaml: text, file: file, interpolator: interpolator)
         } catch {
-            return LintReport(pipeline: nil, errors: error.errors, unsetVariables: interpolator.unset)
+            errors = error.errors
         }
+        guard strictEnvironment, !interpolator.unset.isEmpty else {
+            return LintReport(pipeline: pipeline, errors: errors, unsetVariables: interpolator.unset)
+        }
+        errors += interpolator.unset.map {
+            ConfigError("environment variable \($0.name) is not set and has no default", at: $0.location)
+        }
+        return LintReport(pipeline: nil, errors: Self.sorted(errors), unsetVariables: interpolator.unset)
     }
 
     private func load(yaml text: String, file: String, interpolator: Interpolator) throws(ConfigErrors) -> Pipeline {
@@ -123,7 +132,9 @@ public struct PipelineLoader: Sendable {
                 }
             }
             if sinkNames.isEmpty { errors.append(ConfigError("'sinks' needs at least one sink", at: sinkEntries.location)) }
-        } else if !root.contains("sinks") {
+        } else if root.contains("sinks") {
+            errors.append(root.error("'sinks' needs at least one sink", key: "sinks"))
+        } else {
             errors.append(root.missing("sinks"))
         }
 
@@ -142,7 +153,7 @@ public struct PipelineLoader: Sendable {
 
         _ = attempt { try root.finish() }
         guard errors.isEmpty, let source, let deadLetter else {
-            throw ConfigErrors(errors.sorted { ($0.location?.line ?? 0, $0.location?.column ?? 0) < ($1.location?.line ?? 0, $1.location?.column ?? 0) })
+            throw ConfigErrors(Self.sorted(errors))
         }
         return Pipeline(source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings)
     }
@@ -174,6 +185,10 @@ public struct PipelineLoader: Sendable {
             // A factory failed for a reason of its own (a certificate file that does not parse, ...).
             throw ConfigError("\(kind) '\(type)': \(error)", at: config.location)
         }
+    }
+
+    private static func sorted(_ errors: [ConfigError]) -> [ConfigError] {
+        errors.sorted { ($0.location?.line ?? 0, $0.location?.column ?? 0) < ($1.location?.line ?? 0, $1.location?.column ?? 0) }
     }
 
     private static func settings(_ config: ConfigObject?) throws(ConfigError) -> PipelineSettings {

@@ -30,6 +30,7 @@ struct LineReader {
     private var end = 0
     private var pending: [UInt8] = []
     private var pendingLength = 0
+    private var lastByte: UInt8 = 0
     private var atEOF = false
     private(set) var lineNumber: Int64
     private(set) var byteOffset: Int64
@@ -53,6 +54,7 @@ struct LineReader {
                     pending.append(contentsOf: chunk.prefix(maxLineBytes - pendingLength))
                 }
                 pendingLength += chunk.count
+                if let last = chunk.last { lastByte = last }
                 byteOffset += Int64(chunk.count)
                 start = chunkEnd
                 if newline != nil {
@@ -87,13 +89,16 @@ struct LineReader {
     private mutating func finishLine() -> Item {
         lineNumber += 1
         var line = pending
-        let length = pendingLength
+        // A CRLF terminator's "\r" does not count against the limit.
+        let hasCR = pendingLength > 0 && lastByte == UInt8(ascii: "\r")
+        let length = pendingLength - (hasCR ? 1 : 0)
         pending = []
         pendingLength = 0
+        lastByte = 0
         if length > maxLineBytes {
             return .tooLarge(prefix: line, length: length, number: lineNumber, endOffset: byteOffset)
         }
-        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        if line.count > length { line.removeLast() }
         return .line(line, number: lineNumber, endOffset: byteOffset)
     }
 }

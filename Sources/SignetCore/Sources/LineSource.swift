@@ -53,6 +53,13 @@ public final class LineSource: Source {
         var startLine: Int64 = 0
         var startOffset: Int64 = 0
         let fd: Int32
+        if let checkpointPath = options.checkpointPath {
+            // Fail now, not after the first batch was delivered, if the checkpoint cannot be kept.
+            let folder = (checkpointPath as NSString).deletingLastPathComponent
+            if !folder.isEmpty {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+        }
         if let path {
             fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw SourceError("cannot open '\(path)': \(String(cString: strerror(errno)))") }

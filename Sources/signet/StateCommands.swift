@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import SignetState
+
+/// Options shared by the commands that read the state store.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The state database (default: $SIGNET_DATA_DIR/signet.sqlite, SIGNET_DATA_DIR defaulting to signet-data).")
+    var database: String?
+
+    var path: String {
+        database ?? ((Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data") as NSString).appendingPathComponent("signet.sqlite")
+    }
+
+    /// Opens the store read-only; a missing file is a clear error, not an empty answer.
+    func open() throws -> SQLiteStateStore {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ConfigurationFailure(description: "signet: no state database at '\(path)' (set --database or SIGNET_DATA_DIR)")
+        }
+        var options = SQLiteStateStore.Options()
+        options.readOnly = true
+        return try SQLiteStateStore(path: path, options: options)
+    }
+}
+
+/// Prints an Encodable as pretty JSON on stdout.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    Terminal.printLine(Array(try encoder.encode(value)))
+}
+
+struct StateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "state",
+        abstract: "Reads subscription state from the store.",
+        subcommands: [Show.self])
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Prints the stored snapshot of one purchase as JSON.",
+            discussion: """
+                The snapshot is what the transition stage derived from the newest signed transaction and
+                renewal info it has seen for this originalTransactionId. Exit 1 when none is stored.
+
+                Example:
+                  signet state show --original-transaction-id 2000000123456789
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "The originalTransactionId of the purchase.")
+        var originalTransactionId: String
+
+        func run() throws {
+            let database = try store.open()
+            defer { try? database.close() }
+            guard let snapshot = try database.subscription(originalTransactionId: originalTransactionId) else {
+                Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.path)")
+                throw ExitCode.failure
+            }
+            try printJSON(snapshot)
+        }
+    }
+}
+
+struct EntitlementsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "entitlements",
+        abstract: "Answers \"what is this user entitled to now\" as JSON.",
+        discussion: """
+            Looks up every purchase of an account (--app-account-token, the UUID your app sets at
+            purchase) or one purchase (--original-transaction-id), evaluates each at the current time
+            (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their
+            state, entitled flag, product and expiry. An account with no purchases prints [].
+
+            Examples:
+              signet entitlements --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
+              signet entitlements --original-transaction-id 2000000123456789
+            """)
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The account's appAccountToken.")
+    var appAccountToken: String?
+
+    @Option(help: "One purchase's originalTransactionId.")
+    var originalTransactionId: String?
+
+    @Option(help: "Evaluate at this instant (ms since 1970) instead of now.")
+    var at: Int64?
+
+    func validate() throws {
+        if (appAccountToken == nil) == (originalTransactionId == nil) {
+            throw ValidationError("give exactly one of --app-account-token and --original-transaction-id")
+        }
+    }
+
+    func run() throws {
+        let database = try store.open()
+        defer { try? database.close() }
+        let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
+        let entitlements =
+            if let appAccountToken {
+                try database.entitlements(appAccountToken: appAccountToken, at: instant)
+            } else {
+                try database.entitlements(originalTransactionId: originalTransactionId!, at: instant)
+            }
+        try printJSON(entitlements)
+    }
+}

@@ -1,0 +1,164 @@
+import AppStoreModels
+import Foundation
+import SignetCore
+import SignetJWS
+import SignetState
+import Testing
+
+@Suite struct OutboxAndStoreTests {
+    typealias F = Fixture
+    let t0 = Fixture.t0, day = Fixture.day
+
+    @Test func restartRedeliversExactlyTheUndeliveredEvents() async throws {
+        let path = F.temporaryDatabase()
+        var store = try SQLiteStateStore(path: path)
+        var harness = StateHarness(store: store)
+        // Batch 1 is delivered; batch 2 commits but the process "dies" before the sinks ack.
+        _ = try await harness.run([Table.subscribed])
+        let unacked = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
+        #expect(unacked.events.map(\.type) == ["auto_renew_disabled", "expired"])
+        try store.close()
+
+        store = try SQLiteStateStore(path: path)
+        harness = StateHarness(store: store)
+        let redelivery = try #require(try await harness.transition.undeliveredOutputs())
+        #expect(redelivery.isRedelivery)
+        let again = StateHarness.result(of: redelivery)
+        #expect(again.events.map(\.bytes) == unacked.events.map(\.bytes))
+        #expect(again.events.map(\.eventId) == unacked.events.map(\.eventId))
+        #expect(again.events.map(\.headers) == unacked.events.map(\.headers))
+        // The source was not committed, so the inputs come again: they are duplicates now.
+        let replay = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
+        #expect(replay.events.isEmpty)
+        #expect(replay.dropped == 2)
+        // The runner acknowledges the redelivery; after that nothing is pending.
+        try await harness.transition.acknowledge(redelivery)
+        try await harness.dedupe.acknowledge(redelivery)
+        #expect(try await harness.transition.undeliveredOutputs() == nil)
+        try store.close()
+        let reopened = try SQLiteStateStore(path: path)
+        #expect(try reopened.undeliveredEvents().isEmpty)
+        #expect(try reopened.subscription(originalTransactionId: "1000")?.state == .expired)
+    }
+
+    @Test func outboxRetentionKeepsDeliveredRowsUntilPruned() async throws {
+        var options = SQLiteStateStore.Options()
+        options.outboxRetention = .seconds(3600)
+        let store = try SQLiteStateStore(path: F.temporaryDatabase(), options: options)
+        let harness = StateHarness(store: store)
+        _ = try await harness.run([Table.subscribed])
+        #expect(try store.undeliveredEvents().isEmpty)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try store.prune(keysBefore: 0, now: now + 7_200_000)
+        // Keys survive (keysBefore 0), the delivered row is gone, a retry is still a retry.
+        #expect(try await harness.run([Table.subscribed]).dropped == 1)
+        try store.prune(keysBefore: now + 1_000_000, now: now)
+        #expect(try await harness.run([Table.subscribed]).dropped == 0)
+    }
+
+    /// A store whose transaction fails after a number of outbox appends (a dying disk).
+    final class FailingStore: StateStore, @unchecked Sendable {
+        // @unchecked: `failAfter` is set before the stage runs and read under the inner store's lock.
+        let inner: InMemoryStateStore
+        var failAfter: Int
+        init(inner: InMemoryStateStore, failAfter: Int) { self.inner = inner; self.failAfter = failAfter }
+
+        struct Boom: Error {}
+        final class Wrapped: StateTransaction {
+            let inner: any StateTransaction
+            var remaining: Int
+            init(_ inner: any StateTransaction, remaining: Int) { self.inner = inner; self.remaining = remaining }
+            func containsKey(_ key: String) throws -> Bool { try inner.containsKey(key) }
+            func recordKey(_ key: String, seenAt: Int64) throws { try inner.recordKey(key, seenAt: seenAt) }
+            func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
+            func save(_ snapshot: SubscriptionSnapshot) throws { try inner.save(snapshot) }
+            func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+                if remaining == 0 { throw Boom() }
+                remaining -= 1
+                return try inner.appendEvent(event, payload: payload, createdAt: createdAt)
+            }
+        }
+
+        func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+            try inner.withTransaction { try body(Wrapped($0, remaining: failAfter)) }
+        }
+        func containedKeys(_ keys: [String]) throws -> Set<String> { try inner.containedKeys(keys) }
+        func recordKeys(_ keys: [String], seenAt: Int64) throws { try inner.recordKeys(keys, seenAt: seenAt) }
+        func undeliveredEvents() throws -> [OutboxEntry] { try inner.undeliveredEvents() }
+        func markDelivered(_ sequences: [Int64], at: Int64) throws { try inner.markDelivered(sequences, at: at) }
+        func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
+        func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
+        func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
+        func close() throws {}
+    }
+
+    @Test func aFailedBatchCommitsNothingAndTheRetryEmitsTheSameEvents() async throws {
+        let inputs = [Table.subscribed, Table.disabled, Table.expiredVoluntary]
+        let clean = try await StateHarness(store: InMemoryStateStore()).run(inputs)
+
+        let inner = InMemoryStateStore()
+        let failing = FailingStore(inner: inner, failAfter: 2)
+        let harness = StateHarness(store: failing)
+        await #expect(throws: FailingStore.Boom.self) { _ = try await harness.run(inputs) }
+        #expect(try inner.subscription(originalTransactionId: "1000") == nil)
+        #expect(try inner.containedKeys(["n:s1", "n:d1", "n:e1"]).isEmpty)
+        #expect(try inner.undeliveredEvents().isEmpty)
+        failing.failAfter = .max
+        let retried = try await harness.run(inputs)
+        #expect(retried.events.map(\.bytes) == clean.events.map(\.bytes))
+    }
+
+    @Test func dedupeAloneRecordsKeysOnlyAfterAcknowledgement() async throws {
+        let store = InMemoryStateStore()
+        let dedupe = DedupeStage(store: store)
+        func batch() -> RecordBatch { RecordBatch(records: [F.record(Table.subscribed, line: 1), F.record(Table.disabled, line: 2)]) }
+        var first = batch()
+        try await dedupe.process(&first)
+        #expect(first.records.allSatisfy { $0.isActive })
+        // Not acknowledged (the sinks failed / the process died): the same input passes again.
+        var second = batch()
+        try await dedupe.process(&second)
+        #expect(second.records.allSatisfy { $0.isActive })
+        try await dedupe.acknowledge(second)
+        var third = batch()
+        try await dedupe.process(&third)
+        #expect(third.records.allSatisfy { $0.status == .dropped(reason: "duplicate") })
+    }
+
+    @Test func memoryStoreIsBounded() throws {
+        let store = InMemoryStateStore(maxKeys: 10)
+        for index in 0..<100 { try store.recordKeys(["k\(index)"], seenAt: Int64(index)) }
+        #expect(store.keyCount == 10)
+        #expect(try store.containedKeys(["k99", "k0"]) == ["k99"])
+        try store.prune(keysBefore: 95, now: 0)
+        #expect(store.keyCount == 5)
+    }
+
+    @Test func stagesNamingTheSameDatabaseShareOneStore() async throws {
+        let path = F.temporaryDatabase()
+        let registry = StateStoreRegistry()
+        let configuration = StateStoreConfiguration.sqlite(path: path, options: SQLiteStateStore.Options())
+        let dedupe = DedupeStage(configuration: configuration, registry: registry)
+        let transition = TransitionStage(configuration: configuration, registry: registry)
+        try await dedupe.open()
+        try await transition.open()
+        let a = try registry.acquire(configuration)
+        let sameFile = (path as NSString).deletingLastPathComponent + "/./" + (path as NSString).lastPathComponent
+        let b = try registry.acquire(.sqlite(path: sameFile, options: SQLiteStateStore.Options()))
+        #expect(a === b)
+        try registry.release(configuration)
+        try registry.release(configuration)
+        var batch = RecordBatch(records: [F.record(Table.subscribed, line: 1)])
+        try await dedupe.process(&batch)
+        try await transition.process(&batch)
+        var retry = RecordBatch(records: [F.record(Table.subscribed, line: 2)])
+        try await dedupe.process(&retry)
+        #expect(retry.records[0].status == .dropped(reason: "duplicate"))
+        try await transition.close()
+        try await dedupe.close()
+        var closed = RecordBatch(records: [F.record(Table.subscribed, line: 3)])
+        var failed = false
+        do { try await transition.process(&closed) } catch { failed = true }
+        #expect(failed, "a closed stage must not process")
+    }
+}

@@ -1,0 +1,169 @@
+import AppStoreModels
+import Foundation
+import SignetCore
+@testable import SignetJWS
+import SignetState
+
+/// Builders for verified payloads without crypto, and a harness running the stages.
+enum Fixture {
+    static let t0: Int64 = 1_700_000_000_000
+    static let day: Int64 = 86_400_000
+    static let bundleId = "com.example.signet"
+
+    static func ts(_ milliseconds: Int64?) -> AppleTimestamp? {
+        milliseconds.map(AppleTimestamp.init(millisecondsSince1970:))
+    }
+
+    static func transaction(
+        otid: String = "1000", id: String, product: String = "pro.monthly",
+        type: TransactionType = .autoRenewableSubscription,
+        purchase: Int64, expires: Int64? = nil, signed: Int64,
+        ownership: InAppOwnershipType = .purchased, token: String? = "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01",
+        revoked: Int64? = nil, revocationType: RevocationType? = nil, environment: AppStoreEnvironment = .production
+    ) -> JWSTransactionDecodedPayload {
+        JWSTransactionDecodedPayload(
+            originalTransactionId: otid, transactionId: id, bundleId: bundleId, productId: product,
+            purchaseDate: ts(purchase), originalPurchaseDate: ts(purchase),
+            expiresDate: type == .autoRenewableSubscription || type == .nonRenewingSubscription ? ts(expires) : nil,
+            quantity: 1, type: type, appAccountToken: token, inAppOwnershipType: ownership, signedDate: ts(signed),
+            revocationReason: revoked == nil ? nil : .refundedForOtherReason, revocationDate: ts(revoked),
+            environment: environment, revocationType: revocationType)
+    }
+
+    static func renewal(
+        otid: String = "1000", product: String = "pro.monthly", autoRenew: Bool = true, signed: Int64,
+        billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil
+    ) -> JWSRenewalInfoDecodedPayload {
+        JWSRenewalInfoDecodedPayload(
+            expirationIntent: expirationIntent, originalTransactionId: otid, autoRenewProductId: product,
+            productId: product, autoRenewStatus: autoRenew ? .on : .off, isInBillingRetryPeriod: billingRetry,
+            gracePeriodExpiresDate: ts(graceEnds), signedDate: ts(signed), environment: .production)
+    }
+
+    static func notification(
+        _ type: NotificationType, _ subtype: Subtype? = nil, uuid: String, signed: Int64,
+        transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
+        summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil
+    ) -> VerifiedPayload {
+        let body = ResponseBodyV2DecodedPayload(
+            notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
+            data: summary == nil && externalToken == nil
+                ? NotificationData(bundleId: bundleId, environment: .production, signedTransactionInfo: transaction == nil ? nil : "jws",
+                                   signedRenewalInfo: renewal == nil ? nil : "jws")
+                : nil,
+            summary: summary, externalPurchaseToken: externalToken)
+        return .notification(VerifiedNotification(
+            payload: body, payloadJSON: [],
+            transaction: transaction.map(verified), renewalInfo: renewal.map(verified),
+            effectiveDate: Date(timeIntervalSince1970: Double(signed) / 1000), effectiveDateSource: .signedDate,
+            signingCertificate: AppleRoots.appleRootCAG3))
+    }
+
+    static func verified(_ payload: JWSTransactionDecodedPayload) -> VerifiedTransaction {
+        VerifiedTransaction(
+            payload: payload, payloadJSON: [], effectiveDate: Date(), effectiveDateSource: .signedDate,
+            signingCertificate: AppleRoots.appleRootCAG3)
+    }
+
+    static func verified(_ payload: JWSRenewalInfoDecodedPayload) -> VerifiedRenewalInfo {
+        VerifiedRenewalInfo(
+            payload: payload, payloadJSON: [], effectiveDate: Date(), effectiveDateSource: .signedDate,
+            signingCertificate: AppleRoots.appleRootCAG3)
+    }
+
+    /// A signed transaction forwarded by the app.
+    static func appTransaction(_ payload: JWSTransactionDecodedPayload) -> VerifiedPayload {
+        .transaction(verified(payload))
+    }
+
+    static func record(_ payload: VerifiedPayload, line: Int64) -> Record {
+        var record = Record(raw: Array("line \(line)".utf8), position: SourcePosition(stream: "test", offset: line))
+        record[VerifiedPayloadKey.self] = payload
+        return record
+    }
+
+    static func temporaryDatabase() -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signet-state-tests-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appendingPathComponent("state.db").path
+    }
+}
+
+/// A decoded event as published (from the output bytes, not the typed value).
+struct PublishedEvent {
+    let json: [String: Any]
+    let bytes: [UInt8]
+    let headers: [String: String]
+    var type: String { json["type"] as? String ?? "" }
+    var eventId: String { json["eventId"] as? String ?? "" }
+    var state: String? { json["state"] as? String }
+    var entitled: Bool { json["entitled"] as? Bool ?? false }
+}
+
+/// What one batch did.
+struct BatchResult {
+    var events: [PublishedEvent] = []
+    var dropped = 0
+    var rejected: [RecordRejection] = []
+    var batch: RecordBatch
+}
+
+/// `dedupe` + `transition` over one store, driven the way the runner drives them.
+final class StateHarness {
+    let store: any StateStore
+    let dedupe: DedupeStage
+    let transition: TransitionStage
+    private var line: Int64 = 0
+
+    init(store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true) {
+        self.store = store
+        var options = TransitionStage.Options()
+        options.policy = policy
+        self.dedupe = DedupeStage(store: store)
+        self.transition = TransitionStage(store: store, options: options)
+        self.useDedupe = useDedupe
+    }
+
+    let useDedupe: Bool
+
+    /// Runs one batch through the stages; acknowledges it unless told not to.
+    @discardableResult
+    func run(_ payloads: [VerifiedPayload], acknowledge: Bool = true) async throws -> BatchResult {
+        var batch = RecordBatch(records: payloads.map { payload in
+            line += 1
+            return Fixture.record(payload, line: line)
+        })
+        if useDedupe { try await dedupe.process(&batch) }
+        try await transition.process(&batch)
+        if acknowledge {
+            try await transition.acknowledge(batch)
+            if useDedupe { try await dedupe.acknowledge(batch) }
+        }
+        return Self.result(of: batch)
+    }
+
+    /// Runs each payload as its own batch; returns all events.
+    func runEach(_ payloads: [VerifiedPayload]) async throws -> [PublishedEvent] {
+        var events: [PublishedEvent] = []
+        for payload in payloads { events += try await run([payload]).events }
+        return events
+    }
+
+    static func result(of batch: RecordBatch) -> BatchResult {
+        var result = BatchResult(batch: batch)
+        for record in batch.records {
+            switch record.status {
+            case .active:
+                for message in record.outputs {
+                    let object = (try? JSONSerialization.jsonObject(with: Data(message.value))) as? [String: Any] ?? [:]
+                    var headers: [String: String] = [:]
+                    for header in message.headers { headers[header.name] = String(decoding: header.value, as: UTF8.self) }
+                    result.events.append(PublishedEvent(json: object, bytes: message.value, headers: headers))
+                }
+            case .dropped: result.dropped += 1
+            case .rejected(let rejection, _): result.rejected.append(rejection)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,240 @@
+import AppStoreModels
+import SignetCore
+import SignetJWS
+import SignetState
+import Testing
+
+/// One row of the table in docs/state-machine.md: a history, one notification, and what
+/// must follow (state in the store, entitlement, events in order).
+struct TableRow: Sendable, CustomTestStringConvertible {
+    let combination: NotificationCombination
+    let otid: String
+    let history: [VerifiedPayload]
+    let input: VerifiedPayload
+    /// nil: no state may exist for `otid` afterwards.
+    let state: SubscriptionState?
+    let entitled: Bool
+    let events: [EntitlementEventType]
+    var testDescription: String { combination.description }
+}
+
+enum Table {
+    typealias F = Fixture
+    static let t0 = F.t0, day = F.day
+    static let tx1 = F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0)
+    static let subscribed = F.notification(.subscribed, .initialBuy, uuid: "s1", signed: t0, transaction: tx1, renewal: F.renewal(signed: t0))
+    static let disabled = F.notification(
+        .didChangeRenewalStatus, .autoRenewDisabled, uuid: "d1", signed: t0 + 5 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 5 * day),
+        renewal: F.renewal(autoRenew: false, signed: t0 + 5 * day))
+    static let expiredVoluntary = F.notification(
+        .expired, .voluntary, uuid: "e1", signed: t0 + 31 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 31 * day),
+        renewal: F.renewal(autoRenew: false, signed: t0 + 31 * day, expirationIntent: 1))
+    static let failNoGrace = F.notification(
+        .didFailToRenew, uuid: "f1", signed: t0 + 30 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 30 * day),
+        renewal: F.renewal(signed: t0 + 30 * day, billingRetry: true, expirationIntent: 2))
+    static let failGrace = F.notification(
+        .didFailToRenew, .gracePeriod, uuid: "g1", signed: t0 + 30 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 30 * day),
+        renewal: F.renewal(signed: t0 + 30 * day, billingRetry: true, graceEnds: t0 + 36 * day, expirationIntent: 2))
+    static let downgrade = F.notification(
+        .didChangeRenewalPref, .downgrade, uuid: "dg1", signed: t0 + 10 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 10 * day),
+        renewal: F.renewal(product: "pro.basic", signed: t0 + 10 * day))
+    static let refund = F.notification(
+        .refund, uuid: "r1", signed: t0 + 10 * day,
+        transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 10 * day,
+                                   revoked: t0 + 10 * day, revocationType: .refundFull))
+    static let consumable = F.notification(
+        .oneTimeCharge, uuid: "c1", signed: t0,
+        transaction: F.transaction(otid: "c1", id: "c1", product: "coins.100", type: .consumable, purchase: t0, signed: t0))
+    static let familySubscribed = F.notification(
+        .subscribed, .initialBuy, uuid: "fs1", signed: t0,
+        transaction: F.transaction(otid: "f1", id: "f1", purchase: t0, expires: t0 + 30 * day, signed: t0, ownership: .familyShared),
+        renewal: F.renewal(otid: "f1", signed: t0))
+
+    static func upgrade(_ type: NotificationType, uuid: String) -> VerifiedPayload {
+        F.notification(
+            type, .upgrade, uuid: uuid, signed: t0 + 10 * day,
+            transaction: F.transaction(id: "2000", product: "pro.yearly", purchase: t0 + 10 * day, expires: t0 + 375 * day, signed: t0 + 10 * day),
+            renewal: F.renewal(product: "pro.yearly", signed: t0 + 10 * day))
+    }
+
+    static func unchanged(_ type: NotificationType, _ subtype: Subtype?, uuid: String) -> VerifiedPayload {
+        F.notification(
+            type, subtype, uuid: uuid, signed: t0 + 10 * day,
+            transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 10 * day),
+            renewal: F.renewal(signed: t0 + 10 * day))
+    }
+
+    static func expired(_ subtype: Subtype, after history: VerifiedPayload? = nil, at: Int64) -> VerifiedPayload {
+        F.notification(
+            .expired, subtype, uuid: "x-\(subtype.rawValue)", signed: at,
+            transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: at),
+            renewal: F.renewal(autoRenew: false, signed: at, expirationIntent: 1))
+    }
+
+    static let rows: [TableRow] = [
+        TableRow(combination: .init(.subscribed, .initialBuy), otid: "1000", history: [], input: subscribed,
+                 state: .active, entitled: true, events: [.granted]),
+        TableRow(combination: .init(.subscribed, .resubscribe), otid: "1000", history: [subscribed, expiredVoluntary],
+                 input: F.notification(.subscribed, .resubscribe, uuid: "rs1", signed: t0 + 40 * day,
+                                       transaction: F.transaction(id: "3000", purchase: t0 + 40 * day, expires: t0 + 70 * day, signed: t0 + 40 * day),
+                                       renewal: F.renewal(signed: t0 + 40 * day)),
+                 state: .active, entitled: true, events: [.granted, .autoRenewEnabled]),
+        TableRow(combination: .init(.didChangeRenewalPref, .upgrade), otid: "1000", history: [subscribed],
+                 input: upgrade(.didChangeRenewalPref, uuid: "u1"), state: .active, entitled: true, events: [.productChanged]),
+        TableRow(combination: .init(.didChangeRenewalPref, .downgrade), otid: "1000", history: [subscribed],
+                 input: downgrade, state: .active, entitled: true, events: [.renewalPreferenceChanged]),
+        TableRow(combination: .init(.didChangeRenewalPref), otid: "1000", history: [subscribed, downgrade],
+                 input: F.notification(.didChangeRenewalPref, uuid: "dc1", signed: t0 + 12 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 12 * day),
+                                       renewal: F.renewal(signed: t0 + 12 * day)),
+                 state: .active, entitled: true, events: [.renewalPreferenceChanged]),
+        TableRow(combination: .init(.didChangeRenewalStatus, .autoRenewEnabled), otid: "1000", history: [subscribed, disabled],
+                 input: F.notification(.didChangeRenewalStatus, .autoRenewEnabled, uuid: "en1", signed: t0 + 6 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 6 * day),
+                                       renewal: F.renewal(signed: t0 + 6 * day)),
+                 state: .active, entitled: true, events: [.autoRenewEnabled]),
+        TableRow(combination: .init(.didChangeRenewalStatus, .autoRenewDisabled), otid: "1000", history: [subscribed],
+                 input: disabled, state: .active, entitled: true, events: [.autoRenewDisabled]),
+        TableRow(combination: .init(.offerRedeemed, .upgrade), otid: "1000", history: [subscribed],
+                 input: upgrade(.offerRedeemed, uuid: "ou1"), state: .active, entitled: true, events: [.productChanged]),
+        TableRow(combination: .init(.offerRedeemed, .downgrade), otid: "1000", history: [subscribed],
+                 input: F.notification(.offerRedeemed, .downgrade, uuid: "od1", signed: t0 + 10 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 10 * day),
+                                       renewal: F.renewal(product: "pro.basic", signed: t0 + 10 * day)),
+                 state: .active, entitled: true, events: [.renewalPreferenceChanged]),
+        TableRow(combination: .init(.offerRedeemed), otid: "1000", history: [subscribed, expiredVoluntary],
+                 input: F.notification(.offerRedeemed, uuid: "o1", signed: t0 + 40 * day,
+                                       transaction: F.transaction(id: "3000", purchase: t0 + 40 * day, expires: t0 + 70 * day, signed: t0 + 40 * day),
+                                       renewal: F.renewal(signed: t0 + 40 * day)),
+                 state: .active, entitled: true, events: [.granted, .autoRenewEnabled]),
+        TableRow(combination: .init(.didRenew), otid: "1000", history: [subscribed],
+                 input: F.notification(.didRenew, uuid: "dr1", signed: t0 + 30 * day,
+                                       transaction: F.transaction(id: "2000", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 30 * day),
+                                       renewal: F.renewal(signed: t0 + 30 * day)),
+                 state: .active, entitled: true, events: [.renewed]),
+        TableRow(combination: .init(.didRenew, .billingRecovery), otid: "1000", history: [subscribed, failNoGrace],
+                 input: F.notification(.didRenew, .billingRecovery, uuid: "br1", signed: t0 + 33 * day,
+                                       transaction: F.transaction(id: "2000", purchase: t0 + 33 * day, expires: t0 + 63 * day, signed: t0 + 33 * day),
+                                       renewal: F.renewal(signed: t0 + 33 * day)),
+                 state: .active, entitled: true, events: [.recovered]),
+        TableRow(combination: .init(.expired, .voluntary), otid: "1000", history: [subscribed, disabled],
+                 input: expiredVoluntary, state: .expired, entitled: false, events: [.expired]),
+        TableRow(combination: .init(.expired, .billingRetry), otid: "1000", history: [subscribed, failNoGrace],
+                 input: expired(.billingRetry, at: t0 + 90 * day), state: .expired, entitled: false, events: [.expired, .autoRenewDisabled]),
+        TableRow(combination: .init(.expired, .priceIncrease), otid: "1000", history: [subscribed],
+                 input: expired(.priceIncrease, at: t0 + 30 * day + 1), state: .expired, entitled: false, events: [.expired, .autoRenewDisabled]),
+        TableRow(combination: .init(.expired, .productNotForSale), otid: "1000", history: [subscribed],
+                 input: expired(.productNotForSale, at: t0 + 30 * day + 1), state: .expired, entitled: false, events: [.expired, .autoRenewDisabled]),
+        TableRow(combination: .init(.didFailToRenew), otid: "1000", history: [subscribed],
+                 input: failNoGrace, state: .billingRetry, entitled: false, events: [.billingRetryEntered]),
+        TableRow(combination: .init(.didFailToRenew, .gracePeriod), otid: "1000", history: [subscribed],
+                 input: failGrace, state: .gracePeriod, entitled: true, events: [.gracePeriodEntered]),
+        TableRow(combination: .init(.gracePeriodExpired), otid: "1000", history: [subscribed, failGrace],
+                 input: F.notification(.gracePeriodExpired, uuid: "ge1", signed: t0 + 36 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 36 * day),
+                                       renewal: F.renewal(signed: t0 + 36 * day, billingRetry: true, graceEnds: t0 + 36 * day)),
+                 state: .billingRetry, entitled: false, events: [.billingRetryEntered]),
+        TableRow(combination: .init(.priceIncrease, .pending), otid: "1000", history: [subscribed],
+                 input: unchanged(.priceIncrease, .pending, uuid: "pp1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.priceIncrease, .accepted), otid: "1000", history: [subscribed],
+                 input: unchanged(.priceIncrease, .accepted, uuid: "pa1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.refund), otid: "1000", history: [subscribed],
+                 input: refund, state: .refunded, entitled: false, events: [.refunded]),
+        TableRow(combination: .init(.refundDeclined), otid: "1000", history: [subscribed],
+                 input: unchanged(.refundDeclined, nil, uuid: "rd1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.refundReversed), otid: "1000", history: [subscribed, refund],
+                 input: F.notification(.refundReversed, uuid: "rr1", signed: t0 + 20 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 20 * day)),
+                 state: .active, entitled: true, events: [.restored]),
+        TableRow(combination: .init(.consumptionRequest), otid: "c1", history: [consumable],
+                 input: F.notification(.consumptionRequest, uuid: "cr1", signed: t0 + 2 * day,
+                                       transaction: F.transaction(otid: "c1", id: "c1", product: "coins.100", type: .consumable, purchase: t0, signed: t0 + 2 * day)),
+                 state: .consumed, entitled: true, events: [.consumptionRequested]),
+        TableRow(combination: .init(.renewalExtended), otid: "1000", history: [subscribed],
+                 input: F.notification(.renewalExtended, uuid: "re1", signed: t0 + 10 * day,
+                                       transaction: F.transaction(id: "1000", purchase: t0, expires: t0 + 37 * day, signed: t0 + 10 * day),
+                                       renewal: F.renewal(signed: t0 + 10 * day)),
+                 state: .active, entitled: true, events: [.extended]),
+        TableRow(combination: .init(.renewalExtension, .summary), otid: "1000", history: [],
+                 input: F.notification(.renewalExtension, .summary, uuid: "rx1", signed: t0,
+                                       summary: NotificationSummary(requestIdentifier: "req", environment: .production, bundleId: F.bundleId,
+                                                                    productId: "pro.monthly", failedCount: 0, succeededCount: 5)),
+                 state: nil, entitled: false, events: []),
+        TableRow(combination: .init(.renewalExtension, .failure), otid: "1000", history: [subscribed],
+                 input: unchanged(.renewalExtension, .failure, uuid: "rxf1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.revoke), otid: "f1", history: [familySubscribed],
+                 input: F.notification(.revoke, uuid: "rv1", signed: t0 + 3 * day,
+                                       transaction: F.transaction(otid: "f1", id: "f1", purchase: t0, expires: t0 + 30 * day, signed: t0 + 3 * day,
+                                                                  ownership: .familyShared, revoked: t0 + 3 * day, revocationType: .familyRevoke)),
+                 state: .revoked, entitled: false, events: [.revoked]),
+        TableRow(combination: .init(.test), otid: "1000", history: [],
+                 input: F.notification(.test, uuid: "t1", signed: t0), state: nil, entitled: false, events: []),
+        TableRow(combination: .init(.externalPurchaseToken, .unreported), otid: "1000", history: [],
+                 input: F.notification(.externalPurchaseToken, .unreported, uuid: "ep1", signed: t0,
+                                       externalToken: ExternalPurchaseToken(externalPurchaseId: "x", bundleId: F.bundleId)),
+                 state: nil, entitled: false, events: []),
+        TableRow(combination: .init(.externalPurchaseToken, .created), otid: "1000", history: [],
+                 input: F.notification(.externalPurchaseToken, .created, uuid: "ep2", signed: t0,
+                                       externalToken: ExternalPurchaseToken(externalPurchaseId: "y", bundleId: F.bundleId)),
+                 state: nil, entitled: false, events: []),
+        TableRow(combination: .init(.externalPurchaseToken, .activeTokenReminder), otid: "1000", history: [],
+                 input: F.notification(.externalPurchaseToken, .activeTokenReminder, uuid: "ep3", signed: t0,
+                                       externalToken: ExternalPurchaseToken(externalPurchaseId: "z", bundleId: F.bundleId)),
+                 state: nil, entitled: false, events: []),
+        TableRow(combination: .init(.oneTimeCharge), otid: "nc1", history: [],
+                 input: F.notification(.oneTimeCharge, uuid: "otc1", signed: t0,
+                                       transaction: F.transaction(otid: "nc1", id: "nc1", product: "lifetime", type: .nonConsumable, purchase: t0, signed: t0)),
+                 state: .owned, entitled: true, events: [.granted]),
+        TableRow(combination: .init(.metadataUpdate), otid: "1000", history: [subscribed],
+                 input: unchanged(.metadataUpdate, nil, uuid: "mu1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.migration), otid: "m1", history: [],
+                 input: F.notification(.migration, uuid: "mg1", signed: t0 + day,
+                                       transaction: F.transaction(otid: "m1", id: "m1", purchase: t0 + day, expires: t0 + 31 * day, signed: t0 + day),
+                                       renewal: F.renewal(otid: "m1", signed: t0 + day)),
+                 state: .active, entitled: true, events: [.granted]),
+        TableRow(combination: .init(.priceChange), otid: "1000", history: [subscribed],
+                 input: unchanged(.priceChange, nil, uuid: "pc1"), state: .active, entitled: true, events: []),
+        TableRow(combination: .init(.rescindConsent), otid: "1000", history: [],
+                 input: F.notification(.rescindConsent, uuid: "rc1", signed: t0), state: nil, entitled: false, events: []),
+    ]
+}
+
+@Suite struct TransitionTableTests {
+    @Test func everyDocumentedCombinationHasARow() {
+        let covered = Set(Table.rows.map(\.combination))
+        for combination in NotificationCombination.documented {
+            #expect(covered.contains(combination), "no table row for \(combination)")
+        }
+        #expect(Table.rows.count == NotificationCombination.documented.count)
+    }
+
+    @Test(arguments: Table.rows)
+    func row(_ row: TableRow) async throws {
+        for store in [InMemoryStateStore() as any StateStore, try SQLiteStateStore(path: Fixture.temporaryDatabase())] {
+            let harness = StateHarness(store: store)
+            _ = try await harness.runEach(row.history)
+            let result = try await harness.run([row.input])
+            #expect(result.rejected.isEmpty, "\(row.combination): rejected \(result.rejected)")
+            #expect(result.events.map(\.type) == row.events.map(\.rawValue), "\(row.combination) events")
+            let snapshot = try store.subscription(originalTransactionId: row.otid)
+            if let state = row.state {
+                #expect(snapshot?.state == state, "\(row.combination) state")
+                #expect(snapshot?.entitled == row.entitled, "\(row.combination) entitled")
+                for event in result.events {
+                    #expect(event.state == state.rawValue)
+                    #expect(event.entitled == row.entitled)
+                    #expect(event.json["notificationType"] as? String == row.combination.notificationType.rawValue)
+                    #expect(event.json["subtype"] as? String == row.combination.subtype?.rawValue)
+                }
+            } else {
+                #expect(snapshot == nil, "\(row.combination) must not create state")
+            }
+            try store.close()
+        }
+    }
+}
