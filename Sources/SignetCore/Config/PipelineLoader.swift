@@ -132,10 +132,9 @@ public struct PipelineLoader: Sendable {
                 }
             }
             if sinkNames.isEmpty { errors.append(ConfigError("'sinks' needs at least one sink", at: sinkEntries.location)) }
-        } else if root.contains("sinks") {
-            errors.append(root.error("'sinks' needs at least one sink", key: "sinks"))
-        } else {
-            errors.append(root.missing("sinks"))
+        } else if root.node("sinks") == nil {
+            // Absent, or present with no value (`sinks:`): either way nothing would be delivered.
+            errors.append(root.contains("sinks") ? root.error("'sinks' needs at least one sink", key: "sinks") : root.missing("sinks"))
         }
 
         let deadLetter: DeadLetterOutput? = attempt {

@@ -137,7 +137,12 @@ public final class SQLiteStateStore: StateStore {
     public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
         guard !sequences.isEmpty else { return }
         let deleting = options.outboxRetention <= .zero
+        let relaxed = options.durability == .full
         try withConnection { connection in
+            // Losing a delivery mark to a power cut only means a redelivery (at-least-once),
+            // so this commit skips its fsync; the next batch's FULL commit syncs the WAL anyway.
+            if relaxed { try connection.database.execute("PRAGMA synchronous=NORMAL") }
+            defer { if relaxed { try? connection.database.execute("PRAGMA synchronous=FULL") } }
             try connection.database.transaction {
                 let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvent : SQLiteSchema.markEvent)
                 for sequence in sequences {
