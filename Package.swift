@@ -61,7 +61,7 @@ let package = Package(
             dependencies: ["SignetOpenSSL", "AppStoreModels"]),
         .target(
             name: "SignetState",
-            dependencies: ["SignetCore", "SignetJWS", "AppStoreModels", "CSQLite"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite"]),
         .target(
             name: "SignetKafka",
             dependencies: ["SignetCore", "CRdKafka"]),
@@ -85,7 +85,9 @@ let package = Package(
         .testTarget(
             name: "SignetJWSTests",
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),
-        .testTarget(name: "SignetStateTests", dependencies: ["SignetState", "SignetFixtures", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetStateTests",
+            dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
     ],

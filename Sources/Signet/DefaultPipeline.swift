@@ -11,18 +11,24 @@ extension Signet {
     #
     # App Store Server Notifications V2 arrive as NDJSON on standard input, one
     # {"signedPayload": "..."} per line (or {"signedTransaction": "..."} forwarded by an
-    # app, or a bare JWS). Each is verified; verified notifications leave as NDJSON on
-    # standard output; rejects go to the dead-letter file with a reason code.
+    # app, or a bare JWS). Each is verified, Apple's retries are dropped, every purchase
+    # moves through its state machine in an SQLite database, and the entitlement-change
+    # events leave as NDJSON on standard output (Schemas/entitlement-event.schema.json).
+    # Rejects go to the dead-letter file with a reason code. Running the same input twice
+    # emits nothing the second time.
     #
     # Settings come from environment variables, so one file serves every deployment:
     #   SIGNET_ROOT_CERTS    trusted roots: "apple" (the built-in Apple Root CA - G3) and/or
     #                        PEM/DER file paths, comma-separated            (default: apple)
-    #   SIGNET_ENVIRONMENT   Production or Sandbox                          (default: Production)
+    #   SIGNET_ENVIRONMENT   Sandbox or Production (Production also needs SIGNET_APP_APPLE_ID;
+    #                        a deployment says Production explicitly)    (default: Sandbox)
     #   SIGNET_BUNDLE_ID     your app's bundle id                           (required)
     #   SIGNET_APP_APPLE_ID  your app's Apple ID; required for Production   (default: unset)
-    #   SIGNET_DATA_DIR      where state and dead letters are kept          (default: signet-data)
+    #   SIGNET_DATA_DIR      where the state database (signet.sqlite) and dead letters are kept
+    #                                                                       (default: signet-data)
+    #   SIGNET_BILLING_RETRY_ENTITLED  keep access during billing retry without grace period (default: false)
     #   SIGNET_VERIFY_WORKERS  threads verifying signatures, 0 = every core (default: 0)
-    description: stdin NDJSON -> decode -> verify -> stdout; rejects -> dead-letter file
+    description: stdin NDJSON -> decode -> verify -> dedupe -> transition -> fanout -> stdout; rejects -> dead-letter file
 
     source:
       type: stdin
@@ -32,10 +38,21 @@ extension Signet {
       - type: decode
       - type: verify
         roots: ${SIGNET_ROOT_CERTS:apple}
-        environment: ${SIGNET_ENVIRONMENT:Production}
+        environment: ${SIGNET_ENVIRONMENT:Sandbox}
         bundle_id: ${SIGNET_BUNDLE_ID}
         app_apple_id: ${SIGNET_APP_APPLE_ID:}
         workers: ${SIGNET_VERIFY_WORKERS:0}   # 0: every core
+      - type: dedupe
+        database: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
+      - type: transition
+        database: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
+        policy:
+          billing_retry_entitled: ${SIGNET_BILLING_RETRY_ENTITLED:false}
+          grace_period_entitled: true
+          family_shared_entitled: true
+          entitle_on_app_transaction: true
+      - type: fanout
+        default_sinks: [stdout]
 
     sinks:
       stdout:

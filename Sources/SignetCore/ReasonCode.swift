@@ -55,6 +55,8 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
     // MARK: State (`transition`)
     /// The verified payload lacks what the state machine needs (e.g. no originalTransactionId).
     public static let missingTransaction: ReasonCode = "missing_transaction"
+    /// A notificationType Signet does not know, with `reject_unknown_types: true`.
+    public static let unknownNotificationType: ReasonCode = "unknown_notification_type"
 }
 
 /// Why a stage turned a record away: a stable code and a human explanation.

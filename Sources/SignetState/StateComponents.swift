@@ -37,7 +37,7 @@ extension ComponentRegistry {
                         for type in list where !known.contains(type) {
                             throw when.error(
                                 "'\(type)' is not an event type; expected one of: \(known.joined(separator: ", "))"
-                                    + Self.suggestion(for: type, among: known), key: "type")
+                                    + ConfigObject.suggestion(for: type, among: known), key: "type")
                         }
                         types = Set(list)
                     }
@@ -76,28 +76,8 @@ extension ComponentRegistry {
         for sink in sinks where !context.sinkNames.contains(sink) {
             let known = context.sinkNames.isEmpty ? "none" : context.sinkNames.joined(separator: ", ")
             throw config.error(
-                "unknown sink '\(sink)' (the pipeline's sinks: \(known))" + Self.suggestion(for: sink, among: context.sinkNames),
+                "unknown sink '\(sink)' (the pipeline's sinks: \(known))" + ConfigObject.suggestion(for: sink, among: context.sinkNames),
                 key: key)
         }
-    }
-
-    /// " (did you mean 'x'?)" for a near miss (ConfigObject's own helper is internal to SignetCore).
-    private static func suggestion(for word: String, among candidates: [String]) -> String {
-        func distance(_ a: [Character], _ b: [Character]) -> Int {
-            if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-            var previous = Array(0...b.count)
-            for i in 1...a.count {
-                var current = [i] + Array(repeating: 0, count: b.count)
-                for j in 1...b.count {
-                    current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-                }
-                previous = current
-            }
-            return previous[b.count]
-        }
-        let best = candidates.map { ($0, distance(Array(word), Array($0))) }
-            .filter { $0.1 <= max(2, word.count / 3) }
-            .min { $0.1 < $1.1 }
-        return best.map { " (did you mean '\($0.0)'?)" } ?? ""
     }
 }

@@ -224,7 +224,7 @@ public final class ConfigObject {
     }
 
     /// " (did you mean 'x'?)" when a known word is within a small edit distance.
-    static func suggestion(for word: String, among candidates: [String]) -> String {
+    public static func suggestion(for word: String, among candidates: [String]) -> String {
         let best = candidates
             .map { ($0, editDistance(word, $0)) }
             .filter { $0.1 <= max(2, word.count / 3) }

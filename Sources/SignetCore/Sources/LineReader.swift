@@ -47,7 +47,7 @@ struct LineReader {
     mutating func next(pollMilliseconds: Int32) throws(LineReaderError) -> ReadResult {
         while true {
             if start < end {
-                let newline = buffer[start..<end].firstIndex(of: UInt8(ascii: "\n"))
+                let newline = Self.firstNewline(in: buffer, from: start, to: end)
                 let chunkEnd = newline ?? end
                 let chunk = buffer[start..<chunkEnd]
                 if pendingLength < maxLineBytes {
@@ -83,6 +83,14 @@ struct LineReader {
             if count == 0 { atEOF = true }
             start = 0
             end = count
+        }
+    }
+
+    /// memchr: several times faster than a byte loop over 10 KB lines.
+    private static func firstNewline(in buffer: [UInt8], from start: Int, to end: Int) -> Int? {
+        buffer.withUnsafeBufferPointer { bytes in
+            guard let found = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), end - start) else { return nil }
+            return bytes.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
     }
 

@@ -23,7 +23,7 @@ public enum SubscriptionStateMachine {
     }
 
     /// Reason code for an undocumented notification type when the policy rejects them.
-    public static let unknownTypeReason = ReasonCode("unknown_notification_type")
+    public static let unknownTypeReason = ReasonCode.unknownNotificationType
 
     /// Notification types that concern no single purchase.
     static let purchaseIndependentTypes: Set<NotificationType> = [

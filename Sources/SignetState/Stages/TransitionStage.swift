@@ -117,7 +117,9 @@ public final class TransitionStage: Stage {
                 batch.records[item.index][StateAppliedPart.self] = true
                 batch.records[item.index][EntitlementEventsPart.self] = events
                 batch.records[item.index][OutboxSequencesPart.self] = entries.map(\.sequence)
-                batch.records[item.index].outputs.append(contentsOf: entries.map(Self.message(for:)))
+                // The events replace the verified document `verify` put there: downstream of
+                // `transition` a record publishes what changed, nothing else.
+                batch.records[item.index].outputs = entries.map(Self.message(for:))
             }
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The embedded default ``StateStore``: one SQLite file (the system SQLite), WAL mode.
@@ -67,6 +68,11 @@ public final class SQLiteStateStore: StateStore {
         case .full: .full
         case .normal: .normal
         case .off: .off
+        }
+        if !options.readOnly {
+            // Like the file sinks: a fresh SIGNET_DATA_DIR just works.
+            let folder = (path as NSString).deletingLastPathComponent
+            if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         }
         let database = try SQLiteDatabase(
             path: path, readOnly: options.readOnly, synchronous: synchronous, busyTimeoutMilliseconds: milliseconds)

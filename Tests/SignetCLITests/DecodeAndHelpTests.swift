@@ -1,0 +1,122 @@
+import Foundation
+import Signet
+import SignetTestSupport
+import Testing
+
+/// `signet decode`, help texts, `signet components`, `signet --version`.
+@Suite("signet decode, help, components, version", .timeLimit(.minutes(2)))
+struct DecodeAndHelpTests {
+    @Test func decodeShowsHeaderAndPayloadUnverified() throws {
+        let manifest = try CLI.manifestNotifications()
+        let lines = try CLI.fileLines(CLI.realNotifications)
+        let input = Data((lines[0] + "\n" + lines[13] + "\n").utf8)
+        let result = try CLI.run(["decode"], stdin: input)
+        #expect(result.exitCode == 0, CLI.describe(result))
+        let objects = try CLI.jsonObjects(result.stdoutText)
+        try #require(objects.count == 2)
+        for (object, index) in zip(objects, [0, 13]) {
+            #expect(object["verified"] as? Bool == false, "decode never claims verification: \(object)")
+            #expect(object["line"] as? Int == (index == 0 ? 1 : 2))
+            #expect(object["kind"] as? String == "notification")
+            let header = try #require(object["header"] as? [String: Any])
+            #expect(header["alg"] as? String == "ES256")
+            #expect((header["x5c"] as? [Any])?.count == 3)
+            let payload = try #require(object["payload"] as? [String: Any])
+            #expect(payload["notificationType"] as? String == manifest[index]["notificationType"] as? String)
+            #expect(payload["notificationUUID"] as? String == manifest[index]["notificationUUID"] as? String)
+            let transaction = try #require(object["signedTransactionInfo"] as? [String: Any], "nested transaction decoded")
+            #expect((transaction["header"] as? [String: Any])?["alg"] as? String == "ES256")
+            #expect(transaction["payload"] is [String: Any])
+        }
+    }
+
+    /// decode shows even what verify would reject (it verifies nothing), still "verified": false;
+    /// undecodable lines get an error and exit 1.
+    @Test func decodeShowsForgedLinesAndReportsBrokenOnes() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let forged = try CLI.fileLines(fixtures.forged)
+        let input = Data((forged[0] + "\n" + forged[3] + "\nnot json\n").utf8)
+        let result = try CLI.run(["decode"], stdin: input)
+        #expect(result.exitCode == 1, CLI.describe(result))
+        let objects = try CLI.jsonObjects(result.stdoutText)
+        try #require(objects.count == 3)
+        #expect(objects.allSatisfy { $0["verified"] as? Bool == false })
+        #expect(objects[0]["payload"] is [String: Any], "a tampered payload is shown, unverified")
+        #expect((objects[1]["header"] as? [String: Any])?["alg"] as? String == "none")
+        #expect(objects[2]["error"] as? String == "malformed_json")
+        #expect(objects[2]["line"] as? Int == 3)
+    }
+
+    @Test func decodeReadsFiles() throws {
+        let result = try CLI.run(["decode", CLI.realTransactions])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        let objects = try CLI.jsonObjects(result.stdoutText)
+        #expect(objects.count == (try CLI.fileLines(CLI.realTransactions).count))
+        #expect(objects.allSatisfy { $0["kind"] as? String == "transaction" && $0["verified"] as? Bool == false })
+    }
+
+    @Test func rootHelpListsEveryCommand() throws {
+        let result = try CLI.run(["--help"])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        for command in ["run", "lint", "verify", "decode", "fixtures", "components", "state", "entitlements", "dev-broker"] {
+            #expect(result.stdoutText.contains("  \(command)"), "--help lists \(command): \(result.stdoutText)")
+        }
+        #expect(result.stdoutText.contains("Exit codes"))
+        let help = try CLI.run(["help"])
+        #expect(help.exitCode == 0)
+        #expect(help.stdoutText.contains("verify"))
+    }
+
+    @Test func helpRunExplainsTheCommand() throws {
+        let result = try CLI.run(["help", "run"])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        for text in ["--pipeline", "--summary-json", "SIGTERM", "SIGNET_BUNDLE_ID", "Pipelines/stdin.yaml"] {
+            #expect(result.stdoutText.contains(text), "help run mentions \(text)")
+        }
+        let same = try CLI.run(["run", "--help"])
+        #expect(same.exitCode == 0)
+        #expect(same.stdoutText == result.stdoutText)
+    }
+
+    @Test(arguments: [
+        ("verify", ["--root", "--environment", "--bundle-id", "--app-apple-id", "--jobs", "--max-line-bytes", "reason-codes"]),
+        ("lint", ["--strict-env", "FILE:LINE:COLUMN"]),
+        ("decode", ["WITHOUT", "verified"]),
+        ("fixtures", ["--out", "--count", "root.pem", "forged.ndjson"]),
+    ])
+    func subcommandHelp(_ command: String, _ mentions: [String]) throws {
+        let result = try CLI.run(["help", command])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        for text in mentions {
+            #expect(result.stdoutText.contains(text), "help \(command) mentions \(text)")
+        }
+    }
+
+    @Test func componentsListsEveryRegisteredType() throws {
+        let result = try CLI.run(["components"])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        let registry = Signet.makeRegistry()
+        let text = result.stdoutText
+        let sections = ["sources:", "stages:", "sinks:"].map { text.range(of: $0)?.lowerBound }
+        try #require(sections.allSatisfy { $0 != nil }, "\(text)")
+        let sources = text[sections[0]!..<sections[1]!], stages = text[sections[1]!..<sections[2]!], sinks = text[sections[2]!...]
+        let registered: [(Substring, [String])] = [
+            (sources, Array(registry.sources.keys)), (stages, Array(registry.stages.keys)), (sinks, Array(registry.sinks.keys)),
+        ]
+        for (section, names) in registered {
+            #expect(!names.isEmpty)
+            for name in names {
+                #expect(section.contains("  \(name) "), "components lists \(name) in its section: \(text)")
+            }
+        }
+        for name in ["stdin", "file", "kafka"] { #expect(sources.contains("  \(name) ")) }
+        for name in ["decode", "verify", "dedupe", "transition", "fanout"] { #expect(stages.contains("  \(name) ")) }
+        for name in ["stdout", "file", "kafka"] { #expect(sinks.contains("  \(name) ")) }
+    }
+
+    @Test func versionPrintsTheLibraryVersion() throws {
+        let result = try CLI.run(["--version"])
+        #expect(result.exitCode == 0, CLI.describe(result))
+        #expect(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == Signet.version)
+    }
+}
