@@ -90,6 +90,8 @@ let package = Package(
             dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
+        // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
+        .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -189,35 +189,45 @@ public final class AppStoreVerifier: Sendable {
         let signedDate = payload.signedDate?.millisecondsSince1970
         try checkNotInFuture(signedDate, now: nowMilliseconds, role: role)
 
-        var transaction: VerifiedTransaction?
-        var renewal: VerifiedRenewalInfo?
-        var nestedDone = false
         let instant: Int64
         let source: VerificationDateSource
         if configuration.dateRule == .currentTime {
             (instant, source) = (nowMilliseconds, .currentTime)
         } else if let signedDate {
             (instant, source) = (signedDate, .signedDate)
+        } else if let date = claimedSignedDate(ofNested: payload.data?.signedTransactionInfo, as: JWSTransactionDecodedPayload.self, role: .transaction) {
+            // No signedDate (early V2 notifications): judge the chain at the nested
+            // transaction's date. That date is only trusted because the nested JWS is fully
+            // verified below, at that same date; a forged one fails there.
+            (instant, source) = (date, .nestedTransactionSignedDate)
+        } else if let date = claimedSignedDate(ofNested: payload.data?.signedRenewalInfo, as: JWSRenewalInfoDecodedPayload.self, role: .renewalInfo) {
+            (instant, source) = (date, .nestedRenewalInfoSignedDate)
         } else {
-            // No signedDate (early V2 notifications): the nested JWS carry Apple-signed
-            // dates, so verify them first and validate the outer chain at theirs.
-            (transaction, renewal) = try nested(payload)
-            nestedDone = true
-            if let date = transaction?.payload.signedDate?.millisecondsSince1970 {
-                (instant, source) = (date, .nestedTransactionSignedDate)
-            } else if let date = renewal?.payload.signedDate?.millisecondsSince1970 {
-                (instant, source) = (date, .nestedRenewalInfoSignedDate)
-            } else {
-                (instant, source) = (nowMilliseconds, .currentTime)
-            }
+            (instant, source) = (nowMilliseconds, .currentTime)
         }
+        // Outer chain and claims before the nested JWS, so a notification from another app or
+        // another root is reported as such, not as a nested failure.
         try checkChain(jws.header, atMilliseconds: instant, source: source, role: role)
         try checkNotificationClaims(payload)
-        if !nestedDone { (transaction, renewal) = try nested(payload) }
+        let (transaction, renewal) = try nested(payload)
 
         return VerifiedNotification(
             payload: payload, payloadJSON: jws.payloadJSON, transaction: transaction, renewalInfo: renewal,
             effectiveDate: Self.date(instant), effectiveDateSource: source, signingCertificate: jws.header.leaf)
+    }
+
+    /// The signedDate a nested JWS claims, read after its signature check but before its
+    /// chain check (the caller verifies it fully afterwards); nil when unreadable.
+    private func claimedSignedDate<Payload: Decodable & NestedSignedDate>(
+        ofNested jws: String?, as type: Payload.Type, role: JWSRole
+    ) -> Int64? {
+        guard var text = jws else { return nil }
+        return text.withUTF8 { raw -> Int64? in
+            guard let authenticated = try? authenticate(UnsafeRawBufferPointer(raw), role: role),
+                let payload = try? decode(type, authenticated.payloadJSON, role: role)
+            else { return nil }
+            return payload.signedDate?.millisecondsSince1970
+        }
     }
 
     private func nested(_ payload: ResponseBodyV2DecodedPayload) throws(RecordRejection) -> (VerifiedTransaction?, VerifiedRenewalInfo?) {
@@ -570,3 +580,11 @@ final class VerifiedChainEntry: Sendable {
         validFromEpochSeconds <= seconds && seconds < validUntilEpochSeconds
     }
 }
+
+/// Payloads that carry Apple's `signedDate` (used for the no-signedDate notification rule).
+protocol NestedSignedDate {
+    var signedDate: AppleTimestamp? { get }
+}
+
+extension JWSTransactionDecodedPayload: NestedSignedDate {}
+extension JWSRenewalInfoDecodedPayload: NestedSignedDate {}

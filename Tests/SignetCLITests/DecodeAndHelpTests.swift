@@ -35,13 +35,15 @@ struct DecodeAndHelpTests {
     @Test func decodeShowsForgedLinesAndReportsBrokenOnes() throws {
         let fixtures = try GeneratedFixtures.shared()
         let forged = try CLI.fileLines(fixtures.forged)
-        let input = Data((forged[0] + "\n" + forged[3] + "\nnot json\n").utf8)
+        // Another app's notification (validly signed, wrong bundle id) and alg "none".
+        let input = Data((forged[2] + "\n" + forged[3] + "\nnot json\n").utf8)
         let result = try CLI.run(["decode"], stdin: input)
         #expect(result.exitCode == 1, CLI.describe(result))
         let objects = try CLI.jsonObjects(result.stdoutText)
         try #require(objects.count == 3)
         #expect(objects.allSatisfy { $0["verified"] as? Bool == false })
-        #expect(objects[0]["payload"] is [String: Any], "a tampered payload is shown, unverified")
+        let payload = objects[0]["payload"] as? [String: Any]
+        #expect((payload?["data"] as? [String: Any])?["bundleId"] as? String == "com.attacker.app", "shown, unverified: \(objects[0])")
         #expect((objects[1]["header"] as? [String: Any])?["alg"] as? String == "none")
         #expect(objects[2]["error"] as? String == "malformed_json")
         #expect(objects[2]["line"] as? Int == 3)

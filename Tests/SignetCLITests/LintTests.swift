@@ -33,22 +33,8 @@ struct LintTests {
         #expect(Self.shippedPipelines.contains { $0.hasSuffix("/stdin.yaml") }, "\(Self.shippedPipelines)")
     }
 
-    /// Every shipped pipeline lints clean where no SIGNET_* variable is set; the unset ones are warnings.
-    ///
-    /// BUG: `signet lint Pipelines/stdin.yaml` exits 1 without SIGNET_* variables:
-    ///   Pipelines/stdin.yaml:27:18: error: missingAppAppleId: environment Production requires appAppleId ...
-    /// `environment: ${SIGNET_ENVIRONMENT:Production}` defaults to Production while
-    /// `app_apple_id: ${SIGNET_APP_APPLE_ID:}` defaults to nothing, and the verify factory
-    /// (VerifierConfiguration(reading:) + AppStoreVerifier.init in Sources/SignetJWS/JWSComponents.swift)
-    /// refuses Production without an app id. Lint promises that settings depending on the
-    /// deployment's environment are warnings (the machine that lints is not the one that runs), so
-    /// the shipped default pipeline can never lint clean in CI. The message also leaks the Swift
-    /// enum case ("missingAppAppleId:") and points at `environment`, not at `app_apple_id`/SIGNET_APP_APPLE_ID.
-    /// Proposed fix: let the Interpolator record variables that fell back to their default (as it
-    /// records unset ones) and, in `PipelineLoader.lint` without --strict-env, turn an error whose
-    /// keys were filled from such defaulted/unset variables into a warning naming them
-    /// ("SIGNET_APP_APPLE_ID is needed when SIGNET_ENVIRONMENT is Production"); `signet run` keeps
-    /// the error. Report it at the `app_apple_id` key, message without the enum case name.
+    /// Every shipped pipeline lints clean where no SIGNET_* variable is set; the unset ones are warnings
+    /// naming the variable.
     @Test(arguments: shippedPipelines)
     func shippedPipelineLintsWithoutEnvironment(_ file: String) throws {
         let result = try CLI.run(["lint", file])
@@ -77,6 +63,34 @@ struct LintTests {
             environment: ["SIGNET_BUNDLE_ID": "com.example.signet", "SIGNET_ENVIRONMENT": "Sandbox"])
         #expect(clean.exitCode == 0, CLI.describe(clean))
         #expect(!clean.stdoutText.contains("warning"), CLI.describe(clean))
+    }
+
+    /// Production without an app id: the error must point the user at the setting to fill in.
+    ///
+    /// BUG: with SIGNET_ENVIRONMENT=Production and SIGNET_APP_APPLE_ID unset, lint (and run) say
+    ///   Pipelines/stdin.yaml:33:18: error: missingAppAppleId: environment Production requires appAppleId (the App Store app id), as in Apple's library
+    /// The message leaks the Swift enum case ("missingAppAppleId:"), names Apple's JSON field
+    /// `appAppleId` rather than the pipeline key `app_apple_id` (every other verify-config error names
+    /// its YAML key, e.g. "'app_apple_id' must be a positive integer"), and is positioned at
+    /// `environment`. The verify factory in Sources/SignetJWS/JWSComponents.swift wraps any
+    /// AppStoreVerifier.init error as `config.error("\(error)", key: "environment")`.
+    /// Proposed fix: in VerifierConfiguration(reading:requireClaims:), check
+    /// `environment == .production && appAppleId == nil` itself and throw
+    /// `config.error("environment Production needs 'app_apple_id' (the app's Apple ID; SIGNET_APP_APPLE_ID in the shipped pipelines)", key: "app_apple_id")`
+    /// (falling back to the `environment` key's position when app_apple_id is absent), and print
+    /// the verifier error's `detail` rather than `"\(error)"`.
+    @Test func productionWithoutAppAppleIdNamesTheSetting() throws {
+        let file = Self.pipelinesDirectory.appendingPathComponent("stdin.yaml").path
+        let result = try CLI.run(["lint", file], environment: ["SIGNET_ENVIRONMENT": "Production", "SIGNET_BUNDLE_ID": "com.example.signet"])
+        #expect(result.exitCode == 1, CLI.describe(result))
+        let errors = result.lines.filter { $0.hasPrefix(file + ":") && $0.contains(": error:") }
+        #expect(errors.count == 1, CLI.describe(result))
+        #expect(errors.contains { $0.contains("app_apple_id") }, "the error names the key to set: \(result.stdoutText)")
+        #expect(!errors.contains { $0.contains("missingAppAppleId") }, "no Swift identifiers in messages: \(result.stdoutText)")
+        let withId = try CLI.run(
+            ["lint", file],
+            environment: ["SIGNET_ENVIRONMENT": "Production", "SIGNET_BUNDLE_ID": "com.example.signet", "SIGNET_APP_APPLE_ID": "1234567890"])
+        #expect(withId.exitCode == 0, CLI.describe(withId))
     }
 
     // MARK: - Broken pipelines
@@ -130,7 +144,7 @@ struct LintTests {
         Broken(name: "bad YAML indentation", yaml: replacing("    environment: Sandbox", with: "      environment: Sandbox"),
                errors: [(7, nil, "YAML")]),
         Broken(name: "tab indentation", yaml: replacing("    type: stdout", with: "\ttype: stdout"),
-               errors: [(11, nil, "")]),
+               errors: [(11, nil, "YAML")]),
         Broken(name: "two errors in one file", yaml: replacing("  - type: decode", with: "  - type: decod")
             .replacingOccurrences(of: "    type: stdout", with: "    type: stdot"),
                errors: [(4, 11, "decod"), (11, 11, "stdot")]),

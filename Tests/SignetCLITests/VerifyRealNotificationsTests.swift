@@ -96,7 +96,11 @@ struct VerifyRealNotificationsTests {
             #expect(verdict["line"] as? Int == index + 1)
             #expect(verdict["ok"] as? Bool == false, "line \(index + 1) must be rejected: \(verdict)")
             let reason = verdict["reason"] as? String
-            if entry["environment"] as? String == "Sandbox", (entry["appAppleId"] as? NSNumber)?.int64Value == 1_470_168_868 {
+            if index == 28 {
+                // No signedDate: the nested (Sandbox) transaction is verified first and fails the environment claim.
+                #expect(reason == "nested_jws_invalid", "line 29: \(verdict)")
+                #expect((verdict["detail"] as? String)?.contains("environment_mismatch") == true, "line 29: \(verdict)")
+            } else if entry["environment"] as? String == "Sandbox", (entry["appAppleId"] as? NSNumber)?.int64Value == 1_470_168_868 {
                 #expect(reason == "environment_mismatch", "line \(index + 1): \(verdict)")
             } else {
                 // Production payloads of other apps, and Sandbox payloads of other apps (Apple's order:
@@ -144,7 +148,13 @@ struct VerifyRealNotificationsTests {
         for (index, verdict) in verdicts.enumerated() {
             #expect(verdict["line"] as? Int == index + 1)
             #expect(verdict["ok"] as? Bool == false)
-            #expect(verdict["reason"] as? String == "bundle_id_mismatch", "line \(index + 1): \(verdict)")
+            if index == 28 {
+                // No signedDate: the nested transaction is verified (claims included) first.
+                #expect(verdict["reason"] as? String == "nested_jws_invalid", "line 29: \(verdict)")
+                #expect((verdict["detail"] as? String)?.contains("bundle_id_mismatch") == true, "line 29: \(verdict)")
+            } else {
+                #expect(verdict["reason"] as? String == "bundle_id_mismatch", "line \(index + 1): \(verdict)")
+            }
         }
         // The right bundle id for line 14's app accepts exactly that app's lines.
         let manifest = try CLI.manifestNotifications()
