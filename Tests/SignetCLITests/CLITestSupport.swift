@@ -83,6 +83,17 @@ enum CLI {
         return path
     }
 
+    /// Whether a verdict rejects for one of `reasons`, directly or (when `nestedToo`) as
+    /// nested_jws_invalid whose detail names one of them. Line 29 of the real set has no
+    /// signedDate, so its nested transaction is verified first (docs/verification.md) and either
+    /// report is correct.
+    static func rejects(_ verdict: [String: Any], for reasons: Set<String>, nestedToo: Bool) -> Bool {
+        guard verdict["ok"] as? Bool == false, let reason = verdict["reason"] as? String else { return false }
+        if reasons.contains(reason) { return true }
+        guard nestedToo, reason == "nested_jws_invalid", let detail = verdict["detail"] as? String else { return false }
+        return reasons.contains { detail.contains($0) }
+    }
+
     /// Readable summary of a failed run for #expect messages.
     static func describe(_ result: SignetProcess.Result) -> Comment {
         "exit \(result.exitCode); stderr: \(result.stderr.prefix(2000)); stdout: \(result.stdoutText.prefix(1000))"

@@ -6,7 +6,7 @@ import SignetCore
 ///
 /// ```yaml
 /// store: sqlite            # or memory
-/// database: signet-state.db
+/// database: signet-data/signet.sqlite
 /// durability: full         # full | normal | off
 /// busy_timeout: 5s
 /// cache_size: 100000
@@ -18,7 +18,7 @@ public enum StateStoreConfiguration: Sendable, Hashable {
     case memory(name: String, maxKeys: Int, outboxRetention: Duration)
 
     /// The default database file, relative to the working directory.
-    public static let defaultDatabasePath = "signet-state.db"
+    public static let defaultDatabasePath = "signet-data/signet.sqlite"
 
     /// The identity stages share a store by.
     var identity: String {
