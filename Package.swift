@@ -58,7 +58,7 @@ let package = Package(
             dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
         .target(
             name: "SignetFixtures",
-            dependencies: ["SignetOpenSSL", "AppStoreModels"]),
+            dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
         .target(
             name: "SignetState",
             dependencies: ["SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite"]),

@@ -1,4 +1,5 @@
 import AppStoreModels
+import SignetCore
 import Foundation
 
 /// Deterministically generates realistic unsigned notifications, cycling through every
@@ -134,8 +135,8 @@ public struct SampleNotificationGenerator: Sendable {
                             succeededCount: Int64(10 + random.next(below: 5000)), failedCount: failed)
         case .rescindConsent:
             body = .appData
-            var w = JSONWriter()
-            w.objectStart()
+            var w = JSONText()
+            w.beginObject()
             w.field("receiptType", environment.rawValue)
             w.field("appAppleId", appAppleId)
             w.field("bundleId", bundleId)
@@ -146,7 +147,7 @@ public struct SampleNotificationGenerator: Sendable {
             w.field("appTransactionId", String(takeId()))
             w.field("originalPlatform", "iOS")
             w.field("signedDate", signedDate)
-            w.objectEnd()
+            w.endObject()
             appTransactionPayload = w.bytes
         default:
             // TEST: a data object naming only the app.
@@ -171,8 +172,8 @@ public struct SampleNotificationGenerator: Sendable {
         let revoked = combination.notificationType == .refund || combination.notificationType == .revoke
         let familyShared = combination.notificationType == .revoke
 
-        var w = JSONWriter()
-        w.objectStart()
+        var w = JSONText()
+        w.beginObject()
         w.field("transactionId", id)
         w.field("originalTransactionId", id)
         w.field("bundleId", bundleId)
@@ -198,7 +199,7 @@ public struct SampleNotificationGenerator: Sendable {
             w.field("currency", storefront.currency)
         }
         w.field("appTransactionId", String(takeId()))
-        w.objectEnd()
+        w.endObject()
 
         let reason: ConsumptionRequestReason? = combination.notificationType == .consumptionRequest
             ? ConsumptionRequestReason.documentedValues[Int(random.next(below: UInt64(ConsumptionRequestReason.documentedValues.count)))] : nil
@@ -358,8 +359,8 @@ public struct SampleNotificationGenerator: Sendable {
         let appTransactionId = String(takeId())
         let price = f.period == month ? storefront.monthly : storefront.monthly * 10
 
-        var t = JSONWriter()
-        t.objectStart()
+        var t = JSONText()
+        t.beginObject()
         t.field("transactionId", String(transactionId))
         t.field("originalTransactionId", String(originalId))
         t.field("webOrderLineItemId", String(takeId()))
@@ -393,10 +394,10 @@ public struct SampleNotificationGenerator: Sendable {
         t.field("currency", storefront.currency)
         t.field("appTransactionId", appTransactionId)
         t.field("previousOriginalTransactionId", f.previousOriginalTransactionId)
-        t.objectEnd()
+        t.endObject()
 
-        var r = JSONWriter()
-        r.objectStart()
+        var r = JSONText()
+        r.beginObject()
         r.field("expirationIntent", f.expirationIntent?.rawValue)
         r.field("originalTransactionId", String(originalId))
         r.field("autoRenewProductId", f.autoRenewProductId)
@@ -416,7 +417,7 @@ public struct SampleNotificationGenerator: Sendable {
         }
         r.field("appTransactionId", appTransactionId)
         r.field("appAccountToken", token)
-        r.objectEnd()
+        r.endObject()
 
         let reason: ConsumptionRequestReason? = combination.notificationType == .consumptionRequest
             ? ConsumptionRequestReason.documentedValues[Int(random.next(below: UInt64(ConsumptionRequestReason.documentedValues.count)))] : nil

@@ -1,4 +1,5 @@
 import AppStoreModels
+import SignetCore
 import Foundation
 
 /// One realistic, unsigned App Store Server Notification V2 with the payloads it carries.
@@ -57,15 +58,15 @@ public struct SampleNotification: Sendable, Hashable {
     /// strings in `data.signedTransactionInfo`, `data.signedRenewalInfo` and
     /// `appData.signedAppTransactionInfo`. A nil argument leaves that field out.
     public func notificationJSON(signedTransactionInfo: String?, signedRenewalInfo: String?, signedAppTransactionInfo: String? = nil) -> [UInt8] {
-        var w = JSONWriter(capacity: 512 + (signedTransactionInfo?.utf8.count ?? 0) + (signedRenewalInfo?.utf8.count ?? 0))
-        w.objectStart()
+        var w = JSONText(reserving: 512 + (signedTransactionInfo?.utf8.count ?? 0) + (signedRenewalInfo?.utf8.count ?? 0))
+        w.beginObject()
         w.field("notificationType", combination.notificationType.rawValue)
         w.field("subtype", combination.subtype?.rawValue)
         w.field("notificationUUID", notificationUUID)
         switch body {
         case .data(let bundleVersion, let consumptionRequestReason):
             w.key("data")
-            w.objectStart()
+            w.beginObject()
             w.field("appAppleId", appAppleId)
             w.field("bundleId", bundleId)
             w.field("bundleVersion", bundleVersion)
@@ -74,10 +75,10 @@ public struct SampleNotification: Sendable, Hashable {
             w.field("signedRenewalInfo", signedRenewalInfo)
             w.field("status", status?.rawValue)
             w.field("consumptionRequestReason", consumptionRequestReason?.rawValue)
-            w.objectEnd()
+            w.endObject()
         case .summary(let requestIdentifier, let productId, let storefrontCountryCodes, let succeededCount, let failedCount):
             w.key("summary")
-            w.objectStart()
+            w.beginObject()
             w.field("requestIdentifier", requestIdentifier)
             w.field("environment", environment.rawValue)
             w.field("appAppleId", appAppleId)
@@ -86,29 +87,29 @@ public struct SampleNotification: Sendable, Hashable {
             w.field("storefrontCountryCodes", storefrontCountryCodes)
             w.field("failedCount", failedCount)
             w.field("succeededCount", succeededCount)
-            w.objectEnd()
+            w.endObject()
         case .externalPurchaseToken(let externalPurchaseId, let tokenCreationDate, let tokenType, let tokenExpirationDate):
             w.key("externalPurchaseToken")
-            w.objectStart()
+            w.beginObject()
             w.field("externalPurchaseId", externalPurchaseId)
             w.field("tokenCreationDate", tokenCreationDate)
             w.field("appAppleId", appAppleId)
             w.field("bundleId", bundleId)
             w.field("tokenType", tokenType?.rawValue)
             w.field("tokenExpirationDate", tokenExpirationDate)
-            w.objectEnd()
+            w.endObject()
         case .appData:
             w.key("appData")
-            w.objectStart()
+            w.beginObject()
             w.field("appAppleId", appAppleId)
             w.field("bundleId", bundleId)
             w.field("environment", environment.rawValue)
             w.field("signedAppTransactionInfo", signedAppTransactionInfo)
-            w.objectEnd()
+            w.endObject()
         }
         w.field("version", "2.0")
         w.field("signedDate", signedDate)
-        w.objectEnd()
+        w.endObject()
         return w.bytes
     }
 }

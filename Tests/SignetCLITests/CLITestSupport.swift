@@ -1,5 +1,6 @@
 import Foundation
 import SignetTestSupport
+import Synchronization
 import Testing
 
 /// Shared helpers for the end-to-end tests of the `signet` binary.
@@ -114,6 +115,8 @@ struct GeneratedFixtures: Sendable {
     private static let made: Result<GeneratedFixtures, FixtureFailure> = {
         do {
             let directory = try TemporaryDirectory(prefix: "signet-cli-fixtures")
+            cleanupPath.withLock { $0 = directory.url.path }
+            atexit { if let path = GeneratedFixtures.cleanupPath.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
             let out = directory.path("fx")
             let result = try CLI.run(["fixtures", "--out", out, "--count", String(count)])
             guard result.exitCode == 0 else {
@@ -124,6 +127,9 @@ struct GeneratedFixtures: Sendable {
             return .failure(FixtureFailure(description: "signet fixtures could not run: \(error)"))
         }
     }()
+
+    /// Removed when the test process exits.
+    private static let cleanupPath = Mutex<String?>(nil)
 
     /// The shared folder (generated on first use).
     static func shared() throws -> GeneratedFixtures { try made.get() }

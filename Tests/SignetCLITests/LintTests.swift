@@ -37,7 +37,9 @@ struct LintTests {
     /// naming the variable.
     @Test(arguments: shippedPipelines)
     func shippedPipelineLintsWithoutEnvironment(_ file: String) throws {
-        let result = try CLI.run(["lint", file])
+        let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
+        defer { dir.remove() }
+        let result = try CLI.run(["lint", file], currentDirectory: dir.url)
         #expect(result.exitCode == 0, CLI.describe(result))
         #expect(result.stdoutText.contains("\(file): ok"), CLI.describe(result))
         #expect(!result.stdoutText.contains(": error:"), CLI.describe(result))

@@ -45,6 +45,19 @@ public struct JSONText: Sendable {
         key(name); bool(value)
     }
 
+    public mutating func field(_ name: String, _ value: Int?) {
+        guard let value else { return }
+        key(name); int(Int64(value))
+    }
+
+    /// `"key": ["a", "b"]` when value is non-nil.
+    public mutating func field(_ name: String, _ value: [String]?) {
+        guard let value else { return }
+        key(name); beginArray()
+        for element in value { string(element) }
+        endArray()
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }
