@@ -21,16 +21,6 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
         self.logger = logger
     }
 
-    func kafkaLog(level: Int, facility: String, message: String) {
-        let mapped: Logger.Level =
-            switch level {
-            case ...3: .error
-            case 4: .warning
-            case 5, 6: .info
-            default: .debug
-            }
-        logger.log(level: mapped, "librdkafka \(facility): \(message)")
-    }
 
     /// The rebalance callback: called by librdkafka on the thread that polls the
     /// consumer (``KafkaConsumerClient/poll(maxRecords:timeout:)`` or close), never

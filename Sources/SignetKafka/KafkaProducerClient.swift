@@ -60,16 +60,6 @@ final class ProducerCallbacks: KafkaLogSink, Sendable {
     let logger: Logger
     init(logger: Logger) { self.logger = logger }
 
-    func kafkaLog(level: Int, facility: String, message: String) {
-        let mapped: Logger.Level =
-            switch level {
-            case ...3: .error
-            case 4: .warning
-            case 5, 6: .info
-            default: .debug
-            }
-        logger.log(level: mapped, "librdkafka \(facility): \(message)")
-    }
 }
 
 private let deliveryReportCallback: @convention(c) (

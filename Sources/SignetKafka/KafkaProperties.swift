@@ -1,3 +1,4 @@
+import Logging
 import CRdKafka
 import SignetCore
 
@@ -93,7 +94,21 @@ let kafkaLogCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar
 
 /// Receives librdkafka log lines (see ``kafkaLogCallback``).
 protocol KafkaLogSink: AnyObject, Sendable {
-    func kafkaLog(level: Int, facility: String, message: String)
+    var logger: Logger { get }
+}
+
+extension KafkaLogSink {
+    /// Maps syslog levels (librdkafka's) onto swift-log's.
+    func kafkaLog(level: Int, facility: String, message: String) {
+        let mapped: Logger.Level =
+            switch level {
+            case ...3: .error
+            case 4: .warning
+            case 5, 6: .info
+            default: .debug
+            }
+        logger.log(level: mapped, "librdkafka \(facility): \(message)")
+    }
 }
 
 extension Array where Element == CChar {

@@ -25,7 +25,6 @@ public final class DedupeStage: Stage {
 
     public let options: Options
     private let handle: StoreHandle
-    private let lastPrune = Mutex<Int64>(0)
 
     /// A stage over a store the caller owns (embedding, tests).
     public init(store: any StateStore, options: Options = Options()) {
@@ -76,12 +75,6 @@ public final class DedupeStage: Stage {
         }
         let now = StoreHandle.nowMilliseconds()
         try store.recordKeys(keys, seenAt: now)
-        let interval = TransitionStage.milliseconds(options.pruneInterval)
-        let due = lastPrune.withLock { last in
-            guard now - last >= interval else { return false }
-            last = now
-            return true
-        }
-        if due { try store.prune(keysBefore: now - TransitionStage.milliseconds(options.retention), now: now) }
+        try handle.pruneIfDue(retention: options.retention, interval: options.pruneInterval, now: now)
     }
 }

@@ -29,7 +29,6 @@ public final class TransitionStage: Stage {
 
     public let options: Options
     private let handle: StoreHandle
-    private let lastPrune = Mutex<Int64>(0)
 
     /// A stage over a store the caller owns (embedding, tests).
     public init(store: any StateStore, options: Options = Options()) {
@@ -144,7 +143,7 @@ public final class TransitionStage: Stage {
         }
         let now = StoreHandle.nowMilliseconds()
         try store.markDelivered(sequences, at: now)
-        try pruneIfDue(store, now: now)
+        try handle.pruneIfDue(retention: options.retention, interval: options.pruneInterval, now: now)
     }
 
     public func undeliveredOutputs() async throws -> RecordBatch? {
@@ -160,18 +159,4 @@ public final class TransitionStage: Stage {
         return RecordBatch(records: records, isRedelivery: true)
     }
 
-    private func pruneIfDue(_ store: any StateStore, now: Int64) throws {
-        let interval = Self.milliseconds(options.pruneInterval)
-        let due = lastPrune.withLock { last in
-            guard now - last >= interval else { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
-        try store.prune(keysBefore: now - Self.milliseconds(options.retention), now: now)
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-    }
 }

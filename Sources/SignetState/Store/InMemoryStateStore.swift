@@ -148,7 +148,7 @@ public final class InMemoryStateStore: StateStore {
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {
-        let deliveredBefore = now - TransitionStage.milliseconds(outboxRetention)
+        let deliveredBefore = now - StoreHandle.milliseconds(outboxRetention)
         contents.withLock { contents in
             while contents.keyHead < contents.keyOrder.count {
                 let key = contents.keyOrder[contents.keyHead]

@@ -182,7 +182,7 @@ public final class SQLiteStateStore: StateStore {
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {
-        let deliveredBefore = now - TransitionStage.milliseconds(options.outboxRetention)
+        let deliveredBefore = now - StoreHandle.milliseconds(options.outboxRetention)
         try withConnection { connection in
             let database = connection.database
             // Bounded chunks keep one prune from stalling a batch.

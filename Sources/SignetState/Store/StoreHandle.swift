@@ -12,6 +12,7 @@ final class StoreHandle: Sendable {
 
     let origin: Origin
     private let opened = Mutex<(any StateStore)?>(nil)
+    private let lastPrune = Mutex<Int64>(0)
 
     init(_ origin: Origin) {
         self.origin = origin
@@ -39,6 +40,22 @@ final class StoreHandle: Sendable {
             throw SQLiteError(code: 21, message: "the state store is not open (was open() called?)", context: "\(origin)")
         }
         return store
+    }
+
+    /// Deletes dedupe keys older than `retention` (and delivered outbox rows past the store's
+    /// own retention) at most once per `interval`, so pruning never runs on every batch.
+    func pruneIfDue(retention: Duration, interval: Duration, now: Int64) throws {
+        let due = lastPrune.withLock { last in
+            guard now - last >= Self.milliseconds(interval) else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        try store().prune(keysBefore: now - Self.milliseconds(retention), now: now)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// Wall-clock milliseconds: used only for retention bookkeeping, never for state or events.
