@@ -25,8 +25,8 @@ extension ComponentRegistry {
             let configuration = try VerifierConfiguration(reading: config, requireClaims: true)
             do {
                 return VerifyStage(verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers)
-            } catch {
-                throw config.error("\(error)", key: "environment")
+            } catch let error as VerifierConfigurationError {
+                throw config.error(error.message, key: "environment")
             }
         }
     }
@@ -66,6 +66,11 @@ extension VerifierConfiguration {
                 throw config.error("'app_apple_id' must be a positive integer (the app's Apple ID), got '\(text)'", key: "app_apple_id")
             }
             appAppleId = value
+        }
+        if environment == .production, appAppleId == nil {
+            throw config.error(
+                "environment Production needs 'app_apple_id', the app's Apple ID (SIGNET_APP_APPLE_ID in the shipped pipelines)",
+                key: config.contains("app_apple_id") ? "app_apple_id" : "environment")
         }
         self.init(roots: roots, environment: environment, bundleId: bundleId, appAppleId: appAppleId)
         if let skew = try config.optionalDuration("max_future_skew") { maxFutureSkew = skew }

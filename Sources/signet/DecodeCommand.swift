@@ -20,6 +20,10 @@ struct DecodeCommand: AsyncParsableCommand {
     @Argument(help: "NDJSON files (default: stdin).")
     var files: [String] = []
 
+    func validate() throws {
+        try InputFiles.validate(files)
+    }
+
     func run() async throws {
         var options = LineSource.Options()
         options.skipBlankLines = false

@@ -40,11 +40,12 @@ struct SignetCommand: AsyncParsableCommand {
             }
         } catch {
             let code = exitCode(for: error)
-            if code == .validationFailure || error is ConfigurationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                if !(error is ConfigurationFailure) {
-                    FileHandle.standardError.write(Data("Run 'signet help' for usage.\n".utf8))
-                }
+            if let failure = error as? ConfigurationFailure {
+                FileHandle.standardError.write(Data((failure.description + "\n").utf8))
+                Foundation.exit(2)
+            }
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\nRun 'signet help' for usage.\n").utf8))
                 Foundation.exit(2)
             }
             exit(withError: error)

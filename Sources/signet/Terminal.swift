@@ -32,3 +32,18 @@ enum Terminal {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Input file arguments of `verify` and `decode`.
+enum InputFiles {
+    /// Usage errors (exit 2) for inputs that cannot be read as files, before any output.
+    static func validate(_ files: [String]) throws {
+        for file in files {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+                throw ValidationError("'\(file)' does not exist")
+            }
+            if isDirectory.boolValue { throw ValidationError("'\(file)' is a directory, not an NDJSON file") }
+            if !FileManager.default.isReadableFile(atPath: file) { throw ValidationError("cannot read '\(file)'") }
+        }
+    }
+}

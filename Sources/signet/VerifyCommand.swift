@@ -53,9 +53,14 @@ struct VerifyCommand: AsyncParsableCommand {
     func validate() throws {
         guard jobs >= 1, jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
-        for file in files where !FileManager.default.isReadableFile(atPath: file) {
-            throw ValidationError("cannot read '\(file)'")
+        if let environment, !AppStoreEnvironment.documentedValues.map(\.rawValue).contains(environment) {
+            throw ValidationError(
+                "--environment must be Production or Sandbox (Xcode and LocalTesting only with private --root), got '\(environment)'")
         }
+        if environment == "Production", appAppleId == nil {
+            throw ValidationError("--environment Production needs --app-apple-id (Apple's library requires it too)")
+        }
+        try InputFiles.validate(files)
     }
 
     func run() async throws {

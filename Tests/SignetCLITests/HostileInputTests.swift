@@ -214,6 +214,25 @@ struct HostileInputTests {
         #expect(!result.stderr.isEmpty, "\(arguments): the error is explained on stderr")
     }
 
+    /// Regression: a misspelt --environment once silently rejected every line (exit 1) instead of a usage error.
+    @Test(arguments: ["sandbox", "Prod", "Bogus"])
+    func unknownEnvironmentIsAUsageError(_ environment: String) throws {
+        let result = try CLI.run(["verify", "--environment", environment, CLI.realNotifications])
+        #expect(result.exitCode == 2, CLI.describe(result))
+        #expect(result.stdout.isEmpty, "no verdicts on a usage error")
+        #expect(result.stderr.contains(environment), "the message names the value: \(result.stderr)")
+    }
+
+    /// Regression: a directory given as input once failed mid-read with exit 1 instead of a usage error.
+    @Test func directoryAsInputIsAUsageError() throws {
+        let dir = try TemporaryDirectory(prefix: "signet-cli-dirinput")
+        defer { dir.remove() }
+        let result = try CLI.run(["verify", dir.url.path])
+        #expect(result.exitCode == 2, CLI.describe(result))
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains(dir.url.path), "the message names the directory: \(result.stderr)")
+    }
+
     @Test func rootThatIsNotACertificateExitsWith2() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-badroot")
         defer { dir.remove() }

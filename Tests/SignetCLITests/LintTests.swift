@@ -69,18 +69,7 @@ struct LintTests {
 
     /// Production without an app id: the error must point the user at the setting to fill in.
     ///
-    /// BUG: with SIGNET_ENVIRONMENT=Production and SIGNET_APP_APPLE_ID unset, lint (and run) say
-    ///   Pipelines/stdin.yaml:33:18: error: missingAppAppleId: environment Production requires appAppleId (the App Store app id), as in Apple's library
-    /// The message leaks the Swift enum case ("missingAppAppleId:"), names Apple's JSON field
-    /// `appAppleId` rather than the pipeline key `app_apple_id` (every other verify-config error names
-    /// its YAML key, e.g. "'app_apple_id' must be a positive integer"), and is positioned at
-    /// `environment`. The verify factory in Sources/SignetJWS/JWSComponents.swift wraps any
-    /// AppStoreVerifier.init error as `config.error("\(error)", key: "environment")`.
-    /// Proposed fix: in VerifierConfiguration(reading:requireClaims:), check
-    /// `environment == .production && appAppleId == nil` itself and throw
-    /// `config.error("environment Production needs 'app_apple_id' (the app's Apple ID; SIGNET_APP_APPLE_ID in the shipped pipelines)", key: "app_apple_id")`
-    /// (falling back to the `environment` key's position when app_apple_id is absent), and print
-    /// the verifier error's `detail` rather than `"\(error)"`.
+    /// Regression: the message once leaked a Swift enum case and pointed at `environment`.
     @Test func productionWithoutAppAppleIdNamesTheSetting() throws {
         let file = Self.pipelinesDirectory.appendingPathComponent("stdin.yaml").path
         let result = try CLI.run(["lint", file], environment: ["SIGNET_ENVIRONMENT": "Production", "SIGNET_BUNDLE_ID": "com.example.signet"])

@@ -278,13 +278,7 @@ struct RunPipelineTests {
     @Test func runUsageAndConfigurationErrors() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-run-errors")
         defer { dir.remove() }
-        // BUG: `signet run --pipeline /path/nope.yaml` prints only
-        //   "Error: error: cannot read pipeline file: The operation could not be completed. The file doesn't exist."
-        // without naming the file (and without a location), unlike every other configuration error.
-        // PipelineLoader.load(file:) (Sources/SignetCore/Config/PipelineLoader.swift) builds
-        // ConfigError("cannot read pipeline file: …", at: nil). Proposed fix: include the path,
-        // e.g. ConfigError("cannot read pipeline file '\(path)': \(error.localizedDescription)", at: nil)
-        // (LintCommand already prints "FILE: error: cannot read: …").
+        // Regression: a missing pipeline file once went unnamed in the error.
         let missing = try CLI.run(["run", "--pipeline", dir.path("nope.yaml")], currentDirectory: dir.url)
         #expect(missing.exitCode == 2, CLI.describe(missing))
         #expect(missing.stderr.contains("nope.yaml"), "the message names the missing file: \(missing.stderr)")

@@ -405,7 +405,9 @@ struct PipelineRunnerTests {
         #expect(reject["reason"] as? String == "line_too_large")
         #expect(reject["stage"] as? String == "source")
         #expect((reject["source"] as? [String: Any])?["line"] as? Int == 4)
-        #expect(reject["inputBytes"] as? Int == 1024)
+        // The line's true size, and only its first max_line_bytes kept.
+        #expect(reject["inputBytes"] as? Int == 3000)
+        #expect(reject["truncated"] as? Bool == true)
         #expect((reject["input"] as? String)?.count == 1024)
 
         // A second run resumes after the checkpoint: nothing is read or written again.

@@ -36,7 +36,7 @@ public struct PipelineLoader: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ConfigErrors([ConfigError("cannot read pipeline file: \(error.localizedDescription)", at: nil)])
+            throw ConfigErrors([ConfigError("cannot read pipeline file '\(path)': \(error.localizedDescription)", at: nil)])
         }
         return try load(yaml: text, file: path)
     }

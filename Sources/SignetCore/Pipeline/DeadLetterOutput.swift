@@ -47,14 +47,15 @@ public struct DeadLetterOutput: Sendable {
             }
             json.endObject()
             json.key("rejectedAt"); json.string(Self.timestamp(time))
-            json.key("inputBytes"); json.int(Int64(record.raw.count))
+            let originalLength = max(record[OriginalInputLengthKey.self] ?? 0, record.raw.count)
+            json.key("inputBytes"); json.int(Int64(originalLength))
             let kept = record.raw.prefix(maxInputBytes)
             if let text = String(validating: kept, as: UTF8.self) {
                 json.key("input"); json.string(text)
             } else {
                 json.key("inputBase64"); json.string(Data(kept).base64EncodedString())
             }
-            if kept.count < record.raw.count { json.key("truncated"); json.bool(true) }
+            if kept.count < originalLength { json.key("truncated"); json.bool(true) }
             json.endObject()
             return OutputMessage(value: json.bytes, headers: headers)
         }

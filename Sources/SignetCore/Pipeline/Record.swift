@@ -52,6 +52,12 @@ public struct Record: Sendable {
     }
 }
 
+/// The full length of an input the source could keep only the beginning of (a line over
+/// `max_line_bytes`), so the dead-letter record reports the truth.
+public enum OriginalInputLengthKey: RecordPartKey {
+    public typealias Value = Int
+}
+
 /// Names a typed slot on a ``Record``; the key type itself is the identity.
 ///
 /// ```swift

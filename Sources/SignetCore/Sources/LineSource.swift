@@ -117,6 +117,7 @@ public final class LineSource: Source {
                 case .item(.tooLarge(let prefix, let length, let number, let endOffset)):
                     var record = Record(
                         raw: prefix, position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset))
+                    record[OriginalInputLengthKey.self] = length
                     record.reject(
                         RecordRejection(
                             .lineTooLarge,
