@@ -77,9 +77,28 @@ struct PrehashedBytes: Hashable, Sendable {
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
+        self.hash = Self.sampledHash(bytes)
+    }
+
+    /// Hashes the length and 16 evenly spread 32-byte windows rather than all of a 4 KB
+    /// header: SipHash over every byte of three headers cost more than the rest of the
+    /// lookup. Equality still compares every byte, so a sampled collision only costs a
+    /// `memcmp`; the cache is bounded, so crafted collisions cannot grow it.
+    static func sampledHash(_ bytes: [UInt8]) -> Int {
         var hasher = Hasher()
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        self.hash = hasher.finalize()
+        hasher.combine(bytes.count)
+        bytes.withUnsafeBytes { raw in
+            let window = 32
+            guard raw.count > window * 16 else {
+                hasher.combine(bytes: raw)
+                return
+            }
+            let stride = (raw.count - window) / 15
+            for index in 0..<16 {
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[(index * stride)..<(index * stride + window)]))
+            }
+        }
+        return hasher.finalize()
     }
 
     init(_ raw: UnsafeRawBufferPointer) {
