@@ -72,11 +72,12 @@ import Testing
             func recordKey(_ key: String, seenAt: Int64) throws { try inner.recordKey(key, seenAt: seenAt) }
             func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
             func save(_ snapshot: SubscriptionSnapshot) throws { try inner.save(snapshot) }
-            func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+            func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
                 if remaining == 0 { throw Boom() }
                 remaining -= 1
-                return try inner.appendEvent(event, payload: payload, createdAt: createdAt)
+                return try inner.appendEvent(event, payload: payload, inputKey: inputKey, createdAt: createdAt)
             }
+            func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] { try inner.undeliveredEvents(inputKey: inputKey) }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {

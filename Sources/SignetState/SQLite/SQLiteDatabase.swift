@@ -106,5 +106,22 @@ final class SQLiteDatabase {
 
 extension SQLiteDatabase {
     /// The rowid of the last successful INSERT on this connection.
+    /// `PRAGMA data_version`: changes whenever another connection commits to the file.
+    func dataVersion() throws(SQLiteError) -> Int64 {
+        let statement = try statement("PRAGMA data_version")
+        defer { statement.reset() }
+        _ = try statement.step()
+        return statement.int64(0) ?? 0
+    }
+
+    /// Whether `table` has a column named `column` (for additive schema migrations).
+    func columnExists(table: String, column: String) throws(SQLiteError) -> Bool {
+        let statement = try statement("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")
+        defer { statement.reset() }
+        try statement.bind(1, table)
+        try statement.bind(2, column)
+        return try statement.step()
+    }
+
     var lastInsertRowID: Int64 { (try? connection()).map { sqlite3_last_insert_rowid($0) } ?? 0 }
 }

@@ -47,6 +47,9 @@ public final class TransitionStage: Stage {
 
     private enum Outcome {
         case duplicate
+        /// Seen before, but its events were never acknowledged: the process that committed
+        /// them died before delivering (another group member, or this one before a restart).
+        case redeliver([OutboxEntry])
         case rejected(RecordRejection)
         case applied([EntitlementEvent], [OutboxEntry])
     }
@@ -74,8 +77,13 @@ public final class TransitionStage: Stage {
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(work.count)
             for item in work {
-                guard seen.insert(item.key).inserted, try !transaction.containsKey(item.key) else {
-                    outcomes.append(.duplicate)
+                guard seen.insert(item.key).inserted else {
+                    outcomes.append(.duplicate)  // its first copy in this batch carries the events
+                    continue
+                }
+                if try transaction.containsKey(item.key) {
+                    let pending = try transaction.undeliveredEvents(inputKey: item.key)
+                    outcomes.append(pending.isEmpty ? .duplicate : .redeliver(pending))
                     continue
                 }
                 let previous = try item.input.originalTransactionId.flatMap {
@@ -93,7 +101,7 @@ public final class TransitionStage: Stage {
                     var entries: [OutboxEntry] = []
                     for event in events {
                         let payload = event.json
-                        let sequence = try transaction.appendEvent(event, payload: payload, createdAt: now)
+                        let sequence = try transaction.appendEvent(event, payload: payload, inputKey: item.key, createdAt: now)
                         entries.append(OutboxEntry(
                             sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
                             key: event.originalTransactionId ?? "", environment: event.environment,
@@ -110,6 +118,10 @@ public final class TransitionStage: Stage {
             switch outcome {
             case .duplicate:
                 batch.records[item.index].drop(reason: "duplicate")
+            case .redeliver(let entries):
+                // Same bytes, ids and order as first committed; `acknowledge` marks them delivered.
+                batch.records[item.index][OutboxSequencesPart.self] = entries.map(\.sequence)
+                batch.records[item.index].outputs = entries.map(Self.message(for:))
             case .rejected(let rejection):
                 batch.records[item.index].reject(rejection, stage: name)
             case .applied(let events, let entries):

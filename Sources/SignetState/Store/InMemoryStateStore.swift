@@ -57,15 +57,19 @@ public final class InMemoryStateStore: StateStore {
 
         func save(_ snapshot: SubscriptionSnapshot) throws { snapshots[snapshot.originalTransactionId] = snapshot }
 
-        func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+        func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
             let sequence = nextSequence
             nextSequence += 1
             events.append(OutboxEntry(
                 sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
                 key: event.originalTransactionId ?? "", environment: event.environment,
-                productId: event.productId, payload: payload))
+                productId: event.productId, payload: payload, inputKey: inputKey))
             return sequence
         }
+
+        /// Always empty: a memory store lives in one process, so every undelivered row is in
+        /// flight here (emitted by `process`, or handed out by `undeliveredEvents()`).
+        func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] { [] }
     }
 
     public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -109,6 +113,7 @@ public final class InMemoryStateStore: StateStore {
     }
 
     public func containedKeys(_ keys: [String]) throws -> Set<String> {
+        // Undelivered rows are all in flight in this process (see `undeliveredEvents(inputKey:)`).
         contents.withLock { contents in Set(keys.filter { contents.keys[$0] != nil }) }
     }
 

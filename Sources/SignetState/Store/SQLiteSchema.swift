@@ -48,9 +48,16 @@ enum SQLiteSchema {
             product_id TEXT,
             payload BLOB NOT NULL,
             created_at INTEGER NOT NULL,
-            delivered_at INTEGER
+            delivered_at INTEGER,
+            input_key TEXT
         );
         INSERT OR IGNORE INTO signet_meta (name, value) VALUES ('schema_version', '1');
+        """
+
+    /// Run after ``create`` once `outbox.input_key` exists (see ``SQLiteStateStore``'s migration).
+    /// Partial: only rows still waiting for delivery, which acknowledgement deletes.
+    static let createInputKeyIndex = """
+        CREATE INDEX IF NOT EXISTS outbox_undelivered_input_key ON outbox (input_key) WHERE delivered_at IS NULL;
         """
 
     static let subscriptionColumns = """
@@ -65,9 +72,12 @@ enum SQLiteSchema {
     static let selectByToken = "SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id"
     static let upsertSubscription = "INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
     static let selectKey = "SELECT 1 FROM dedupe_keys WHERE key = ?1"
+    static let selectUndeliveredSequencesByInput = "SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL"
     static let insertKey = "INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)"
-    static let insertEvent = "INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-    static let selectUndelivered = "SELECT seq, event_id, event_type, message_key, environment, product_id, payload FROM outbox WHERE delivered_at IS NULL ORDER BY seq"
+    static let insertEvent = "INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at, input_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
+    static let selectUndelivered = "SELECT \(outboxColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY seq"
+    static let selectUndeliveredByInput = "SELECT \(outboxColumns) FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL ORDER BY seq"
     static let deleteEvent = "DELETE FROM outbox WHERE seq = ?1"
     static let markEvent = "UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL"
     static let pruneKeys = "DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)"
@@ -100,6 +110,14 @@ enum SQLiteSchema {
         try statement.bind(24, snapshot.lastNotificationType)
         try statement.bind(25, snapshot.lastSubtype)
         try statement.bind(26, snapshot.lastNotificationUUID)
+    }
+
+    /// Reads a row selected with ``outboxColumns``.
+    static func outboxEntry(from row: SQLiteStatement) -> OutboxEntry {
+        OutboxEntry(
+            sequence: row.int64(0) ?? 0, eventId: row.string(1) ?? "", eventType: row.string(2) ?? "",
+            key: row.string(3) ?? "", environment: row.string(4), productId: row.string(5), payload: row.bytes(6),
+            inputKey: row.string(7))
     }
 
     /// Reads a row selected with ``subscriptionColumns``.

@@ -44,6 +44,10 @@ public final class SQLiteStateStore: StateStore {
         let cacheEnabled: Bool
         /// (delivered at, highest sequence marked then): lets pruning delete by rowid range.
         var deliveries: [(at: Int64, sequence: Int64)] = []
+        /// `PRAGMA data_version` when this connection last looked (nil: never).
+        var dataVersion: Int64?
+        /// Outbox rows emitted by this process and not yet marked delivered.
+        var inFlight: Set<Int64> = []
         var prunedOnce = false
 
         init(database: SQLiteDatabase, cacheCapacity: Int) {
@@ -78,6 +82,11 @@ public final class SQLiteStateStore: StateStore {
             path: path, readOnly: options.readOnly, synchronous: synchronous, busyTimeoutMilliseconds: milliseconds)
         if !options.readOnly {
             try database.execute(SQLiteSchema.create)
+            // Databases created before outbox.input_key existed get the column added.
+            if try !database.columnExists(table: "outbox", column: "input_key") {
+                try database.execute("ALTER TABLE outbox ADD COLUMN input_key TEXT")
+            }
+            try database.execute(SQLiteSchema.createInputKeyIndex)
         }
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }
@@ -94,8 +103,20 @@ public final class SQLiteStateStore: StateStore {
     public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
         try withConnection { connection in
             let transaction = SQLiteStateTransaction(
-                database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil)
-            let result = try connection.database.transaction { try body(transaction) }
+                database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil,
+                inFlight: connection.inFlight)
+            let result = try connection.database.transaction {
+                // Another process (a second group member on the same file) may have written
+                // since our last commit; data_version changes exactly then. Checked under the
+                // write lock, so cached snapshots are never older than the file.
+                let version = try connection.database.dataVersion()
+                if version != connection.dataVersion {
+                    connection.cache.removeAll()
+                    connection.dataVersion = version
+                }
+                return try body(transaction)
+            }
+            connection.inFlight.formUnion(transaction.appended)
             // Only committed snapshots enter the cache.
             if connection.cacheEnabled {
                 for snapshot in transaction.written.values { connection.cache.put(snapshot) }
@@ -106,14 +127,28 @@ public final class SQLiteStateStore: StateStore {
 
     public func containedKeys(_ keys: [String]) throws -> Set<String> {
         try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectKey)
+            let known = try connection.database.statement(SQLiteSchema.selectKey)
+            let pending = try connection.database.statement(SQLiteSchema.selectUndeliveredSequencesByInput)
+            defer {
+                known.reset()
+                pending.reset()
+            }
             var found: Set<String> = []
             for key in keys {
-                statement.reset()
-                try statement.bind(1, key)
-                if try statement.step() { found.insert(key) }
+                known.reset()
+                try known.bind(1, key)
+                guard try known.step() else { continue }
+                pending.reset()
+                try pending.bind(1, key)
+                var handled = true
+                while try pending.step() {
+                    if !connection.inFlight.contains(pending.int64(0) ?? -1) {
+                        handled = false
+                        break
+                    }
+                }
+                if handled { found.insert(key) }
             }
-            statement.reset()
             return found
         }
     }
@@ -130,12 +165,8 @@ public final class SQLiteStateStore: StateStore {
             let statement = try connection.database.statement(SQLiteSchema.selectUndelivered)
             defer { statement.reset() }
             var entries: [OutboxEntry] = []
-            while try statement.step() {
-                entries.append(OutboxEntry(
-                    sequence: statement.int64(0) ?? 0, eventId: statement.string(1) ?? "",
-                    eventType: statement.string(2) ?? "", key: statement.string(3) ?? "",
-                    environment: statement.string(4), productId: statement.string(5), payload: statement.bytes(6)))
-            }
+            while try statement.step() { entries.append(SQLiteSchema.outboxEntry(from: statement)) }
+            connection.inFlight.formUnion(entries.map(\.sequence))
             return entries
         }
     }
@@ -157,6 +188,7 @@ public final class SQLiteStateStore: StateStore {
                     try statement.run()
                 }
             }
+            connection.inFlight.subtract(sequences)
             if !deleting, let highest = sequences.max() {
                 connection.deliveries.append((instant, highest))
             }
@@ -165,7 +197,7 @@ public final class SQLiteStateStore: StateStore {
 
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
         try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil)
+            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
                 .subscription(originalTransactionId: originalTransactionId)
         }
     }

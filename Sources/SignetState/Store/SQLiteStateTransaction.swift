@@ -6,10 +6,15 @@ final class SQLiteStateTransaction: StateTransaction {
     private let database: SQLiteDatabase
     private let cache: SnapshotCache?
     private(set) var written: [String: SubscriptionSnapshot] = [:]
+    /// Outbox rows this transaction added (in flight once it commits).
+    private(set) var appended: [Int64] = []
+    /// Outbox rows this process emitted and the sinks have not acknowledged yet.
+    private let inFlight: Set<Int64>
 
-    init(database: SQLiteDatabase, cache: SnapshotCache?) {
+    init(database: SQLiteDatabase, cache: SnapshotCache?, inFlight: Set<Int64>) {
         self.database = database
         self.cache = cache
+        self.inFlight = inFlight
     }
 
     func containsKey(_ key: String) throws -> Bool {
@@ -43,7 +48,7 @@ final class SQLiteStateTransaction: StateTransaction {
         written[snapshot.originalTransactionId] = snapshot
     }
 
-    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64 {
+    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
         let statement = try database.statement(SQLiteSchema.insertEvent)
         try statement.bind(1, event.eventId)
         try statement.bind(2, event.type.rawValue)
@@ -52,7 +57,22 @@ final class SQLiteStateTransaction: StateTransaction {
         try statement.bind(5, event.productId)
         try statement.bind(6, bytes: payload)
         try statement.bind(7, createdAt)
+        try statement.bind(8, inputKey)
         try statement.run()
-        return database.lastInsertRowID
+        let sequence = database.lastInsertRowID
+        appended.append(sequence)
+        return sequence
+    }
+
+    func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] {
+        let statement = try database.statement(SQLiteSchema.selectUndeliveredByInput)
+        defer { statement.reset() }
+        try statement.bind(1, inputKey)
+        var entries: [OutboxEntry] = []
+        while try statement.step() {
+            let entry = SQLiteSchema.outboxEntry(from: statement)
+            if !inFlight.contains(entry.sequence) { entries.append(entry) }
+        }
+        return entries
     }
 }

@@ -9,12 +9,16 @@ public protocol StateStore: AnyObject, Sendable {
     /// when it returns, nothing when it throws.
     func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result
 
-    /// Which of `keys` were recorded (and not yet expired by retention).
+    /// Which of `keys` were recorded (and not yet expired by retention) and are handled:
+    /// their outbox rows were delivered, or are being delivered by this process. A key whose
+    /// events another process committed but never delivered (it crashed) is not handled;
+    /// `transition` redelivers those events.
     func containedKeys(_ keys: [String]) throws -> Set<String>
     /// Records dedupe keys on their own (the `dedupe` stage without `transition`).
     func recordKeys(_ keys: [String], seenAt: Int64) throws
 
-    /// Outbox rows committed but never marked delivered, oldest first.
+    /// Outbox rows committed but never marked delivered, oldest first. The caller is
+    /// expected to deliver them: from now on they count as in flight in this process.
     func undeliveredEvents() throws -> [OutboxEntry]
     /// Marks outbox rows delivered (after every sink acknowledged them).
     func markDelivered(_ sequences: [Int64], at: Int64) throws
@@ -42,8 +46,13 @@ public protocol StateTransaction {
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
     /// Inserts or replaces a snapshot.
     func save(_ snapshot: SubscriptionSnapshot) throws
-    /// Appends an event to the outbox; returns its sequence number.
-    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], createdAt: Int64) throws -> Int64
+    /// Appends an event to the outbox; returns its sequence number. `inputKey` is the dedupe
+    /// key of the input that caused it.
+    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64
+    /// Outbox rows caused by the input with this dedupe key that were never marked
+    /// delivered and are not in flight in this process: another process committed them
+    /// and died (or is still delivering them).
+    func undeliveredEvents(inputKey: String) throws -> [OutboxEntry]
 }
 
 /// One row of the transactional outbox: an event exactly as first serialised.
@@ -58,8 +67,13 @@ public struct OutboxEntry: Sendable, Hashable {
     public var productId: String?
     /// The event JSON, byte for byte as first emitted.
     public var payload: [UInt8]
+    /// The dedupe key of the input that caused the event.
+    public var inputKey: String?
 
-    public init(sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?, payload: [UInt8]) {
+    public init(
+        sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?,
+        payload: [UInt8], inputKey: String? = nil
+    ) {
         self.sequence = sequence
         self.eventId = eventId
         self.eventType = eventType
@@ -67,6 +81,7 @@ public struct OutboxEntry: Sendable, Hashable {
         self.environment = environment
         self.productId = productId
         self.payload = payload
+        self.inputKey = inputKey
     }
 }
 
