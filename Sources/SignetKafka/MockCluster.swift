@@ -25,6 +25,8 @@ public final class MockCluster: @unchecked Sendable {
     public let brokerIDs: [Int32]
     /// Comma-separated `127.0.0.1:port` list for `bootstrap.servers`.
     public let bootstrapServers: String
+    /// The brokers' listening ports.
+    private let ports: Set<UInt16>
 
     /// Starts `brokers` mock brokers.
     public init(brokers: Int = 1) throws {
@@ -47,6 +49,8 @@ public final class MockCluster: @unchecked Sendable {
         self.handles = Mutex(Handles(client: client, cluster: cluster))
         self.brokerIDs = (1...brokers).map(Int32.init)
         self.bootstrapServers = servers
+        self.ports = Set(servers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+        LoopbackNoDelay.apply(toListenersOn: ports)
     }
 
     deinit { close() }
@@ -65,6 +69,7 @@ public final class MockCluster: @unchecked Sendable {
     /// Brings a broker back.
     public func setBrokerUp(_ id: Int32) throws {
         try call("cannot bring broker \(id) up") { rd_kafka_mock_broker_set_up($0, id) }
+        LoopbackNoDelay.apply(toListenersOn: ports)  // in case the listener was recreated
     }
 
     /// Makes metadata requests for `topic` answer with `error` (a Kafka error code,
