@@ -115,7 +115,15 @@ public final class PipelineRunner: Sendable {
         group.addTask { [self] in
             do {
                 for try await batch in channels[stages.count] {
-                    await submitted.send(await submit(batch))
+                    let pending = await submit(batch)
+                    await submitted.send(pending)
+                    // Overlap only buys time while acknowledgements travel. When every sink
+                    // acknowledged on submit (files, stdout), or a submission failed, wait for
+                    // the commit before writing more: a crash then never leaves a written but
+                    // uncommitted batch behind a committed one, and a failing sink stops writes.
+                    if !pending.awaitsAcknowledgements {
+                        for try await _ in pending.completed {}
+                    }
                 }
                 submitted.finish()
             } catch {
@@ -169,6 +177,18 @@ public final class PipelineRunner: Sendable {
         var batch: RecordBatch
         var counts: RunSummary
         var parts: [Part]
+        /// Finished (without an element) once the batch is acknowledged and committed.
+        let completed = AsyncThrowingChannel<Void, any Error>()
+
+        /// Every submission succeeded and at least one acknowledgement is still on its way.
+        var awaitsAcknowledgements: Bool {
+            var pendingAcknowledgement = false
+            for part in parts {
+                guard case .success(let acknowledgement) = part.acknowledgement else { return false }
+                if !acknowledgement.isImmediate { pendingAcknowledgement = true }
+            }
+            return pendingAcknowledgement
+        }
     }
 
     /// Sorts a batch's outputs by sink and rejects to the dead-letter sink, and submits them.
@@ -220,6 +240,7 @@ public final class PipelineRunner: Sendable {
     /// Awaits a submitted batch's acknowledgements (re-sending what failed), then
     /// acknowledges the stages and commits the source.
     private func complete(_ pending: PendingDelivery) async throws {
+        defer { pending.completed.finish() }  // also on failure, so the submitter never waits forever
         let batch = pending.batch
         let counts = pending.counts
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -229,7 +250,7 @@ public final class PipelineRunner: Sendable {
                         try await part.acknowledgement.get().acknowledged()
                     } catch {
                         // Not delivered: send the same messages again (with backoff), as a plain write.
-                        logger.warning("sink '\(part.name)' did not acknowledge a batch: \(error); sending it again")
+                        logger.warning("sink '\(part.name)' failed to acknowledge a batch, sending it again: \(error)")
                         try await write(part.messages, to: part.sink, name: part.name)
                     }
                 }

@@ -53,13 +53,21 @@ extension Sink {
 /// what was submitted. Throwing from it means the submission was not delivered.
 public struct SinkAcknowledgement: Sendable {
     private let wait: @Sendable () async throws -> Void
+    /// Whether the submission was already acknowledged when `submit` returned.
+    public let isImmediate: Bool
 
     public init(_ wait: @escaping @Sendable () async throws -> Void) {
         self.wait = wait
+        self.isImmediate = false
+    }
+
+    private init() {
+        self.wait = {}
+        self.isImmediate = true
     }
 
     /// Already acknowledged (the write itself was the acknowledgement).
-    public static let immediate = SinkAcknowledgement {}
+    public static let immediate = SinkAcknowledgement()
 
     /// Returns once the submitted messages were acknowledged.
     public func acknowledged() async throws { try await wait() }
