@@ -57,14 +57,7 @@ public final class KafkaSink: Sink {
 
     /// Produces every message and waits for all delivery reports.
     public func write(_ messages: [OutputMessage]) async throws {
-        try await submit(messages).acknowledged()
-    }
-
-    /// Enqueues every message with librdkafka (in order: per-partition order is the order of
-    /// submission) and returns the wait for their delivery reports, so the runner can hand
-    /// over the next batch while this one's acknowledgements are on the way.
-    public func submit(_ messages: [OutputMessage]) async throws -> SinkAcknowledgement {
-        guard !messages.isEmpty else { return .immediate }
+        guard !messages.isEmpty else { return }
         let producer = try producer()
         let batch = DeliveryBatch(count: messages.count)
         let deadline = ContinuousClock.now + .seconds(30)
@@ -81,19 +74,17 @@ public final class KafkaSink: Sink {
                 break
             }
         }
-        return SinkAcknowledgement { [self] in
-            do {
-                try await batch.wait()
-            } catch {
-                if let fatal = producer.fatalError {
-                    // An idempotent producer with a fatal error refuses further work:
-                    // start a fresh one (new producer id) for the runner's retry.
-                    logger.error("kafka: \(fatal); recreating the producer")
-                    client.withLock { if $0 === producer { $0 = nil } }
-                    queue.async { producer.close(timeout: .zero) }
-                }
-                throw error
+        do {
+            try await batch.wait()
+        } catch {
+            if let fatal = producer.fatalError {
+                // An idempotent producer with a fatal error refuses further work:
+                // start a fresh one (new producer id) for the runner's retry.
+                logger.error("kafka: \(fatal); recreating the producer")
+                client.withLock { if $0 === producer { $0 = nil } }
+                queue.async { producer.close(timeout: .zero) }
             }
+            throw error
         }
     }
 

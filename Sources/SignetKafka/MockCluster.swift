@@ -27,9 +27,14 @@ public final class MockCluster: @unchecked Sendable {
     public let bootstrapServers: String
     /// The brokers' listening ports.
     private let ports: Set<UInt16>
+    private let tcpNoDelay: Bool
 
     /// Starts `brokers` mock brokers.
-    public init(brokers: Int = 1) throws {
+    ///
+    /// With `tcpNoDelay` the brokers' listening sockets get TCP_NODELAY, as a real Kafka
+    /// broker's connections have: without it every produce acknowledgement waits for the
+    /// client's delayed ACK (~40 ms). `signet dev-broker` turns it on; tests keep the mock as shipped.
+    public init(brokers: Int = 1, tcpNoDelay: Bool = false) throws {
         guard (1...32).contains(brokers) else { throw KafkaError("a mock cluster needs 1 to 32 brokers, not \(brokers)") }
         let conf = KafkaConf()
         // No client traffic of its own: the handle only hosts the mock's thread.
@@ -50,7 +55,8 @@ public final class MockCluster: @unchecked Sendable {
         self.brokerIDs = (1...brokers).map(Int32.init)
         self.bootstrapServers = servers
         self.ports = Set(servers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
-        LoopbackNoDelay.apply(toListenersOn: ports)
+        self.tcpNoDelay = tcpNoDelay
+        if tcpNoDelay { LoopbackNoDelay.apply(toListenersOn: ports) }
     }
 
     deinit { close() }
@@ -69,7 +75,7 @@ public final class MockCluster: @unchecked Sendable {
     /// Brings a broker back.
     public func setBrokerUp(_ id: Int32) throws {
         try call("cannot bring broker \(id) up") { rd_kafka_mock_broker_set_up($0, id) }
-        LoopbackNoDelay.apply(toListenersOn: ports)  // in case the listener was recreated
+        if tcpNoDelay { LoopbackNoDelay.apply(toListenersOn: ports) }  // in case the listener was recreated
     }
 
     /// Makes metadata requests for `topic` answer with `error` (a Kafka error code,

@@ -33,7 +33,7 @@ struct DevBrokerCommand: ParsableCommand {
     }
 
     func run() throws {
-        let cluster = try MockCluster(brokers: brokers)
+        let cluster = try MockCluster(brokers: brokers, tcpNoDelay: true)
         for topic in topics {
             let parts = topic.split(separator: ":")
             try cluster.createTopic(String(parts[0]), partitions: Int(parts[1])!)

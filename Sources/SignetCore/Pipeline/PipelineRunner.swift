@@ -108,32 +108,9 @@ public final class PipelineRunner: Sendable {
                 }
             }
         }
-        // Submitting and completing are two tasks: batch k+1 is handed to the sinks while
-        // batch k's acknowledgements are still on their way (a broker round trip), then
-        // each batch is acknowledged and committed strictly in order.
-        let submitted = AsyncThrowingChannel<PendingDelivery, any Error>()
-        group.addTask { [self] in
-            do {
-                for try await batch in channels[stages.count] {
-                    let pending = await submit(batch)
-                    await submitted.send(pending)
-                    // Overlap only buys time while acknowledgements travel. When every sink
-                    // acknowledged on submit (files, stdout), or a submission failed, wait for
-                    // the commit before writing more: a crash then never leaves a written but
-                    // uncommitted batch behind a committed one, and a failing sink stops writes.
-                    if !pending.awaitsAcknowledgements {
-                        for try await _ in pending.completed {}
-                    }
-                }
-                submitted.finish()
-            } catch {
-                submitted.fail(error)
-                throw error
-            }
-        }
         do {
-            for try await pending in submitted {
-                try await complete(pending)
+            for try await batch in channels[stages.count] {
+                try await deliver(batch)
             }
         } catch {
             await source.stop()
@@ -161,38 +138,6 @@ public final class PipelineRunner: Sendable {
 
     /// Writes a batch's outputs and rejects, then acknowledges and commits it.
     private func deliver(_ batch: RecordBatch) async throws {
-        try await complete(await submit(batch))
-    }
-
-    /// A batch whose messages were handed to the sinks, with what to await for each.
-    private struct PendingDelivery: Sendable {
-        struct Part: Sendable {
-            var name: String
-            var sink: any Sink
-            var messages: [OutputMessage]
-            /// The acknowledgement to await, or the submission's failure (then retried).
-            var acknowledgement: Result<SinkAcknowledgement, any Error>
-        }
-
-        var batch: RecordBatch
-        var counts: RunSummary
-        var parts: [Part]
-        /// Finished (without an element) once the batch is acknowledged and committed.
-        let completed = AsyncThrowingChannel<Void, any Error>()
-
-        /// Every submission succeeded and at least one acknowledgement is still on its way.
-        var awaitsAcknowledgements: Bool {
-            var pendingAcknowledgement = false
-            for part in parts {
-                guard case .success(let acknowledgement) = part.acknowledgement else { return false }
-                if !acknowledgement.isImmediate { pendingAcknowledgement = true }
-            }
-            return pendingAcknowledgement
-        }
-    }
-
-    /// Sorts a batch's outputs by sink and rejects to the dead-letter sink, and submits them.
-    private func submit(_ batch: RecordBatch) async -> PendingDelivery {
         var perSink = Array(repeating: [OutputMessage](), count: pipeline.sinks.count)
         var deadLetters: [OutputMessage] = []
         var counts = RunSummary()
@@ -216,44 +161,16 @@ public final class PipelineRunner: Sendable {
             }
         }
 
-        var targets: [(name: String, sink: any Sink, messages: [OutputMessage])] = []
-        for (index, named) in pipeline.sinks.enumerated() where !perSink[index].isEmpty {
-            targets.append((named.name, named.sink, perSink[index]))
-            counts.deliveredBySink[named.name, default: 0] += perSink[index].count
-            counts.delivered += perSink[index].count
-        }
-        if !deadLetters.isEmpty { targets.append(("dead_letter", pipeline.deadLetter.sink, deadLetters)) }
-
-        var parts: [PendingDelivery.Part] = []
-        for target in targets {
-            let acknowledgement: Result<SinkAcknowledgement, any Error>
-            do {
-                acknowledgement = .success(try await target.sink.submit(target.messages))
-            } catch {
-                acknowledgement = .failure(error)
-            }
-            parts.append(.init(name: target.name, sink: target.sink, messages: target.messages, acknowledgement: acknowledgement))
-        }
-        return PendingDelivery(batch: batch, counts: counts, parts: parts)
-    }
-
-    /// Awaits a submitted batch's acknowledgements (re-sending what failed), then
-    /// acknowledges the stages and commits the source.
-    private func complete(_ pending: PendingDelivery) async throws {
-        defer { pending.completed.finish() }  // also on failure, so the submitter never waits forever
-        let batch = pending.batch
-        let counts = pending.counts
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for part in pending.parts {
-                group.addTask { [self] in
-                    do {
-                        try await part.acknowledgement.get().acknowledged()
-                    } catch {
-                        // Not delivered: send the same messages again (with backoff), as a plain write.
-                        logger.warning("sink '\(part.name)' failed to acknowledge a batch, sending it again: \(error)")
-                        try await write(part.messages, to: part.sink, name: part.name)
-                    }
-                }
+            for (index, named) in pipeline.sinks.enumerated() where !perSink[index].isEmpty {
+                let messages = perSink[index]
+                group.addTask { [self] in try await write(messages, to: named.sink, name: named.name) }
+                counts.deliveredBySink[named.name, default: 0] += messages.count
+                counts.delivered += messages.count
+            }
+            if !deadLetters.isEmpty {
+                let messages = deadLetters
+                group.addTask { [self] in try await write(messages, to: pipeline.deadLetter.sink, name: "dead_letter") }
             }
             try await group.waitForAll()
         }
