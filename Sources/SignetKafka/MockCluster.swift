@@ -78,6 +78,18 @@ public final class MockCluster: @unchecked Sendable {
         if tcpNoDelay { LoopbackNoDelay.apply(toListenersOn: ports) }  // in case the listener was recreated
     }
 
+    /// Makes `broker` the leader of one partition (to fail one topic's broker and not another's).
+    public func setPartitionLeader(topic: String, partition: Int32, broker: Int32) throws {
+        try call("cannot move the leader of \(topic)[\(partition)]") {
+            rd_kafka_mock_partition_set_leader($0, topic, partition, broker)
+        }
+    }
+
+    /// Makes `broker` the coordinator of consumer group `group`.
+    public func setGroupCoordinator(group: String, broker: Int32) throws {
+        try call("cannot set the coordinator of group \(group)") { rd_kafka_mock_coordinator_set($0, "group", group, broker) }
+    }
+
     /// Makes metadata requests for `topic` answer with `error` (a Kafka error code,
     /// e.g. 3 = UNKNOWN_TOPIC_OR_PARTITION) until called again with 0.
     public func setTopicError(_ topic: String, error: Int32) throws {

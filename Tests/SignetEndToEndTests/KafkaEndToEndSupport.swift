@@ -113,8 +113,8 @@ final class KafkaScope: @unchecked Sendable {
     func path(_ name: String) -> String { directory.path(name) }
     var url: URL { directory.url }
 
-    func cluster(topics: [(String, Int)]) throws -> MockCluster {
-        let cluster = try MockCluster(brokers: 1)
+    func cluster(topics: [(String, Int)], brokers: Int = 1) throws -> MockCluster {
+        let cluster = try MockCluster(brokers: brokers)
         clusters.withLock { $0.append(cluster) }
         for (name, partitions) in topics { try cluster.createTopic(name, partitions: partitions) }
         return cluster

@@ -23,15 +23,24 @@ extension KafkaEndToEndTests {
     /// 2. A new member of the same group with a FRESH data dir (so no outbox can hide a loss)
     ///    must re-read every record whose events were not delivered: offsets were not committed
     ///    past them.
-    /// 3. While that member runs the broker goes down for a few seconds (writes fail and are
-    ///    retried), then comes back: the run recovers without losing anything.
+    /// 3. While that member runs, the output topic's broker goes down (writes fail and are
+    ///    retried, the source keeps reading), then comes back: the run recovers without losing
+    ///    anything.
     @Test(.timeLimit(.minutes(2)))
     func sinkOutageThenRecovery() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("outage")
         defer { scope.close() }
         let reference = try KafkaReference(lines: input.lines.map(\.value), scope: scope, name: "outage")
-        let cluster = try scope.cluster(topics: [("notifications", 4), ("entitlements", 4), ("dead-letters", 1)])
+        // Two brokers: the output topic lives on broker 2 alone, so taking broker 2 down fails
+        // the sink while the source (broker 1, also the group's coordinator) keeps working.
+        let cluster = try scope.cluster(topics: [("notifications", 4), ("entitlements", 4), ("dead-letters", 1)], brokers: 2)
+        for partition in Int32(0)..<4 {
+            try cluster.setPartitionLeader(topic: "notifications", partition: partition, broker: 1)
+            try cluster.setPartitionLeader(topic: "entitlements", partition: partition, broker: 2)
+        }
+        try cluster.setPartitionLeader(topic: "dead-letters", partition: 0, broker: 1)
+        try cluster.setGroupCoordinator(group: "outage", broker: 1)
         let brokers = cluster.bootstrapServers
         let pipeline = try Self.pipelineWithShortDeliveryTimeout(in: scope)
         let half = input.lines.count / 2
@@ -64,16 +73,16 @@ extension KafkaEndToEndTests {
         }
         #expect(reread, "offsets were committed past undelivered records: \(firstIds.subtracting(distinctEventIds(output)).count) of \(firstIds.count) first-half events never came back")
 
-        // 3. The broker goes down for 4 s while this member works on the second half (already
-        //    fetched: the consumer fetches within milliseconds), longer than the 2 s delivery
-        //    timeout and shorter than the 4 s session timeout plus a rejoin; then it comes back.
+        // 3. The output topic's broker goes down before the second half arrives, so writes are
+        //    certain to fail (and be retried) while the source keeps reading; then it comes back.
         let failuresBefore = recovering.stderr.components(separatedBy: "sink 'events' failed").count
+        try cluster.setBrokerDown(2)
         try Kcat.produce(brokers: brokers, topic: settings.input, secondHalf)
-        try cluster.setBrokerDown(1)
-        try await Task.sleep(for: .seconds(4))
-        try cluster.setBrokerUp(1)
-        let failedAgain = recovering.stderr.components(separatedBy: "sink 'events' failed").count > failuresBefore
-        #expect(failedAgain, "the second outage never made a write fail: \(recovering.stderrTail())")
+        let failedAgain = try await eventually(timeout: .seconds(30), interval: .milliseconds(200)) {
+            recovering.stderr.components(separatedBy: "sink 'events' failed").count > failuresBefore || !recovering.isRunning
+        }
+        #expect(failedAgain && recovering.isRunning, "the second outage never made a write fail: \(recovering.stderrTail())")
+        try cluster.setBrokerUp(2)
         let complete = try await eventually(timeout: .seconds(60), interval: .milliseconds(400)) {
             output = try Kcat.readAll(brokers: brokers, topic: settings.output)
             return distinctEventIds(output).count >= reference.byId.count || !recovering.isRunning
