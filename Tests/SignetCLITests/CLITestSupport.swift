@@ -164,32 +164,10 @@ enum SchemaValidator {
     """#
 
     /// nil when python3 or jsonschema is missing (the caller records why and skips).
-    static var unavailableReason: String? {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", "import jsonschema"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        do {
-            try probe.run()
-            probe.waitUntilExit()
-        } catch {
-            return "python3 is not available: \(error)"
-        }
-        return probe.terminationStatus == 0 ? nil : "python3 module jsonschema is not installed (apt install python3-jsonschema)"
-    }
+    static var unavailableReason: String? { Python.unavailableReason() }
 
     /// Validates every line of `ndjson` against `schema`; returns (exit status, output).
     static func validate(ndjson: String, schema: String) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, schema, ndjson]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try Python.run(script, arguments: [schema, ndjson])
     }
 }

@@ -11,23 +11,8 @@ struct SchemaTests {
 
     /// Runs a Python snippet with jsonschema and PyYAML; nil when they are not installed.
     static func python(_ script: String, _ arguments: [String]) throws -> (status: Int32, output: String)? {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["python3", "-c", "import jsonschema, yaml"]
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return nil }
-        probe.waitUntilExit()
-        guard probe.terminationStatus == 0 else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        guard Python.canImport(["jsonschema", "yaml"]) else { return nil }
+        return try Python.run(script, arguments: arguments)
     }
 
     @Test func everySchemaIsAValidDraft2020Schema() throws {

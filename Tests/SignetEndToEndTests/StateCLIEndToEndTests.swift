@@ -163,19 +163,8 @@ struct StateCLIEndToEndTests {
 
     // MARK: - Event schema
 
-    static func pythonHasJSONSchema() -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import jsonschema"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-
     @Test("events on stdout validate against Schemas/entitlement-event.schema.json",
-          .enabled(if: pythonHasJSONSchema(), "skipped: python3 with the jsonschema package is not installed (apt install python3-jsonschema)"))
+          .enabled(if: Python.canImport(), "skipped: python3 with the jsonschema package is not installed (apt install python3-jsonschema)"))
     func stdoutEventsMatchSchema() throws {
         let corpus = try StateCorpus.get()
         let dataDir = Self.freshDataDir(corpus, "schema")
@@ -206,16 +195,8 @@ struct StateCLIEndToEndTests {
                 count += 1
             print(count)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, schema, eventsFile.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try Python.run(script, arguments: [schema, eventsFile.path])
+        #expect(status == 0, "\(text)")
         #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == String(events.count), "\(text)")
     }
 }

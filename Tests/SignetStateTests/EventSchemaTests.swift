@@ -1,5 +1,6 @@
 import Foundation
 import SignetState
+import SignetTestSupport
 import Testing
 
 @Suite struct EventSchemaTests {
@@ -8,17 +9,7 @@ import Testing
             .appendingPathComponent("Schemas/entitlement-event.schema.json").path
     }
 
-    static func pythonHasJSONSchema() -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import jsonschema"]
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-
-    @Test(.enabled(if: pythonHasJSONSchema(), "python3 with the jsonschema package is not installed"))
+    @Test(.enabled(if: Python.canImport(), "python3 with the jsonschema package is not installed"))
     func everyEmittedEventValidates() async throws {
         var events: [PublishedEvent] = []
         for row in Table.rows {
@@ -53,16 +44,8 @@ import Testing
             assert list(validator.iter_errors(bad)), "unknown type accepted"
             print(count)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, Self.schemaPath, eventsFile.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try Python.run(script, arguments: [Self.schemaPath, eventsFile.path])
+        #expect(status == 0, "\(text)")
         #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == String(events.count))
     }
 
