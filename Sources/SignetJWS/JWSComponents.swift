@@ -38,22 +38,13 @@ extension VerifierConfiguration {
     /// With `requireClaims`, `environment` and `bundle_id` must be present: a pipeline
     /// that grants entitlements must never accept another app's or environment's payloads.
     public init(reading config: ConfigObject, requireClaims: Bool) throws(ConfigError) {
-        let rootSpecs = try config.stringList("roots") ?? ["apple"]
-        var roots: [X509Certificate] = []
-        for spec in rootSpecs {
-            if spec == "apple" || spec == "builtin" {
-                roots.append(AppleRoots.appleRootCAG3)
-                continue
-            }
-            do {
-                let loaded = try X509Certificate.loadAll(fromFile: spec)
-                guard !loaded.isEmpty else { throw config.error("no certificate in root file '\(spec)'", key: "roots") }
-                roots.append(contentsOf: loaded)
-            } catch let error as ConfigError {
-                throw error
-            } catch {
-                throw config.error("cannot load root certificates from '\(spec)': \(error)", key: "roots")
-            }
+        let roots: [X509Certificate]
+        do {
+            roots = try AppleRoots.load(try config.stringList("roots") ?? ["apple"])
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw config.error("\(error)", key: "roots")
         }
         let environment: AppStoreEnvironment? =
             requireClaims
@@ -78,4 +69,33 @@ extension VerifierConfiguration {
             rawValue: try config.choice("check_time", VerificationDateRule.allCases.map(\.rawValue), default: dateRule.rawValue))!
         chainCacheCapacity = try config.int("chain_cache_size", default: chainCacheCapacity, in: 1...1_000_000)
     }
+}
+
+extension AppleRoots {
+    /// Loads trust anchors from specs: `apple` (or `builtin`) for the built-in Apple Root CA
+    /// - G3, anything else a PEM or DER file. The pipeline's `roots:` and `signet verify --root`
+    /// both go through here.
+    public static func load(_ specs: [String]) throws(RootLoadingError) -> [X509Certificate] {
+        var roots: [X509Certificate] = []
+        for spec in specs {
+            if spec == "apple" || spec == "builtin" {
+                roots.append(appleRootCAG3)
+                continue
+            }
+            let loaded: [X509Certificate]
+            do {
+                loaded = try X509Certificate.loadAll(fromFile: spec)
+            } catch {
+                throw RootLoadingError(description: "cannot load root certificates from '\(spec)': \(error)")
+            }
+            guard !loaded.isEmpty else { throw RootLoadingError(description: "no certificate in root file '\(spec)'") }
+            roots.append(contentsOf: loaded)
+        }
+        return roots
+    }
+}
+
+/// A roots file that cannot be used, with the path and the reason.
+public struct RootLoadingError: Error, Sendable, CustomStringConvertible {
+    public var description: String
 }

@@ -27,7 +27,7 @@ struct DecodeCommand: AsyncParsableCommand {
     func run() async throws {
         var options = LineSource.Options()
         options.skipBlankLines = false
-        let inputs = files.isEmpty ? [LineSource.standardInput(options: options)] : files.map { LineSource(path: $0, options: options) }
+        let inputs = InputFiles.sources(files, options: options)
         var failed = false
         for source in inputs {
             try await source.open()

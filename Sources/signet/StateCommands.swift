@@ -8,7 +8,9 @@ struct StoreOptions: ParsableArguments {
     var database: String?
 
     var path: String {
-        database ?? ((Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data") as NSString).appendingPathComponent("signet.sqlite")
+        if let database { return database }
+        guard let dataDirectory = Terminal.environment["SIGNET_DATA_DIR"] else { return StateStoreConfiguration.defaultDatabasePath }
+        return (dataDirectory as NSString).appendingPathComponent("signet.sqlite")
     }
 
     /// Opens the store read-only; a missing file is a clear error, not an empty answer.

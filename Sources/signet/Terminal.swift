@@ -35,6 +35,11 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// Input file arguments of `verify` and `decode`.
 enum InputFiles {
+    /// One line source per file, or standard input when there are none.
+    static func sources(_ files: [String], options: LineSource.Options) -> [LineSource] {
+        files.isEmpty ? [LineSource.standardInput(options: options)] : files.map { LineSource(path: $0, options: options) }
+    }
+
     /// Usage errors (exit 2) for inputs that cannot be read as files, before any output.
     static func validate(_ files: [String]) throws {
         for file in files {

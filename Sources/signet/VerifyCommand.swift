@@ -29,7 +29,7 @@ struct VerifyCommand: AsyncParsableCommand {
               signet verify --root demo/root.pem --environment Sandbox --bundle-id com.example.signet demo/notifications.ndjson
             """)
 
-    @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable). Default: Apple Root CA - G3.")
+    @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable), or `apple` for the built-in Apple Root CA - G3 (the default).")
     var roots: [String] = []
 
     @Option(help: "Require this environment (Production, Sandbox).")
@@ -69,7 +69,7 @@ struct VerifyCommand: AsyncParsableCommand {
         var options = LineSource.Options()
         options.maxLineBytes = maxLineBytes
         options.skipBlankLines = false
-        let inputs = files.isEmpty ? [LineSource.standardInput(options: options)] : files.map { LineSource(path: $0, options: options) }
+        let inputs = InputFiles.sources(files, options: options)
         var rejected = 0
         for source in inputs {
             try await source.open()
@@ -90,19 +90,12 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     private func makeVerifier() throws -> AppStoreVerifier {
-        var rootCertificates: [X509Certificate] = []
-        for path in roots {
-            do {
-                let loaded = try X509Certificate.loadAll(fromFile: path)
-                guard !loaded.isEmpty else { throw ConfigurationFailure(description: "signet: no certificate in '\(path)'") }
-                rootCertificates += loaded
-            } catch let error as ConfigurationFailure {
-                throw error
-            } catch {
-                throw ConfigurationFailure(description: "signet: cannot load root certificates from '\(path)': \(error)")
-            }
+        let rootCertificates: [X509Certificate]
+        do {
+            rootCertificates = try AppleRoots.load(roots.isEmpty ? ["apple"] : roots)
+        } catch {
+            throw ConfigurationFailure(description: "signet: \(error)")
         }
-        if rootCertificates.isEmpty { rootCertificates = [AppleRoots.appleRootCAG3] }
         let configuration = VerifierConfiguration(
             roots: rootCertificates,
             environment: environment.map { AppStoreEnvironment(rawValue: $0) },
