@@ -5,16 +5,24 @@ Runs Pipelines/kafka.yaml (`signet run --pipeline`) against `signet dev-broker` 
 `signet fixtures` notifications, with kcat as the independent client, and compares with the
 stdin pipeline (`signet run` on the same fixtures file, fresh data dir) measured in the same run.
 
-  throughput   all notifications are produced first (keyed by originalTransactionId, spread
-               over --partitions partitions so no partition nears the mock's ~5 MiB limit),
-               then the pipeline starts; rate = events/s between the first and the last output
-               message timestamp, scaled to notifications (events per notification is the
-               stdin run's ratio). The consumer-group join (~3 s) is not counted.
-  latency      a fresh topic pair and group; the pipeline runs first, then a paced producer
-               sends at --latency-fraction (50%) of the measured Kafka rate; latency = output
-               message timestamp - input message timestamp, matched by notificationUUID (the
-               event JSON carries the source notification's). Both topics are read live by
-               background kcat consumers, so the mock's retention never loses a timestamp.
+  throughput   all --count notifications are produced first (keyed by originalTransactionId, spread
+               over --partitions partitions so no partition nears the mock's 5 MiB limit), then
+               the pipeline starts; rate = events/s between the first and the last output message
+               timestamp, scaled to notifications (events per notification is the stdin run's
+               ratio). The consumer-group join (~3 s) is not counted.
+  latency      a fresh topic pair and group; the pipeline runs first, then a paced producer (kcat,
+               fed by this script) sends at --latency-fraction (50%) of the measured Kafka rate for
+               --latency-seconds; latency = output message timestamp (set by the pipeline's producer)
+               - the moment this script handed the line to kcat, matched by notificationUUID (the
+               event JSON carries the source notification's). Stricter than the input message's
+               own timestamp: kcat's stdin read and produce call count too.
+
+No consumer reads an output topic during a measurement (each is read once the run is over), so
+only the pipeline, the broker and the producer share the cores. The latency topic has
+--latency-partitions (4) partitions because the mock keeps each partition's log as a list it
+walks from the oldest message on every fetch (rdkafka_mock.c): its fetch cost grows with what
+it retains, up to 5 MiB per partition, and would take the cores the pipeline needs; a real
+broker finds an offset through an index.
 
 Targets: Kafka throughput >= 80% of stdin's; p99 latency < 50 ms at half that rate.
 Prints a table and PASS/FAIL; exit status 1 when a target fails.
@@ -139,13 +147,18 @@ def percentile(values, fraction):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=3000, help="notifications (default 3000)")
-    parser.add_argument("--partitions", type=int, default=16, help="partitions of the input/output topics (default 16)")
+    parser.add_argument("--count", type=int, default=8000, help="notifications for the throughput run (default 8000)")
+    parser.add_argument("--partitions", type=int, default=32, help="partitions of the throughput run's topics (default 32)")
     parser.add_argument("--signet", default=os.path.join(ROOT, ".build/release/signet"))
     parser.add_argument("--rebuild", action="store_true", help="rebuild the release binary when older than Sources/")
     parser.add_argument("--pipeline", default=os.path.join(ROOT, "Pipelines/kafka.yaml"))
     parser.add_argument("--latency-fraction", type=float, default=0.5)
-    parser.add_argument("--latency-seconds", type=float, default=8.0)
+    parser.add_argument("--latency-partitions", type=int, default=4,
+                        help="partitions of the latency run's topics (default 4; see above)")
+    parser.add_argument("--latency-rate", type=float, help="pace the latency run at this rate instead (comparisons)")
+    parser.add_argument("--latency-seconds", type=float, default=6.0, help="length of the paced latency run (default 6)")
+    parser.add_argument("--latency-count", type=int, default=16000,
+                        help="notifications generated for the latency run, at most (default 16000)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the pipeline (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
@@ -166,13 +179,19 @@ def main():
 def run(args, work, children):
     signet = args.signet
     fixtures = os.path.join(work, "fixtures")
-    subprocess.run([signet, "fixtures", "--out", fixtures, "--count", str(args.count)], check=True,
+    generated = max(args.count, args.latency_count)
+    log(f"generating {generated} notifications ...")
+    subprocess.run([signet, "fixtures", "--out", fixtures, "--count", str(generated)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     notifications = os.path.join(fixtures, "notifications.ndjson")
     with open(notifications) as handle:
-        lines = [line.rstrip("\n") for line in handle if line.strip()]
-    described = [describe(line) for line in lines]
-    uuid_of_line = {line: uuid for line, (_, uuid) in zip(lines, described)}
+        all_lines = [line.rstrip("\n") for line in handle if line.strip()]
+    all_described = [describe(line) for line in all_lines]
+    uuid_of_line = {line: uuid for line, (_, uuid) in zip(all_lines, all_described)}
+    lines, described = all_lines[:args.count], all_described[:args.count]
+    stdin_input = os.path.join(work, "throughput.ndjson")
+    with open(stdin_input, "w") as handle:
+        handle.writelines(line + "\n" for line in lines)
     keyed = "".join(f"{key}\t{line}\n" for line, (key, _) in zip(lines, described))
     size = sum(len(line) for line in lines) / len(lines)
 
@@ -187,7 +206,7 @@ def run(args, work, children):
     env = dict(base_env, SIGNET_DATA_DIR=os.path.join(work, "stdin-data"))
     summary_path = os.path.join(work, "stdin-summary.json")
     started = time.time()
-    with open(notifications, "rb") as stdin, open(os.path.join(work, "stdin-events.ndjson"), "wb") as stdout:
+    with open(stdin_input, "rb") as stdin, open(os.path.join(work, "stdin-events.ndjson"), "wb") as stdout:
         subprocess.run([signet, "run", "--summary-json", summary_path], stdin=stdin, stdout=stdout,
                        stderr=subprocess.DEVNULL, env=env, check=True)
     stdin_wall = time.time() - started
@@ -200,7 +219,7 @@ def run(args, work, children):
     parts = args.partitions
     broker = children.start(
         [signet, "dev-broker", "--topic", f"in:{parts}", "--topic", f"out:{parts}", "--topic", "dlq:1",
-         "--topic", f"in2:{parts}", "--topic", f"out2:{parts}", "--topic", "dlq2:1"],
+         "--topic", f"in2:{args.latency_partitions}", "--topic", f"out2:{parts}", "--topic", "dlq2:1"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     brokers = broker.stdout.readline().strip()
     if not brokers.startswith("127.0.0.1:"):
@@ -218,28 +237,53 @@ def run(args, work, children):
         env.update(overrides)
         return env
 
-    def live_consumer(topic):
-        path = os.path.join(work, f"{topic}.jsonl")
-        handle = open(path, "wb")
-        children.start(["kcat", "-C", "-u", "-b", brokers, "-t", topic, "-o", "beginning", "-q", "-J"] + KCAT_COMMON,
-                       stdout=handle, stderr=subprocess.DEVNULL)
-        return path
+    def end_offsets(topic, partitions):
+        """Messages in `topic` (sum of its partitions' high watermarks), asked with kcat -Q."""
+        query = []
+        for partition in range(partitions):
+            query += ["-t", f"{topic}:{partition}:-1"]
+        result = subprocess.run(["kcat", "-Q", "-b", brokers] + query + KCAT_COMMON,
+                                capture_output=True, text=True, timeout=30)
+        return sum(int(line.rsplit(" ", 1)[1]) for line in result.stdout.splitlines() if " offset " in line)
 
+    def read_topic(topic):
+        """Every message of `topic` as kcat's JSON envelopes (read once the run is over)."""
+        path = os.path.join(work, f"{topic}.jsonl")
+        with open(path, "wb") as handle:
+            subprocess.run(["kcat", "-C", "-b", brokers, "-t", topic, "-o", "beginning", "-e", "-q", "-J"] + KCAT_COMMON,
+                           stdout=handle, stderr=subprocess.DEVNULL, timeout=120)
+        return read_json_lines(path)
+
+    def wait_for_output(topic, partitions, wanted, process, timeout):
+        """Waits until `topic` holds `wanted` messages, or stopped growing for 2 s after
+        its first message (the events-per-notification ratio is an estimate), or `process` exited."""
+        seen = {"count": -1, "since": time.time()}
+
+        def settled():
+            current = end_offsets(topic, partitions)
+            if current != seen["count"]:
+                seen.update(count=current, since=time.time())
+            stalled = current > 0 and time.time() - seen["since"] > 2.0
+            return current >= wanted or stalled or process.poll() is not None
+
+        return wait_for(settled, timeout=timeout, interval=0.5)
+
+    # No consumer reads the output topics during a measurement, so none competes with the
+    # pipeline for the cores: they are read afterwards, and the timestamps in them are
+    # the ones the pipeline's producer set when it produced.
     # 3. Throughput: backlog first, then the pipeline.
     log(f"kafka throughput: producing {len(lines)} keyed notifications to {parts} partitions ...")
     subprocess.run(["kcat", "-P", "-b", brokers, "-t", "in", "-K\t"] + KCAT_COMMON, input=keyed.encode(), check=True)
-    out_path = live_consumer("out")
     stderr_path = os.path.join(work, "pipeline1.stderr")
     pipeline = children.start(
         [signet, "run", "--pipeline", args.pipeline, "--summary-json", os.path.join(work, "kafka-summary.json")],
         env=pipeline_env("", "bench"), stdout=subprocess.DEVNULL, stderr=open(stderr_path, "wb"))
     launched = time.time()
-    done = wait_for(lambda: len(read_json_lines(out_path)) >= stdin_events or pipeline.poll() is not None,
-                    timeout=120 + len(lines) / 50)
-    first_output_after = None
-    outputs = read_json_lines(out_path)
+    # The group join (~3 s) comes first; the window below starts at the first output.
+    done = wait_for_output("out", parts, stdin_events, pipeline, timeout=120 + len(lines) / 50)
     pipeline.send_signal(signal.SIGTERM)
     pipeline.wait(timeout=40)
+    outputs = read_topic("out")
     if not done or not outputs:
         raise SystemExit(f"the Kafka pipeline published {len(outputs)}/{stdin_events} events; see {stderr_path}")
     stamps = sorted(message["ts"] for message in outputs)
@@ -250,11 +294,9 @@ def run(args, work, children):
     kafka_summary = json.load(open(os.path.join(work, "kafka-summary.json")))
 
     # 4. Latency: pipeline first, then a paced producer at a fraction of the measured rate.
-    rate = kafka_rate * args.latency_fraction
-    count = min(len(lines), max(50, int(rate * args.latency_seconds)))
+    rate = args.latency_rate or kafka_rate * args.latency_fraction
+    count = min(len(all_lines), max(50, int(rate * args.latency_seconds)))
     log(f"kafka latency: {count} notifications paced at {rate:.0f}/s ...")
-    in2_path = live_consumer("in2")
-    out2_path = live_consumer("out2")
     stderr2_path = os.path.join(work, "pipeline2.stderr")
     pipeline2 = children.start([signet, "run", "--pipeline", args.pipeline],
                                env=pipeline_env("2", "bench-latency"), stdout=subprocess.DEVNULL,
@@ -265,39 +307,38 @@ def run(args, work, children):
     producer = children.start(["kcat", "-P", "-b", brokers, "-t", "in2", "-K\t", "-X", "linger.ms=0"] + KCAT_COMMON,
                               stdin=subprocess.PIPE)
     interval = 1.0 / rate
+    sent_at = {}
     began = time.time()
     for index in range(count):
         target = began + index * interval
         delay = target - time.time()
         if delay > 0:
             time.sleep(delay)
-        line = lines[index]
-        producer.stdin.write(f"{described[index][0]}\t{line}\n".encode())
+        line = all_lines[index]
+        sent_at[all_described[index][1]] = int(time.time() * 1000)
+        producer.stdin.write(f"{all_described[index][0]}\t{line}\n".encode())
         producer.stdin.flush()
     producer.stdin.close()
     producer.wait(timeout=30)
     produced_for = time.time() - began
-    expected_uuids = {described[index][1] for index in range(count)}
-
-    def outputs2():
-        return {json.loads(m["payload"]).get("notificationUUID") for m in read_json_lines(out2_path)}
+    expected_uuids = {all_described[index][1] for index in range(count)}
 
     wanted_events = int(round(count * events_per_notification))
-    wait_for(lambda: len(read_json_lines(out2_path)) >= wanted_events, timeout=60)
-    time.sleep(0.5)
+    wait_for_output("out2", parts, wanted_events, pipeline2, timeout=60)
     pipeline2.send_signal(signal.SIGTERM)
     pipeline2.wait(timeout=40)
-    input_ts = {}
-    for message in read_json_lines(in2_path):
-        uuid = uuid_of_line.get(message["payload"])
-        if uuid is not None:
-            input_ts[uuid] = min(message["ts"], input_ts.get(uuid, message["ts"]))
+    outputs2 = read_topic("out2")
+    input_ts = sent_at
     output_ts = {}
-    for message in read_json_lines(out2_path):
+    for message in outputs2:
         uuid = json.loads(message["payload"]).get("notificationUUID")
         if uuid in input_ts:
             output_ts[uuid] = min(message["ts"], output_ts.get(uuid, message["ts"]))
     latencies = [output_ts[uuid] - input_ts[uuid] for uuid in output_ts]
+    by_second = {}
+    for uuid in output_ts:
+        by_second.setdefault(int((input_ts[uuid] / 1000.0) - began), []).append(output_ts[uuid] - input_ts[uuid])
+    per_second = " ".join(f"{percentile(by_second[second], 0.99):.0f}" for second in sorted(by_second))
     p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
     worst = max(latencies) if latencies else float("nan")
     with_events = len(expected_uuids & set(output_ts))
@@ -319,6 +360,7 @@ def run(args, work, children):
         ("latency p50 / p99 / max", f"{p50:.0f} / {p99:.0f} / {worst:.0f} ms  (target p99 < 50 ms)  "
                                     f"{'PASS' if latency_ok else 'FAIL'}"),
     ]
+    rows.append(("p99 per second", f"{per_second} ms"))
     if overrides:
         rows.insert(0, ("overrides", " ".join(args.env)))
     width = max(len(name) for name, _ in rows)

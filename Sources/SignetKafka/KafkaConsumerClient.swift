@@ -173,7 +173,11 @@ final class KafkaConsumerClient: @unchecked Sendable {
                     []
                 }
             let position = SourcePosition(stream: partition.topic, partition: partition.partition, offset: message.pointee.offset)
-            polled.append((Record(raw: bytes, position: position), partition, epoch))
+            var record = Record(raw: bytes, position: position)
+            var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+            let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+            if timestampType != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE, timestamp >= 0 { record.sourceTimestamp = timestamp }
+            polled.append((record, partition, epoch))
         }
         guard !polled.isEmpty else { return [] }
         return callbacks.tracker.withLock { tracker in

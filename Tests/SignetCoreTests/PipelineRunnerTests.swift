@@ -416,3 +416,49 @@ struct PipelineRunnerTests {
         #expect(text(try dir.read("out/events.ndjson")) == "alpha\nbeta\ngamma\n")
     }
 }
+
+/// Hands out one record per call, as a Kafka source does at a trickle.
+final class OneAtATimeSource: Source {
+    let inner: MemorySource
+    init(_ inner: MemorySource) { self.inner = inner }
+    func nextBatch(maxRecords: Int) async throws -> [Record]? { try await inner.nextBatch(maxRecords: 1) }
+    func commit(_ positions: [SourcePosition]) async throws { try await inner.commit(positions) }
+    func stop() async { await inner.stop() }
+}
+
+/// Takes its time with every batch and remembers how many records each one had.
+final class SlowStage: Stage {
+    let name = "slow"
+    private let sizes = Mutex<[Int]>([])
+    var batchSizes: [Int] { sizes.withLock { $0 } }
+    func process(_ batch: inout RecordBatch) async throws {
+        sizes.withLock { $0.append(batch.count) }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(1)))
+struct AdaptiveBatchTests {
+    @Test func recordsQueuedBehindABusyStageTravelTogetherInOrder() async throws {
+        let lines = (1...200).map { "r\($0)" }
+        let memory = MemorySource(lines: lines)
+        let slow = SlowStage()
+        let out = CaptureSink(name: "out")
+        let pipeline = Pipeline(
+            source: OneAtATimeSource(memory), stages: [CheckStage(), slow], sinks: [NamedSink(name: "out", sink: out)],
+            deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 16))
+        let summary = try await PipelineRunner(pipeline: pipeline).run()
+
+        // The source handed out 200 single records; the slow stage saw them merged, never
+        // beyond the batch size, and nothing was lost, repeated or reordered.
+        let sizes = slow.batchSizes
+        #expect(sizes.reduce(0, +) == 200)
+        #expect(sizes.count < 100, "expected merged batches, got \(sizes.count) for 200 records")
+        #expect(sizes.allSatisfy { $0 <= 16 }, "\(sizes)")
+        #expect(out.values == lines.map { "out:\($0)" })
+        #expect(memory.committedOffsets == Array(1...200))
+        #expect(memory.commits.count < 100)
+        #expect(summary.read == 200)
+        #expect(summary.passed == 200)
+    }
+}

@@ -1,14 +1,14 @@
-import AsyncAlgorithms
 import Logging
 import Synchronization
 
 /// Runs a ``Pipeline``: reads batches, passes them through the stages, delivers the
 /// outputs, and commits source positions only after every sink acknowledged.
 ///
-/// Each stage runs in its own task and hands batches to the next through a rendezvous
-/// channel, so verification of one batch overlaps state updates of the previous one
-/// while memory stays bounded (at most one batch per stage in flight). Delivery and
-/// commits happen strictly in source order.
+/// Each stage runs in its own task and hands batches to the next through a ``BatchHandoff``,
+/// so verification of one batch overlaps state updates of the previous one while memory
+/// stays bounded. Batches queued behind a busy step merge, so batch size follows load:
+/// single records at a trickle, full batches under a backlog. Delivery and commits
+/// happen strictly in source order, one batch at a time.
 public final class PipelineRunner: Sendable {
     public let pipeline: Pipeline
     private let logger: Logger
@@ -76,40 +76,40 @@ public final class PipelineRunner: Sendable {
 
     private func runStages(in group: inout ThrowingTaskGroup<Void, any Error>) async throws {
         let stages = pipeline.stages
-        let channels = (0...stages.count).map { _ in AsyncThrowingChannel<RecordBatch, any Error>() }
-        let source = pipeline.source
         let batchSize = pipeline.settings.batchSize
+        let handoffs = (0...stages.count).map { _ in BatchHandoff(capacity: batchSize) }
+        let source = pipeline.source
 
         group.addTask { [self] in
             do {
                 while let records = try await source.nextBatch(maxRecords: batchSize) {
                     guard !records.isEmpty else { continue }
                     summary.withLock { $0.read += records.count }
-                    await channels[0].send(RecordBatch(records: records))
+                    await handoffs[0].send(RecordBatch(records: records))
                 }
-                channels[0].finish()
+                handoffs[0].finish()
             } catch {
-                channels[0].fail(error)
+                handoffs[0].fail(error)
                 throw error
             }
         }
         for (index, stage) in stages.enumerated() {
-            group.addTask {
+            group.addTask(executorPreference: StageExecutor(label: "signet.stage.\(stage.name)")) {
                 do {
-                    for try await var batch in channels[index] {
+                    while var batch = try await handoffs[index].next() {
                         try await stage.process(&batch)
                         FaultInjection.point("after_stage_process")
-                        await channels[index + 1].send(batch)
+                        await handoffs[index + 1].send(batch)
                     }
-                    channels[index + 1].finish()
+                    handoffs[index + 1].finish()
                 } catch {
-                    channels[index + 1].fail(error)
+                    handoffs[index + 1].fail(error)
                     throw error
                 }
             }
         }
         do {
-            for try await batch in channels[stages.count] {
+            while let batch = try await handoffs[stages.count].next() {
                 try await deliver(batch)
             }
         } catch {
@@ -190,15 +190,7 @@ public final class PipelineRunner: Sendable {
         }
         try await pipeline.source.commit(batch.records.map(\.position))
         FaultInjection.point("after_source_commit")
-        summary.withLock { total in
-            total.passed += counts.passed
-            total.rejected += counts.rejected
-            total.dropped += counts.dropped
-            total.delivered += counts.delivered
-            total.rejectedByReason.merge(counts.rejectedByReason, uniquingKeysWith: +)
-            total.droppedByReason.merge(counts.droppedByReason, uniquingKeysWith: +)
-            total.deliveredBySink.merge(counts.deliveredBySink, uniquingKeysWith: +)
-        }
+        summary.withLock { $0.add(counts) }
     }
 
     /// Writes to one sink, retrying with capped exponential backoff while the sink fails,

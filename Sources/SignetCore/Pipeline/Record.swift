@@ -12,6 +12,10 @@ public struct Record: Sendable {
     public private(set) var status: Status = .active
     /// Messages to publish once the record has passed every stage.
     public var outputs: [OutputMessage] = []
+    /// When the input was written at its source, in milliseconds since 1970 (a Kafka
+    /// message's timestamp); nil when the source does not know. The runner measures
+    /// end-to-end latency from it.
+    public var sourceTimestamp: Int64?
     private var parts: [ObjectIdentifier: any Sendable] = [:]
 
     public init(raw: [UInt8], position: SourcePosition) {

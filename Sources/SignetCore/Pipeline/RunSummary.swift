@@ -19,6 +19,19 @@ public struct RunSummary: Sendable, Codable, Equatable, CustomStringConvertible 
 
     public init() {}
 
+    /// Adds another summary's counts (not its elapsed time).
+    public mutating func add(_ other: RunSummary) {
+        read += other.read
+        passed += other.passed
+        rejected += other.rejected
+        dropped += other.dropped
+        delivered += other.delivered
+        redelivered += other.redelivered
+        rejectedByReason.merge(other.rejectedByReason, uniquingKeysWith: +)
+        droppedByReason.merge(other.droppedByReason, uniquingKeysWith: +)
+        deliveredBySink.merge(other.deliveredBySink, uniquingKeysWith: +)
+    }
+
     public var recordsPerSecond: Double { elapsedSeconds > 0 ? Double(read) / elapsedSeconds : 0 }
 
     public var description: String {
