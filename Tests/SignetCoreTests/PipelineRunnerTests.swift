@@ -462,3 +462,68 @@ struct AdaptiveBatchTests {
         #expect(summary.passed == 200)
     }
 }
+
+/// Stamps every record as written `age` before it was read, as a Kafka source does.
+final class TimestampedSource: Source {
+    let inner: MemorySource
+    let age: Int64
+    init(_ inner: MemorySource, age: Int64) {
+        self.inner = inner
+        self.age = age
+    }
+    func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        let now = LatencyHistogram.nowMilliseconds()
+        return try await inner.nextBatch(maxRecords: maxRecords)?.map { record in
+            var record = record
+            record.sourceTimestamp = now - age
+            return record
+        }
+    }
+    func commit(_ positions: [SourcePosition]) async throws { try await inner.commit(positions) }
+    func stop() async { await inner.stop() }
+}
+
+@Suite("PipelineRunner latency")
+struct RunnerLatencyTests {
+    @Test func sourceTimestampsGiveEndToEndLatencyInTheSummary() async throws {
+        let source = TimestampedSource(MemorySource(lines: ["a", "bad", "b"]), age: 2_000)
+        let pipeline = Pipeline(
+            source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
+            deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 2))
+        let summary = try await PipelineRunner(pipeline: pipeline).run()
+        let latency = try #require(summary.latency)
+        // Every committed record counts, rejected ones too: their commit waited for the dead letter.
+        #expect(latency.count == 3)
+        #expect(latency.p50Milliseconds >= 2_000 && latency.p50Milliseconds < 60_000, "\(latency)")
+        #expect(latency.p99Milliseconds >= latency.p50Milliseconds)
+        #expect(latency.maxMilliseconds >= latency.p99Milliseconds)
+        #expect(summary.description.contains("latency p50"))
+    }
+
+    @Test func sourcesWithoutTimestampsReportNoLatency() async throws {
+        let pipeline = Pipeline(
+            source: MemorySource(lines: ["a", "b"]), stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
+            deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
+        let summary = try await PipelineRunner(pipeline: pipeline).run()
+        #expect(summary.latency == nil)
+        #expect(!summary.description.contains("latency"))
+    }
+
+    @Test func histogramPercentiles() {
+        var histogram = LatencyHistogram()
+        #expect(histogram.summary == nil)
+        for value in 1...100 { histogram.record(Int64(value)) }
+        #expect(histogram.percentile(0.50) == 50)
+        #expect(histogram.percentile(0.99) == 99)
+        #expect(histogram.percentile(1.0) == 100)
+        histogram.record(-5)  // a writer clock ahead of ours
+        #expect(histogram.percentile(0.001) == 0)
+        // Beyond a second, buckets are powers of two, capped at the largest value seen.
+        var slow = LatencyHistogram()
+        for value in [1_500, 1_600, 3_000] as [Int64] { slow.record(value) }
+        #expect(slow.percentile(0.5) == 2_047)
+        #expect(slow.percentile(1.0) == 3_000)
+        #expect(slow.summary?.maxMilliseconds == 3_000)
+        #expect(slow.summary?.count == 3)
+    }
+}

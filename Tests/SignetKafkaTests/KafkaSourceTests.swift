@@ -32,13 +32,17 @@ struct KafkaSourceTests {
         defer { cluster.close() }
         let topic = uniqueName("steady")
         try cluster.createTopic(topic, partitions: 3)
+        let producedFrom = Int64(Date().timeIntervalSince1970 * 1000)
         for partition in Int32(0)..<3 {
             try kcatProduce(cluster, topic: topic, partition: partition, lines: (0..<100).map { "k\($0):p\(partition)-\($0)" })
         }
+        let producedUntil = Int64(Date().timeIntervalSince1970 * 1000)
         let source = KafkaSource(options: consumerOptions(cluster, group: uniqueName("g"), topics: [topic]), logger: testLogger)
         try await source.open()
         let records = try await drain(source, commit: true) { $0.count >= 300 }
         #expect(records.count == 300)
+        // Each record carries its message's timestamp (kcat's produce time), for the runner's latency.
+        #expect(records.allSatisfy { ($0.sourceTimestamp ?? 0) >= producedFrom - 1 && ($0.sourceTimestamp ?? .max) <= producedUntil + 1 })
         for partition in Int32(0)..<3 {
             let mine = records.filter { $0.position.partition == partition }
             #expect(mine.map(\.position.offset) == (0..<100).map(Int64.init))

@@ -13,6 +13,7 @@ public final class PipelineRunner: Sendable {
     public let pipeline: Pipeline
     private let logger: Logger
     private let summary = Mutex(RunSummary())
+    private let latencies = Mutex(LatencyHistogram())
     private let started = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(pipeline: Pipeline, logger: Logger = Logger(label: "signet")) {
@@ -26,6 +27,7 @@ public final class PipelineRunner: Sendable {
         if let started = started.withLock({ $0 }) {
             current.elapsedSeconds = (ContinuousClock.now - started).seconds
         }
+        current.latency = latencies.withLock { $0.summary }
         return current
     }
 
@@ -190,6 +192,12 @@ public final class PipelineRunner: Sendable {
         }
         try await pipeline.source.commit(batch.records.map(\.position))
         FaultInjection.point("after_source_commit")
+        let committedAt = LatencyHistogram.nowMilliseconds()
+        latencies.withLock { histogram in
+            for record in batch.records {
+                if let written = record.sourceTimestamp { histogram.record(committedAt - written) }
+            }
+        }
         summary.withLock { $0.add(counts) }
     }
 
@@ -223,7 +231,9 @@ public final class PipelineRunner: Sendable {
             try await Task.sleep(for: interval)
             let now = currentSummary
             let rate = Double(now.read - previous.read) / max(interval.seconds, 0.001)
-            logger.info("progress: \(now.read) read, \(now.passed) passed, \(now.rejected) rejected, \(now.dropped) dropped, \(now.delivered) delivered (\(Int(rate))/s)")
+            var line = "progress: \(now.read) read, \(now.passed) passed, \(now.rejected) rejected, \(now.dropped) dropped, \(now.delivered) delivered (\(Int(rate))/s)"
+            if let latency = now.latency { line += ", latency p99 \(latency.p99Milliseconds) ms" }
+            logger.info("\(line)")
             previous = now
         }
     }

@@ -16,6 +16,9 @@ public struct RunSummary: Sendable, Codable, Equatable, CustomStringConvertible 
     public var droppedByReason: [String: Int] = [:]
     public var deliveredBySink: [String: Int] = [:]
     public var elapsedSeconds: Double = 0
+    /// Source timestamp to commit, for sources that know when their input was written
+    /// (Kafka); nil otherwise.
+    public var latency: LatencySummary?
 
     public init() {}
 
@@ -38,6 +41,9 @@ public struct RunSummary: Sendable, Codable, Equatable, CustomStringConvertible 
         var text = "\(read) read, \(passed) passed, \(rejected) rejected, \(dropped) dropped, \(delivered) delivered"
         if redelivered > 0 { text += ", \(redelivered) redelivered from the outbox" }
         text += " in \(String(format2: elapsedSeconds)) s (\(Int(recordsPerSecond.rounded()))/s)"
+        if let latency {
+            text += "; latency p50 \(latency.p50Milliseconds) ms, p99 \(latency.p99Milliseconds) ms, max \(latency.maxMilliseconds) ms"
+        }
         if !rejectedByReason.isEmpty {
             text += "; rejected: " + rejectedByReason.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         }
