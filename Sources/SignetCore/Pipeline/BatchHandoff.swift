@@ -38,13 +38,10 @@ final class BatchHandoff: Sendable {
     }
 
     /// Puts `batch` in the slot, merged into the one waiting there when it fits; waits
-    /// for room otherwise. Returns without delivering when the task is cancelled or the
-    /// receiver stopped.
+    /// for room otherwise. Returns without delivering when the task is cancelled (the
+    /// runner cancels every step once one failed).
     func send(_ batch: RecordBatch) async {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = newWaiterID()
         do {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -89,10 +86,7 @@ final class BatchHandoff: Sendable {
     /// The next batch (everything that accumulated in the slot); nil once the sender
     /// finished and the slot is empty. Throws the sender's failure, or CancellationError.
     func next() async throws -> RecordBatch? {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = newWaiterID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RecordBatch?, any Error>) in
                 let resume: (() -> Void)? = state.withLock { state in
@@ -125,6 +119,14 @@ final class BatchHandoff: Sendable {
                 return receiver
             }
             waiter?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Tells a waiter's continuation apart from a later one in the cancellation handler.
+    private func newWaiterID() -> UInt64 {
+        state.withLock { state in
+            state.nextID += 1
+            return state.nextID
         }
     }
 
