@@ -472,7 +472,7 @@ final class TimestampedSource: Source {
         self.age = age
     }
     func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        let now = LatencyHistogram.nowMilliseconds()
+        let now = WallClock.milliseconds()
         return try await inner.nextBatch(maxRecords: maxRecords)?.map { record in
             var record = record
             record.sourceTimestamp = now - age

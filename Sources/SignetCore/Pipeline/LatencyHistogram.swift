@@ -1,5 +1,3 @@
-import Foundation
-
 /// End-to-end latency of committed records: from the moment the source says the input was
 /// written (a Kafka message's timestamp) to its commit, after every sink acknowledged.
 /// Only sources that know when their input was written report it.
@@ -22,9 +20,6 @@ struct LatencyHistogram: Sendable {
     private var coarse = [Int](repeating: 0, count: 53)
     private(set) var count = 0
     private var maximum: Int64 = 0
-
-    /// The wall clock in milliseconds since 1970, the unit of ``Record/sourceTimestamp``.
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// Adds one latency; a negative one (the writer's clock ahead of ours) counts as zero.
     mutating func record(_ milliseconds: Int64) {

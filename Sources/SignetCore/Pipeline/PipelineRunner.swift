@@ -192,7 +192,7 @@ public final class PipelineRunner: Sendable {
         }
         try await pipeline.source.commit(batch.records.map(\.position))
         FaultInjection.point("after_source_commit")
-        let committedAt = LatencyHistogram.nowMilliseconds()
+        let committedAt = WallClock.milliseconds()
         latencies.withLock { histogram in
             for record in batch.records {
                 if let written = record.sourceTimestamp { histogram.record(committedAt - written) }

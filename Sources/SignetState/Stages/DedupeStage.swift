@@ -73,7 +73,7 @@ public final class DedupeStage: Stage {
         for record in batch.records where record.isActive && record[StateAppliedPart.self] != true {
             if let key = record[DedupeKeyPart.self] { keys.append(key) }
         }
-        let now = StoreHandle.nowMilliseconds()
+        let now = WallClock.milliseconds()
         try store.recordKeys(keys, seenAt: now)
         try handle.pruneIfDue(retention: options.retention, interval: options.pruneInterval, now: now)
     }

@@ -71,7 +71,7 @@ public final class TransitionStage: Stage {
         guard !work.isEmpty else { return }
 
         let policy = options.policy
-        let now = StoreHandle.nowMilliseconds()
+        let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
             var seen = Set<String>(minimumCapacity: work.count)
             var outcomes: [Outcome] = []
@@ -153,7 +153,7 @@ public final class TransitionStage: Stage {
         for record in batch.records {
             if let delivered = record[OutboxSequencesPart.self] { sequences.append(contentsOf: delivered) }
         }
-        let now = StoreHandle.nowMilliseconds()
+        let now = WallClock.milliseconds()
         try store.markDelivered(sequences, at: now)
         try handle.pruneIfDue(retention: options.retention, interval: options.pruneInterval, now: now)
     }

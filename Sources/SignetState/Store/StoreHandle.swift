@@ -57,7 +57,4 @@ final class StoreHandle: Sendable {
     static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
-
-    /// Wall-clock milliseconds: used only for retention bookkeeping, never for state or events.
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }
