@@ -39,11 +39,23 @@ struct ConfigObjectTests {
     @Test(arguments: [
         ("500ms", Duration.milliseconds(500)), ("5s", .seconds(5)), ("10m", .seconds(600)),
         ("24h", .seconds(86_400)), ("7d", .seconds(604_800)), ("1.5s", .milliseconds(1500)),
-        ("30", .seconds(30)), ("0", .zero), ("0.25", .milliseconds(250)),
+        ("0s", .zero), ("0.25s", .milliseconds(250)), ("250 ms", .milliseconds(250)),
     ])
     func durations(_ text: String, _ expected: Duration) throws {
         let config = try object("d: \(text)\n")
         #expect(try config.optionalDuration("d") == expected)
+    }
+
+    /// A bare number could be milliseconds or seconds: it is an error that suggests both.
+    @Test(arguments: ["100", "0", "2.5"])
+    func bareNumbersNeedAUnit(_ text: String) throws {
+        let config = try object("d: \(text)\n")
+        do {
+            _ = try config.optionalDuration("d")
+            Issue.record("expected '\(text)' to be rejected")
+        } catch {
+            #expect(error.message.contains("write \(text)ms or \(text)s"), "\(error.message)")
+        }
     }
 
     @Test(arguments: ["5 parsecs", "-1s", "ms", "5x", "five", "nan"])

@@ -95,7 +95,7 @@ struct PipelineLoaderTests {
             source: { type: stdin }
             sinks: { out: { type: stdout } }
             dead_letter: { type: stdout }
-            settings: { progress_interval: 0 }
+            settings: { progress_interval: 0s }
             """
         let pipeline = try PipelineLoader(registry: coreRegistry(), environment: [:]).load(yaml: yaml, file: "p.yaml")
         #expect(pipeline.settings.progressInterval == nil)

@@ -349,7 +349,7 @@ struct PipelineRunnerTests {
             sinks:
               out: { type: capture, which: out }
             dead_letter: { type: capture, which: dead }
-            settings: { batch_size: 2, progress_interval: 0 }
+            settings: { batch_size: 2, progress_interval: 0s }
             """
         let pipeline = try PipelineLoader(registry: registry, environment: [:]).load(yaml: yaml, file: "embed.yaml")
         #expect(pipeline.stages.first is TagTenantStage)
@@ -389,7 +389,7 @@ struct PipelineRunnerTests {
             sinks:
               out: { type: file, path: "${DIR}/out/events.ndjson", fsync: false }
             dead_letter: { type: file, path: "${DIR}/out/dead.ndjson" }
-            settings: { batch_size: 2, progress_interval: 0 }
+            settings: { batch_size: 2, progress_interval: 0s }
             """
         try FileManager.default.createDirectory(atPath: dir.path("state"), withIntermediateDirectories: true)
         let loader = PipelineLoader(registry: registry, environment: ["DIR": dir.url.path])

@@ -10,7 +10,8 @@ import Testing
         registry.registerStateComponents()
         let node = try ConfigNode.parse(yaml: yaml, file: "pipeline.yaml", environment: [:])
         let context = ComponentContext(path: "stages[0]", sinkNames: sinks, logger: Logger(label: "test"))
-        return try #require(registry.stages[type]).factory(try ConfigObject(node), context)
+        let entry = try #require(registry.stages[type])
+        return try entry.factory(try entry.spec.parse(node), context)
     }
 
     func configError(_ type: String, _ yaml: String) -> ConfigError? {

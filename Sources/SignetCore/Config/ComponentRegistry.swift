@@ -1,67 +1,131 @@
 import Logging
 
-/// What a factory gets besides its own settings.
-public struct ComponentContext: Sendable {
-    /// Where the component sits in the file (`stages[2]`), for messages.
-    public var path: String
-    /// The names of the pipeline's sinks, so a routing stage can check its targets.
-    public var sinkNames: [String]
-    public var logger: Logger
-
-    public init(path: String, sinkNames: [String], logger: Logger) {
-        self.path = path
-        self.sinkNames = sinkNames
-        self.logger = logger
-    }
-}
-
-/// Maps the `type:` names used in pipeline files to factories.
+/// Maps the `type:` names used in pipeline files to specs and factories.
 ///
-/// Signet registers its own stages, sources and sinks (see `Signet.makeRegistry()`);
-/// an embedding service adds its own the same way and then names them in YAML:
+/// Signet registers its own stages, sources, sinks and stores (see
+/// `Signet.makeRegistry()`); an embedding service adds its own the same way and then
+/// names them in YAML:
 ///
 /// ```swift
 /// var registry = Signet.makeRegistry()
-/// registry.registerStage("tag_tenant", summary: "adds the tenant header") { config, _ in
-///     let tenant = try config.string("tenant")
-///     try config.finish()
-///     return TagTenantStage(tenant: tenant)
+/// registry.registerStage(
+///     ComponentSpec(name: "tag_tenant", summary: "adds the tenant header", fields: [
+///         ConfigField("tenant", .string, .required, "the tenant id written into every event"),
+///     ])
+/// ) { config, _ in
+///     TagTenantStage(tenant: try config.string("tenant"))
 /// }
 /// ```
 ///
-/// A factory reads its settings through ``ConfigObject`` (which reports unknown keys
-/// with their line and column) and must not do I/O beyond reading small files such as
-/// certificates: `signet lint` builds every component without running it. Opening
-/// databases, sockets and output files belongs in `open()`.
+/// The loader validates each component's mapping against its ``ComponentSpec``
+/// before calling the factory, which then reads typed values from a ``ParsedConfig``.
+/// A factory must not do I/O beyond reading small files such as certificates: `signet
+/// lint` builds every component without running it. Opening databases, sockets and
+/// output files belongs in `open()`.
 public struct ComponentRegistry: Sendable {
-    public typealias StageFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Stage
-    public typealias SourceFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Source
-    public typealias SinkFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Sink
+    public typealias StageFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Stage
+    public typealias SourceFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Source
+    public typealias SinkFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Sink
+    public typealias StoreFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any PipelineResource
 
     /// A registered component type.
     public struct Entry<Factory: Sendable>: Sendable {
-        public var summary: String
+        public var spec: ComponentSpec
         public var factory: Factory
+        public var summary: String { spec.summary }
     }
 
     public private(set) var stages: [String: Entry<StageFactory>] = [:]
     public private(set) var sources: [String: Entry<SourceFactory>] = [:]
     public private(set) var sinks: [String: Entry<SinkFactory>] = [:]
+    public private(set) var stores: [String: Entry<StoreFactory>] = [:]
+    /// Top-level sections without `type:` (`settings:`, and any an embedding service adds).
+    public private(set) var sections: [String: ComponentSpec] = [:]
+    /// The store type behind the implicit store named `default` (set by whoever
+    /// registers the state stores); nil means a pipeline must declare every store.
+    public var defaultStoreType: String?
 
-    public init() {}
+    /// The top-level keys the loader handles itself.
+    public static let builtInKeys = ["description", "source", "stages", "sinks", "dead_letter", "stores"]
+
+    /// A registry with the `settings:` section and nothing else.
+    public init() {
+        sections[PipelineSettings.spec.name] = PipelineSettings.spec
+    }
 
     /// Registers (or replaces) a stage type.
-    public mutating func registerStage(_ type: String, summary: String, factory: @escaping StageFactory) {
-        stages[type] = Entry(summary: summary, factory: factory)
+    public mutating func registerStage(_ spec: ComponentSpec, factory: @escaping StageFactory) {
+        stages[spec.name] = Entry(spec: spec, factory: factory)
     }
 
     /// Registers (or replaces) a source type.
-    public mutating func registerSource(_ type: String, summary: String, factory: @escaping SourceFactory) {
-        sources[type] = Entry(summary: summary, factory: factory)
+    public mutating func registerSource(_ spec: ComponentSpec, factory: @escaping SourceFactory) {
+        sources[spec.name] = Entry(spec: spec, factory: factory)
     }
 
-    /// Registers (or replaces) a sink type.
-    public mutating func registerSink(_ type: String, summary: String, factory: @escaping SinkFactory) {
-        sinks[type] = Entry(summary: summary, factory: factory)
+    /// Registers (or replaces) a sink type (usable under `sinks:` and as `dead_letter:`).
+    public mutating func registerSink(_ spec: ComponentSpec, factory: @escaping SinkFactory) {
+        sinks[spec.name] = Entry(spec: spec, factory: factory)
+    }
+
+    /// Registers (or replaces) a store type for the top-level `stores:`.
+    public mutating func registerStore(_ spec: ComponentSpec, factory: @escaping StoreFactory) {
+        stores[spec.name] = Entry(spec: spec, factory: factory)
+    }
+
+    /// Registers (or replaces) a top-level section; the loader validates it and keeps the
+    /// result in ``Pipeline/sections`` for the code that serves it (e.g. an `http:` section).
+    public mutating func registerSection(_ spec: ComponentSpec) {
+        precondition(!Self.builtInKeys.contains(spec.name), "'\(spec.name)' is a built-in top-level key")
+        sections[spec.name] = spec
+    }
+
+    /// Every registered spec by kind, each list sorted by name (listings, docs, schema).
+    public var catalog: [(kind: ComponentKind, specs: [ComponentSpec])] {
+        func sorted<F>(_ table: [String: Entry<F>]) -> [ComponentSpec] { table.values.map(\.spec).sorted { $0.name < $1.name } }
+        return [
+            (.source, sorted(sources)), (.stage, sorted(stages)), (.sink, sorted(sinks)), (.store, sorted(stores)),
+            (.section, sections.values.sorted { $0.name < $1.name }),
+        ]
+    }
+}
+
+// MARK: - Components that read their settings themselves
+
+extension ComponentRegistry {
+    public typealias LegacyStageFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Stage
+    public typealias LegacySourceFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Source
+    public typealias LegacySinkFactory = @Sendable (ConfigObject, ComponentContext) throws -> any Sink
+
+    /// Registers a stage that reads its keys through ``ConfigObject`` (no spec: no key
+    /// validation, nothing in `signet components`, docs or schema). Declare a ``ComponentSpec``.
+    @available(*, deprecated, message: "declare a ComponentSpec and use registerStage(_:factory:)")
+    public mutating func registerStage(_ type: String, summary: String, factory: @escaping LegacyStageFactory) {
+        registerStage(Self.legacySpec(type, summary)) { config, context in try Self.legacy(config, context, factory) }
+    }
+
+    @available(*, deprecated, message: "declare a ComponentSpec and use registerSource(_:factory:)")
+    public mutating func registerSource(_ type: String, summary: String, factory: @escaping LegacySourceFactory) {
+        registerSource(Self.legacySpec(type, summary)) { config, context in try Self.legacy(config, context, factory) }
+    }
+
+    @available(*, deprecated, message: "declare a ComponentSpec and use registerSink(_:factory:)")
+    public mutating func registerSink(_ type: String, summary: String, factory: @escaping LegacySinkFactory) {
+        registerSink(Self.legacySpec(type, summary)) { config, context in try Self.legacy(config, context, factory) }
+    }
+
+    private static func legacySpec(_ type: String, _ summary: String) -> ComponentSpec {
+        ComponentSpec(name: type, summary: summary, acceptsAnyKeys: true)
+    }
+
+    private static func legacy<Component>(
+        _ config: ParsedConfig, _ context: ComponentContext,
+        _ factory: (ConfigObject, ComponentContext) throws -> Component
+    ) throws -> Component {
+        let object = try ConfigObject(config.node)
+        for key in context.reservedKeys { _ = object.node(key) }
+        let component = try factory(object, context)
+        try object.finish()
+        return component
     }
 }

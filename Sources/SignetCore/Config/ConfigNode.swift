@@ -17,11 +17,15 @@ public struct ConfigNode: Sendable {
     public var location: ConfigLocation
     /// Dotted path from the document root, e.g. `stages[1].bundle_id`, for messages.
     public var path: String
+    /// Whether the scalar holds the stand-in for an unset `${VAR}` (only while linting):
+    /// a type error in it is not reported, the unset variable already is.
+    public var isPlaceholder: Bool
 
-    public init(value: Value, location: ConfigLocation, path: String) {
+    public init(value: Value, location: ConfigLocation, path: String, isPlaceholder: Bool = false) {
         self.value = value
         self.location = location
         self.path = path
+        self.isPlaceholder = isPlaceholder
     }
 
     /// Parses YAML text into a located tree, interpolating environment variables in scalars.
@@ -56,8 +60,11 @@ public struct ConfigNode: Sendable {
             if isPlain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
                 return ConfigNode(value: .null, location: location, path: path)
             }
+            let unsetBefore = interpolator.unset.count
             let text = try interpolator.interpolate(scalar.string, at: location, path: path)
-            return ConfigNode(value: text.isEmpty ? .null : .scalar(text), location: location, path: path)
+            return ConfigNode(
+                value: text.isEmpty ? .null : .scalar(text), location: location, path: path,
+                isPlaceholder: interpolator.unset.count > unsetBefore)
         case .mapping(let mapping):
             var pairs: [(key: ConfigNode, value: ConfigNode)] = []
             for (key, value) in mapping {

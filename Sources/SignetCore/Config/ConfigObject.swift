@@ -104,15 +104,19 @@ public final class ConfigObject {
         try optionalBool(key) ?? value
     }
 
-    /// A duration: a number with a unit (`250ms`, `5s`, `10m`, `24h`, `30d`), or plain seconds.
+    /// A duration: a number with a unit (`250ms`, `5s`, `10m`, `24h`, `30d`); a bare number is an error.
     public func optionalDuration(_ key: String) throws(ConfigError) -> Duration? {
         guard let node = node(key) else { return nil }
-        guard case .scalar(let text) = node.value, let duration = Self.parseDuration(text) else {
+        guard case .scalar(let text) = node.value else {
             throw ConfigError(
-                "\(Self.name(node.path)) must be a duration such as 500ms, 30s, 5m, 24h or 7d, got \(Self.show(node))",
+                "\(Self.name(node.path)) must be a duration such as 500ms, 30s, 5m, 24h or 7d, got \(node.kindDescription)",
                 at: node.location)
         }
-        return duration
+        switch ConfigDuration.parse(text) {
+        case .success(let duration): return duration
+        case .failure(let error):
+            throw ConfigError("\(Self.name(node.path)) must be a duration (\(error.hint)), got '\(text)'", at: node.location)
+        }
     }
 
     public func duration(_ key: String, default value: Duration) throws(ConfigError) -> Duration {
@@ -207,20 +211,6 @@ public final class ConfigObject {
     static func show(_ node: ConfigNode) -> String {
         if case .scalar(let text) = node.value { return "'\(text)'" }
         return node.kindDescription
-    }
-
-    static func parseDuration(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
-        // Bounded (about 31 years) so that absurd values are an error, not an overflow trap.
-        func milliseconds(_ number: Double?, _ scale: Double) -> Duration? {
-            guard let number, number.isFinite, number >= 0, number * scale <= 1e9 else { return nil }
-            return .milliseconds(Int64((number * scale * 1000).rounded()))
-        }
-        for (suffix, scale) in units where trimmed.hasSuffix(suffix) {
-            return milliseconds(Double(trimmed.dropLast(suffix.count)), scale)
-        }
-        return milliseconds(Double(trimmed), 1)
     }
 
     /// " (did you mean 'x'?)" when a known word is within a small edit distance.

@@ -10,7 +10,9 @@ import Logging
 /// stages:      [ { type: decode }, ... ]      # in order
 /// sinks:       { name: { type: stdout }, ... }
 /// dead_letter: { type: file, path: ..., format: json }
+/// stores:      { name: { type: sqlite, path: ... }, ... }   # optional; `default` is implicit
 /// settings:    { batch_size: 256, progress_interval: 10s, ... }
+/// # plus any section registered with ComponentRegistry.registerSection
 /// ```
 ///
 /// Every problem is reported with its file, line and column; the loader keeps going
@@ -19,6 +21,9 @@ public struct PipelineLoader: Sendable {
     public var registry: ComponentRegistry
     public var environment: [String: String]
     public var logger: Logger
+    /// Builds each store whose spec names a ``ComponentSpec/testSubstitute`` as that type
+    /// instead (`signet test`: in-memory state, no files, no servers).
+    public var substitutesTestStores = false
 
     public init(
         registry: ComponentRegistry,
@@ -80,126 +85,17 @@ public struct PipelineLoader: Sendable {
     }
 
     private func load(yaml text: String, file: String, interpolator: Interpolator) throws(ConfigErrors) -> Pipeline {
-        var errors: [ConfigError] = []
-        func attempt<T>(_ body: () throws -> T) -> T? {
-            do {
-                return try body()
-            } catch let error as ConfigError {
-                errors.append(error)
-            } catch let error as ConfigErrors {
-                errors.append(contentsOf: error.errors)
-            } catch {
-                errors.append(ConfigError("\(error)", at: nil))
-            }
-            return nil
-        }
-
-        let root: ConfigObject
+        let rootNode: ConfigNode
         do {
-            root = try ConfigObject(try ConfigNode.parse(yaml: text, file: file, interpolator: interpolator))
+            rootNode = try ConfigNode.parse(yaml: text, file: file, interpolator: interpolator)
         } catch {
             throw ConfigErrors([error])
         }
-        let _ = root.node("description")  // free text, for people
-
-        let settings = attempt { try Self.settings(root.object("settings")) } ?? PipelineSettings()
-        let sinkEntries = (attempt { try root.object("sinks") } ?? nil)
-        let sinkNames = sinkEntries?.entries().map(\.name) ?? []
-
-        let source: (any Source)? = attempt {
-            guard let config = try root.object("source") else { throw root.missing("source") }
-            return try build(config, kind: "source", path: "source", sinkNames: sinkNames, table: registry.sources)
-        }
-
-        var stages: [any Stage] = []
-        if let items = attempt({ try root.list("stages") }) ?? nil {
-            for (index, item) in items.enumerated() {
-                if let stage = attempt({
-                    try build(ConfigObject(item), kind: "stage", path: "stages[\(index)]", sinkNames: sinkNames, table: registry.stages)
-                }) {
-                    stages.append(stage)
-                }
-            }
-        }
-
-        var sinks: [NamedSink] = []
-        if let sinkEntries {
-            for (name, node) in sinkEntries.entries() {
-                if let sink = attempt({
-                    try build(ConfigObject(node), kind: "sink", path: "sinks.\(name)", sinkNames: sinkNames, table: registry.sinks)
-                }) {
-                    sinks.append(NamedSink(name: name, sink: sink))
-                }
-            }
-            if sinkNames.isEmpty { errors.append(ConfigError("'sinks' needs at least one sink", at: sinkEntries.location)) }
-        } else if root.node("sinks") == nil {
-            // Absent, or present with no value (`sinks:`): either way nothing would be delivered.
-            errors.append(root.contains("sinks") ? root.error("'sinks' needs at least one sink", key: "sinks") : root.missing("sinks"))
-        }
-
-        let deadLetter: DeadLetterOutput? = attempt {
-            guard let config = try root.object("dead_letter") else {
-                throw ConfigError(
-                    "the pipeline needs 'dead_letter' so that rejected input is kept (for example: "
-                        + "dead_letter: { type: file, path: dead-letter.ndjson })", at: root.location)
-            }
-            let format = try DeadLetterOutput.Format(
-                rawValue: config.choice("format", DeadLetterOutput.Format.allCases.map(\.rawValue), default: "json"))!
-            let maxInput = try config.int("max_input_bytes", default: 1 << 20, in: 64...(64 << 20))
-            let sink = try build(config, kind: "sink", path: "dead_letter", sinkNames: sinkNames, table: registry.sinks)
-            return DeadLetterOutput(sink: sink, format: format, maxInputBytes: maxInput)
-        }
-
-        _ = attempt { try root.finish() }
-        guard errors.isEmpty, let source, let deadLetter else {
-            throw ConfigErrors(Self.sorted(errors))
-        }
-        return Pipeline(source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings)
+        var build = PipelineBuild(loader: self, root: rootNode)
+        return try build.run()
     }
 
-    private func build<Component>(
-        _ config: ConfigObject, kind: String, path: String, sinkNames: [String],
-        table: [String: ComponentRegistry.Entry<@Sendable (ConfigObject, ComponentContext) throws -> Component>]
-    ) throws -> Component {
-        let known = table.keys.sorted()
-        guard let typeNode = config.node("type") else {
-            throw ConfigError("'\(path)' needs 'type' (one of: \(known.joined(separator: ", ")))", at: config.location)
-        }
-        guard case .scalar(let type) = typeNode.value else {
-            throw ConfigError("'\(path).type' must be a string", at: typeNode.location)
-        }
-        guard let entry = table[type] else {
-            throw ConfigError(
-                "unknown \(kind) type '\(type)'; known: \(known.joined(separator: ", "))"
-                    + ConfigObject.suggestion(for: type, among: known), at: typeNode.location)
-        }
-        let context = ComponentContext(path: path, sinkNames: sinkNames, logger: logger)
-        do {
-            let component = try entry.factory(config, context)
-            try config.finish()
-            return component
-        } catch let error as ConfigError {
-            throw error
-        } catch {
-            // A factory failed for a reason of its own (a certificate file that does not parse, ...).
-            throw ConfigError("\(kind) '\(type)': \(error)", at: config.location)
-        }
-    }
-
-    private static func sorted(_ errors: [ConfigError]) -> [ConfigError] {
+    static func sorted(_ errors: [ConfigError]) -> [ConfigError] {
         errors.sorted { ($0.location?.line ?? 0, $0.location?.column ?? 0) < ($1.location?.line ?? 0, $1.location?.column ?? 0) }
-    }
-
-    private static func settings(_ config: ConfigObject?) throws(ConfigError) -> PipelineSettings {
-        var settings = PipelineSettings()
-        guard let config else { return settings }
-        settings.batchSize = try config.int("batch_size", default: settings.batchSize, in: 1...100_000)
-        if let interval = try config.optionalDuration("progress_interval") {
-            settings.progressInterval = interval == .zero ? nil : interval
-        }
-        settings.sinkRetryTimeout = try config.duration("sink_retry_timeout", default: settings.sinkRetryTimeout)
-        settings.shutdownTimeout = try config.duration("shutdown_timeout", default: settings.shutdownTimeout)
-        try config.finish()
-        return settings
     }
 }

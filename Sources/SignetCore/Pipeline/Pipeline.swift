@@ -16,16 +16,25 @@ public struct Pipeline: Sendable {
     public var sinks: [NamedSink]
     public var deadLetter: DeadLetterOutput
     public var settings: PipelineSettings
+    /// The named resources (`stores:`) the stages share; the runner opens them first
+    /// and closes them last.
+    public var resources: [NamedResource]
+    /// Registered top-level sections the file wrote (e.g. `http:`), validated, for the
+    /// code that serves them; keyed by section name.
+    public var sections: [String: ParsedConfig]
 
     public init(
         source: any Source, stages: [any Stage], sinks: [NamedSink], deadLetter: DeadLetterOutput,
-        settings: PipelineSettings = PipelineSettings()
+        settings: PipelineSettings = PipelineSettings(), resources: [NamedResource] = [],
+        sections: [String: ParsedConfig] = [:]
     ) {
         self.source = source
         self.stages = stages
         self.sinks = sinks
         self.deadLetter = deadLetter
         self.settings = settings
+        self.resources = resources
+        self.sections = sections
     }
 }
 

@@ -44,6 +44,11 @@ public final class PipelineRunner: Sendable {
         started.withLock { $0 = .now }
         var opened: [@Sendable () async throws -> Void] = []
         do {
+            // Resources first (stages use them from open() on), closed last.
+            for named in pipeline.resources {
+                try await named.resource.open()
+                opened.append(named.resource.close)
+            }
             try await pipeline.source.open()
             opened.append(pipeline.source.close)
             for stage in pipeline.stages {

@@ -1,0 +1,42 @@
+import Logging
+
+/// What a factory gets besides its own settings.
+public struct ComponentContext: Sendable {
+    /// Where the component sits in the file (`stages[2]`), for messages.
+    public var path: String
+    /// The names of the pipeline's sinks, so a routing stage can check its targets.
+    public var sinkNames: [String]
+    public var logger: Logger
+    /// The pipeline's resources (`stores:`) built so far, by name.
+    public var resources: [String: any PipelineResource]
+    /// Where the component's mapping starts.
+    public var location: ConfigLocation?
+    /// Keys of the mapping that belong to the loader (`type`, and `format` for a dead-letter sink).
+    public var reservedKeys: Set<String>
+
+    public init(
+        path: String, sinkNames: [String], logger: Logger, resources: [String: any PipelineResource] = [:],
+        location: ConfigLocation? = nil, reservedKeys: Set<String> = ["type"]
+    ) {
+        self.path = path
+        self.sinkNames = sinkNames
+        self.logger = logger
+        self.resources = resources
+        self.location = location
+        self.reservedKeys = reservedKeys
+    }
+
+    /// The resource named `name`, which must be of type `R`.
+    ///
+    /// The loader has already checked that names written in `.storeName` fields exist,
+    /// so this fails only when the resource is of another kind than the component needs.
+    public func resource<R>(named name: String, as type: R.Type = R.self) throws(ConfigError) -> R {
+        guard let resource = resources[name] else {
+            throw ConfigError("'\(path)' names the store '\(name)', which the pipeline does not declare", at: location)
+        }
+        guard let typed = resource as? R else {
+            throw ConfigError("'\(path)' needs a store of another kind than '\(name)' (\(Swift.type(of: resource)))", at: location)
+        }
+        return typed
+    }
+}

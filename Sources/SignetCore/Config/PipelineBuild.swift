@@ -1,0 +1,278 @@
+/// One pass of ``PipelineLoader`` over a parsed file: validates every part against its
+/// spec, builds resources, source, stages and sinks, and collects every error on the way.
+struct PipelineBuild {
+    let loader: PipelineLoader
+    let root: ConfigNode
+    private var registry: ComponentRegistry { loader.registry }
+    private var errors: [ConfigError] = []
+    private var resources: [NamedResource] = []
+    private var resourceLocations: [String: ConfigLocation] = [:]
+    /// The stores the file declares, in file order.
+    private var declaredStores: [(name: String, node: ConfigNode)] = []
+    private var sinkNames: [String] = []
+
+    /// The implicit store every `.storeName` field defaults to.
+    static let defaultStoreName = "default"
+
+    init(loader: PipelineLoader, root: ConfigNode) {
+        self.loader = loader
+        self.root = root
+    }
+
+    mutating func run() throws(ConfigErrors) -> Pipeline {
+        let top: ConfigObject
+        do {
+            top = try ConfigObject(root)
+        } catch {
+            throw ConfigErrors([error])
+        }
+        _ = top.node("description")  // free text, for people
+
+        // Sections (settings: and registered ones).
+        var sections: [String: ParsedConfig] = [:]
+        for (name, spec) in registry.sections {
+            let node = top.node(name) ?? ConfigNode(value: .null, location: root.location, path: name)
+            var validator = ConfigValidator(storeNames: [])
+            let parsed = validator.validate(node, fields: spec.fields, retiredKeys: spec.retiredKeys)
+            errors += validator.errors
+            if top.node(name) != nil || name == PipelineSettings.spec.name { sections[name] = parsed }
+        }
+        var settings = PipelineSettings()
+        if let parsed = sections.removeValue(forKey: PipelineSettings.spec.name) {
+            settings = attempt { try PipelineSettings(parsed) } ?? settings
+        }
+
+        // Stores are declared first so stages can name them, built in file order.
+        if let stores = attempt({ try top.object("stores") }) ?? nil {
+            declaredStores = stores.entries()
+        }
+        for (name, node) in declaredStores {
+            buildStore(name: name, node: node)
+        }
+
+        let sinkEntries = attempt { try top.object("sinks") } ?? nil
+        sinkNames = sinkEntries?.entries().map(\.name) ?? []
+
+        var source: (any Source)?
+        if let node = top.node("source") {
+            source = build(node, kind: .source, path: "source", table: registry.sources)?.component
+        } else {
+            errors.append(top.missing("source"))
+        }
+
+        var stages: [any Stage] = []
+        var stageTypes: [(spec: ComponentSpec, location: ConfigLocation, path: String)] = []
+        if let items = attempt({ try top.list("stages") }) ?? nil {
+            for (index, item) in items.enumerated() {
+                let path = "stages[\(index)]"
+                if let built = build(item, kind: .stage, path: path, table: registry.stages) {
+                    stages.append(built.component)
+                    stageTypes.append((built.spec, item.location, path))
+                } else if let spec = typeName(of: item).flatMap({ registry.stages[$0]?.spec }) {
+                    stageTypes.append((spec, item.location, path))
+                }
+            }
+        }
+        checkOrder(stageTypes)
+
+        var sinks: [NamedSink] = []
+        if let sinkEntries {
+            for (name, node) in sinkEntries.entries() {
+                if let built = build(node, kind: .sink, path: "sinks.\(name)", table: registry.sinks) {
+                    sinks.append(NamedSink(name: name, sink: built.component))
+                }
+            }
+            if sinkNames.isEmpty { errors.append(ConfigError("'sinks' needs at least one sink", at: sinkEntries.location)) }
+        } else if top.node("sinks") == nil {
+            // Absent, or present with no value (`sinks:`): either way nothing would be delivered.
+            errors.append(top.contains("sinks") ? top.error("'sinks' needs at least one sink", key: "sinks") : top.missing("sinks"))
+        }
+
+        var deadLetter: DeadLetterOutput?
+        if let node = top.node("dead_letter") {
+            if let built = build(
+                node, kind: .sink, path: "dead_letter", table: registry.sinks, extraFields: DeadLetterOutput.fields)
+            {
+                deadLetter = attempt {
+                    DeadLetterOutput(
+                        sink: built.component,
+                        format: DeadLetterOutput.Format(rawValue: try built.config.string("format")) ?? .json,
+                        maxInputBytes: try built.config.int("max_input_bytes"))
+                }
+            }
+        } else {
+            errors.append(ConfigError(
+                "the pipeline needs 'dead_letter' so that rejected input is kept (for example: "
+                    + "dead_letter: { type: file, path: dead-letter.ndjson })", at: root.location))
+        }
+
+        checkIdentities()
+        for name in registry.sections.keys { _ = top.node(name) }
+        for key in ComponentRegistry.builtInKeys { _ = top.node(key) }
+        _ = attempt { try top.finish() }
+        guard errors.isEmpty, let source, let deadLetter else {
+            throw ConfigErrors(PipelineLoader.sorted(errors))
+        }
+        return Pipeline(
+            source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings,
+            resources: resources, sections: sections)
+    }
+
+    // MARK: - Components
+
+    private func typeName(of node: ConfigNode) -> String? {
+        guard case .mapping(let pairs) = node.value,
+            let pair = pairs.first(where: { if case .scalar("type") = $0.key.value { true } else { false } }),
+            case .scalar(let type) = pair.value.value
+        else { return nil }
+        return type
+    }
+
+    /// Validates and builds one component; nil (errors recorded) when it cannot be built.
+    private mutating func build<Component>(
+        _ node: ConfigNode, kind: ComponentKind, path: String,
+        table: [String: ComponentRegistry.Entry<@Sendable (ParsedConfig, ComponentContext) throws -> Component>],
+        extraFields: [ConfigField] = []
+    ) -> (component: Component, config: ParsedConfig, spec: ComponentSpec)? {
+        let known = table.keys.sorted()
+        guard case .mapping(let pairs) = node.value else {
+            errors.append(ConfigError("'\(path)' must be a mapping, not \(node.kindDescription)", at: node.location))
+            return nil
+        }
+        guard let typePair = pairs.first(where: { if case .scalar("type") = $0.key.value { true } else { false } }) else {
+            errors.append(ConfigError("'\(path)' needs 'type' (one of: \(known.joined(separator: ", ")))", at: node.location))
+            return nil
+        }
+        guard case .scalar(let type) = typePair.value.value else {
+            errors.append(ConfigError("'\(path).type' must be a string", at: typePair.value.location))
+            return nil
+        }
+        guard let entry = table[type] else {
+            errors.append(ConfigError(
+                "unknown \(kind.rawValue) type '\(type)'; known: \(known.joined(separator: ", "))"
+                    + ConfigObject.suggestion(for: type, among: known), at: typePair.value.location))
+            return nil
+        }
+        let reserved: Set<String> = Set(["type"] + extraFields.map(\.name))
+        var validator = ConfigValidator(storeNames: availableStoreNames)
+        let config: ParsedConfig
+        if entry.spec.acceptsAnyKeys {
+            config = validator.validate(node, fields: extraFields, reserved: ["type"], allowsUnknownKeys: true)
+        } else {
+            config = validator.validate(
+                node, fields: entry.spec.fields + extraFields, reserved: ["type"], retiredKeys: entry.spec.retiredKeys)
+        }
+        errors += validator.errors
+        guard validator.errors.isEmpty else { return nil }
+        for reference in validator.storeReferences where resourceLocations[reference.name] == nil {
+            buildImplicitStore(named: reference.name, for: reference.location)
+        }
+        let context = ComponentContext(
+            path: path, sinkNames: sinkNames, logger: loader.logger,
+            resources: Dictionary(resources.map { ($0.name, $0.resource) }, uniquingKeysWith: { first, _ in first }),
+            location: node.location, reservedKeys: reserved)
+        do {
+            return (try entry.factory(config, context), config, entry.spec)
+        } catch let error as ConfigError {
+            errors.append(error)
+        } catch let error as ConfigErrors {
+            errors += error.errors
+        } catch {
+            // A factory failed for a reason of its own (a certificate file that does not parse, ...).
+            errors.append(ConfigError("\(kind.rawValue) '\(type)': \(error)", at: node.location))
+        }
+        return nil
+    }
+
+    // MARK: - Stores
+
+    private var availableStoreNames: [String] {
+        var names = declaredStores.map(\.name)
+        if registry.defaultStoreType != nil, !names.contains(Self.defaultStoreName) { names.append(Self.defaultStoreName) }
+        return names
+    }
+
+    private mutating func buildStore(name: String, node: ConfigNode) {
+        let path = "stores.\(name)"
+        guard let type = typeName(of: node), let entry = registry.stores[type] else {
+            // Let the generic path report the missing or unknown type.
+            _ = build(node, kind: .store, path: path, table: registry.stores)
+            return
+        }
+        if loader.substitutesTestStores, let substitute = entry.spec.testSubstitute, registry.stores[substitute] != nil {
+            let stand = ConfigNode(
+                value: .mapping([(ConfigNode(value: .scalar("type"), location: node.location, path: path),
+                                  ConfigNode(value: .scalar(substitute), location: node.location, path: "\(path).type"))]),
+                location: node.location, path: path)
+            // The real options are still checked, then the stand-in is built.
+            var validator = ConfigValidator(storeNames: [])
+            _ = validator.validate(node, fields: entry.spec.fields, reserved: ["type"], retiredKeys: entry.spec.retiredKeys)
+            errors += validator.errors
+            add(name: name, type: substitute, built: build(stand, kind: .store, path: path, table: registry.stores)?.component, at: node.location)
+            return
+        }
+        add(name: name, type: type, built: build(node, kind: .store, path: path, table: registry.stores)?.component, at: node.location)
+    }
+
+    private mutating func buildImplicitStore(named name: String, for location: ConfigLocation) {
+        guard name == Self.defaultStoreName, let type = registry.defaultStoreType else { return }
+        let node = ConfigNode(
+            value: .mapping([(ConfigNode(value: .scalar("type"), location: location, path: "stores.\(name)"),
+                              ConfigNode(value: .scalar(type), location: location, path: "stores.\(name).type"))]),
+            location: location, path: "stores.\(name)")
+        buildStore(name: name, node: node)
+    }
+
+    private mutating func add(name: String, type: String, built: (any PipelineResource)?, at location: ConfigLocation) {
+        resourceLocations[name] = location
+        guard let built else { return }
+        resources.append(NamedResource(name: name, type: type, resource: built))
+    }
+
+    /// Two stores opening the same database would each cache and lock it on their own.
+    private mutating func checkIdentities() {
+        var seen: [String: String] = [:]
+        for named in resources {
+            guard let identity = named.resource.identity else { continue }
+            if let first = seen[identity] {
+                errors.append(ConfigError(
+                    "stores '\(first)' and '\(named.name)' both open \(identity); declare it once under 'stores:' "
+                        + "and name that store from every stage that uses it", at: resourceLocations[named.name]))
+            } else {
+                seen[identity] = named.name
+            }
+        }
+    }
+
+    // MARK: - Stage order
+
+    private mutating func checkOrder(_ stages: [(spec: ComponentSpec, location: ConfigLocation, path: String)]) {
+        for (index, stage) in stages.enumerated() {
+            for required in stage.spec.requiresBefore where !stages[..<index].contains(where: { $0.spec.name == required }) {
+                if let later = stages[(index + 1)...].first(where: { $0.spec.name == required }) {
+                    errors.append(ConfigError(
+                        "stage '\(stage.spec.name)' must come after '\(required)' (\(later.path)): it uses what '\(required)' adds",
+                        at: stage.location))
+                } else {
+                    errors.append(ConfigError(
+                        "stage '\(stage.spec.name)' needs a '\(required)' stage before it", at: stage.location))
+                }
+            }
+        }
+    }
+
+    // MARK: - Errors
+
+    private mutating func attempt<T>(_ body: () throws -> T) -> T? {
+        do {
+            return try body()
+        } catch let error as ConfigError {
+            errors.append(error)
+        } catch let error as ConfigErrors {
+            errors += error.errors
+        } catch {
+            errors.append(ConfigError("\(error)", at: nil))
+        }
+        return nil
+    }
+}

@@ -1,0 +1,36 @@
+/// Something stages share that the pipeline owns: a state store, a connection pool.
+///
+/// Declared by name under the pipeline file's top-level `stores:`, built by the loader
+/// (without I/O: `signet lint` builds resources too), handed to the components that
+/// name it through ``ComponentContext/resource(named:as:)``, opened by the runner
+/// before any source, stage or sink and closed after all of them.
+public protocol PipelineResource: Sendable {
+    /// Opens connections or files. Called once, before anything that uses it.
+    func open() async throws
+    /// Releases it. Called once, after everything that used it closed (also after a failure).
+    func close() async throws
+    /// What the resource opens (e.g. `sqlite:/abs/path/signet.sqlite`), or nil. Two
+    /// resources of one pipeline with the same identity are a configuration error: they
+    /// would open one database twice with possibly different options.
+    var identity: String? { get }
+}
+
+extension PipelineResource {
+    public func open() async throws {}
+    public func close() async throws {}
+    public var identity: String? { nil }
+}
+
+/// A resource with the name the pipeline file gave it.
+public struct NamedResource: Sendable {
+    public var name: String
+    /// The registered type it was built from (`sqlite`, `memory`, ...).
+    public var type: String
+    public var resource: any PipelineResource
+
+    public init(name: String, type: String, resource: any PipelineResource) {
+        self.name = name
+        self.type = type
+        self.resource = resource
+    }
+}

@@ -1,0 +1,15 @@
+extension ComponentSpec {
+    /// `type: stdout` (a sink or the dead-letter sink).
+    public static let stdoutSink = ComponentSpec(
+        name: "stdout", summary: "one message value per line on standard output",
+        description: "Acknowledged when the kernel accepted the write; a closed pipe is an error.")
+
+    /// `type: file` (a sink or the dead-letter sink).
+    public static let fileSink = ComponentSpec(
+        name: "file", summary: "appends one message value per line to a file (fsync per batch by default)",
+        description: "Acknowledged when written and, with fsync, on disk.",
+        fields: [
+            ConfigField("path", .string, .required, "the file to append to (created if missing)", example: "signet-data/events.ndjson"),
+            ConfigField("fsync", .bool, .default("true"), "fsync after every batch before acknowledging it"),
+        ])
+}
