@@ -30,6 +30,13 @@ extension Signet {
     #   SIGNET_VERIFY_WORKERS  threads verifying signatures, 0 = every core (default: 0)
     description: stdin NDJSON -> decode -> verify -> dedupe -> transition -> fanout -> stdout; rejects -> dead-letter file
 
+    # State (subscriptions, dedupe keys, the event outbox) lives in one SQLite file that
+    # dedupe and transition share; `store: default` on a stage names it.
+    stores:
+      default:
+        type: sqlite
+        path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
+
     source:
       type: stdin
       max_line_bytes: 1048576
@@ -42,10 +49,8 @@ extension Signet {
         bundle_id: ${SIGNET_BUNDLE_ID}
         app_apple_id: ${SIGNET_APP_APPLE_ID:}
         workers: ${SIGNET_VERIFY_WORKERS:0}   # 0: every core
-      - type: dedupe
-        database: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
-      - type: transition
-        database: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
+      - type: dedupe          # store: default
+      - type: transition      # store: default
         policy:
           billing_retry_entitled: ${SIGNET_BILLING_RETRY_ENTITLED:false}
           grace_period_entitled: true

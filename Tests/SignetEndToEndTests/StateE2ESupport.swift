@@ -32,6 +32,8 @@ enum StateE2E {
             description: crash/restart test pipeline (Pipelines/stdin.yaml with a file source and sink)
             settings:
               batch_size: \(batchSize)
+            stores:
+              default: { type: sqlite, path: \(data)/signet.sqlite }
             source:
               type: file
               path: \(input.path)
@@ -46,9 +48,7 @@ enum StateE2E {
                 app_apple_id: ${SIGNET_APP_APPLE_ID:}
                 workers: ${SIGNET_VERIFY_WORKERS:0}
               - type: dedupe
-                database: \(data)/signet.sqlite
               - type: transition
-                database: \(data)/signet.sqlite
                 policy:
                   billing_retry_entitled: false
                   grace_period_entitled: true

@@ -9,7 +9,9 @@ import Testing
         var registry = ComponentRegistry()
         registry.registerStateComponents()
         let node = try ConfigNode.parse(yaml: yaml, file: "pipeline.yaml", environment: [:])
-        let context = ComponentContext(path: "stages[0]", sinkNames: sinks, logger: Logger(label: "test"))
+        let context = ComponentContext(
+            path: "stages[0]", sinkNames: sinks, logger: Logger(label: "test"),
+            resources: ["default": StateStoreResource(.memory(maxKeys: 100, outboxRetention: .zero))])
         let entry = try #require(registry.stages[type])
         return try entry.factory(try entry.spec.parse(node), context)
     }
@@ -75,19 +77,19 @@ import Testing
         #expect(badType?.message.contains("refunded") == true)
         let badDefault = configError("fanout", "default_sinks: [nope]\n")
         #expect(badDefault?.location?.line == 1)
-        let badPolicy = configError("transition", "database: x.db\npolicy:\n  billing_retry_entitle: true\n")
+        let badPolicy = configError("transition", "key: content\npolicy:\n  billing_retry_entitle: true\n")
         #expect(badPolicy?.location?.line == 3)
         #expect(badPolicy?.message.contains("billing_retry_entitled") == true)
         let badKey = configError("dedupe", "key: transactionId\n")
         #expect(badKey?.location?.line == 1)
-        let memoryWithPath = configError("dedupe", "store: memory\ndatabase: x.db\n")
-        #expect(memoryWithPath?.location?.line == 2)
+        // Store settings moved to the top-level stores: the old keys say where.
+        let movedKey = configError("dedupe", "key: content\ndatabase: x.db\n")
+        #expect(movedKey?.location?.line == 2)
+        #expect(movedKey?.message.contains("stores:") == true)
     }
 
     @Test func policyAndStoreKeysAreRead() throws {
         let stage = try build("transition", """
-            database: /tmp/never-opened.db
-            durability: normal
             retention: 7d
             key: content
             policy:
@@ -105,7 +107,5 @@ import Testing
         #expect(transition.options.policy.rejectUnknownTypes)
         #expect(transition.options.dedupeKey == .content)
         #expect(transition.options.retention == .seconds(7 * 86_400))
-        // Building does no I/O (signet lint).
-        #expect(!FileManager.default.fileExists(atPath: "/tmp/never-opened.db"))
     }
 }

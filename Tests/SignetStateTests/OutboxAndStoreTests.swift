@@ -135,31 +135,25 @@ import Testing
         #expect(store.keyCount == 5)
     }
 
-    @Test func stagesNamingTheSameDatabaseShareOneStore() async throws {
+    @Test func stagesNamingTheSameStoreResourceShareOneStore() async throws {
         let path = F.temporaryDatabase()
-        let registry = StateStoreRegistry()
-        let configuration = StateStoreConfiguration.sqlite(path: path, options: SQLiteStateStore.Options())
-        let dedupe = DedupeStage(configuration: configuration, registry: registry)
-        let transition = TransitionStage(configuration: configuration, registry: registry)
-        try await dedupe.open()
-        try await transition.open()
-        let a = try registry.acquire(configuration)
+        let resource = StateStoreResource(.sqlite(path: path, options: SQLiteStateStore.Options()))
         let sameFile = (path as NSString).deletingLastPathComponent + "/./" + (path as NSString).lastPathComponent
-        let b = try registry.acquire(.sqlite(path: sameFile, options: SQLiteStateStore.Options()))
-        #expect(a === b)
-        try registry.release(configuration)
-        try registry.release(configuration)
+        #expect(resource.identity == StateStoreResource(.sqlite(path: sameFile, options: SQLiteStateStore.Options())).identity)
+        #expect(StateStoreResource(.memory(maxKeys: 10, outboxRetention: .zero)).identity == nil)
+        let dedupe = DedupeStage(resource: resource)
+        let transition = TransitionStage(resource: resource)
+        try await resource.open()
         var batch = RecordBatch(records: [F.record(Table.subscribed, line: 1)])
         try await dedupe.process(&batch)
         try await transition.process(&batch)
         var retry = RecordBatch(records: [F.record(Table.subscribed, line: 2)])
         try await dedupe.process(&retry)
         #expect(retry.records[0].status == .dropped(reason: "duplicate"))
-        try await transition.close()
-        try await dedupe.close()
+        try await resource.close()
         var closed = RecordBatch(records: [F.record(Table.subscribed, line: 3)])
         var failed = false
         do { try await transition.process(&closed) } catch { failed = true }
-        #expect(failed, "a closed stage must not process")
+        #expect(failed, "a stage whose store resource is closed must not process")
     }
 }

@@ -32,6 +32,7 @@ struct ConfigValidator {
         }
         var entries: [String: ParsedConfig.Entry] = [:]
         var unknown: [(name: String, location: ConfigLocation)] = []
+        var written: Set<String> = []  // with a value, typed or not (a type error is reported once)
         let names = fields.map(\.name)
         for (keyNode, valueNode) in pairs {
             guard case .scalar(let key) = keyNode.value, !reserved.contains(key) else { continue }
@@ -44,11 +45,12 @@ struct ConfigValidator {
                 continue
             }
             if case .null = valueNode.value { continue }  // `key:` with nothing is the same as leaving it out
+            written.insert(key)
             if let value = decode(valueNode, as: field.type, fallback: field.defaultValue ?? field.example) {
                 entries[key] = ParsedConfig.Entry(value: value, location: valueNode.location, isExplicit: true)
             }
         }
-        for field in fields where entries[field.name] == nil {
+        for field in fields where entries[field.name] == nil && !written.contains(field.name) {
             if let value = implicitValue(of: field, in: node) {
                 entries[field.name] = ParsedConfig.Entry(value: value, location: node.location, isExplicit: false)
             } else if field.isRequired, !pairs.contains(where: { if case .scalar(field.name) = $0.key.value { true } else { false } }) {

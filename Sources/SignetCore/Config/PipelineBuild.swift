@@ -35,7 +35,8 @@ struct PipelineBuild {
             var validator = ConfigValidator(storeNames: [])
             let parsed = validator.validate(node, fields: spec.fields, retiredKeys: spec.retiredKeys)
             errors += validator.errors
-            if top.node(name) != nil || name == PipelineSettings.spec.name { sections[name] = parsed }
+            let wanted = top.node(name) != nil || name == PipelineSettings.spec.name
+            if wanted, validator.errors.isEmpty { sections[name] = parsed }
         }
         var settings = PipelineSettings()
         if let parsed = sections.removeValue(forKey: PipelineSettings.spec.name) {
@@ -72,8 +73,9 @@ struct PipelineBuild {
                     stageTypes.append((spec, item.location, path))
                 }
             }
+            // With a stage of unknown type the order cannot be judged (it may be the one missing).
+            if stageTypes.count == items.count { checkOrder(stageTypes) }
         }
-        checkOrder(stageTypes)
 
         var sinks: [NamedSink] = []
         if let sinkEntries {

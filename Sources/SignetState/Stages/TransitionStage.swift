@@ -36,9 +36,9 @@ public final class TransitionStage: Stage {
         self.options = options
     }
 
-    /// A stage over the process-wide shared store for `configuration`, opened in `open()`.
-    public init(configuration: StateStoreConfiguration, options: Options = Options(), registry: StateStoreRegistry = .shared) {
-        self.handle = StoreHandle(.shared(configuration, registry))
+    /// A stage over a store resource of the pipeline (`stores:`), which the runner opens.
+    public init(resource: StateStoreResource, options: Options = Options()) {
+        self.handle = StoreHandle(.resource(resource))
         self.options = options
     }
 

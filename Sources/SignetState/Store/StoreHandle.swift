@@ -2,44 +2,30 @@ import Foundation
 import Synchronization
 
 /// How a stage reaches its store: an instance handed in by an embedding service or a
-/// test, or a shared one from ``StateStoreRegistry`` opened in `open()` (factories must
-/// not do I/O: `signet lint` builds stages without running them).
+/// test, or a pipeline resource (`stores:`) that the runner opens before the stages.
 final class StoreHandle: Sendable {
     enum Origin: Sendable {
         case instance(any StateStore)
-        case shared(StateStoreConfiguration, StateStoreRegistry)
+        case resource(StateStoreResource)
     }
 
     let origin: Origin
-    private let opened = Mutex<(any StateStore)?>(nil)
     private let lastPrune = Mutex<Int64>(0)
 
     init(_ origin: Origin) {
         self.origin = origin
-        if case .instance(let store) = origin { opened.withLock { $0 = store } }
     }
 
-    func open() throws {
-        guard case .shared(let configuration, let registry) = origin else { return }
-        let store = try registry.acquire(configuration)
-        opened.withLock { $0 = store }
-    }
+    /// Nothing to do: an instance is the caller's, a resource is the runner's.
+    func open() throws {}
+    func close() throws {}
 
-    func close() throws {
-        guard case .shared(let configuration, let registry) = origin else { return }
-        let wasOpen = opened.withLock { current in
-            defer { current = nil }
-            return current != nil
-        }
-        if wasOpen { try registry.release(configuration) }
-    }
-
-    /// The opened store; throws when `open()` was not called.
+    /// The opened store; throws when its resource is not open.
     func store() throws -> any StateStore {
-        guard let store = opened.withLock({ $0 }) else {
-            throw SQLiteError(code: 21, message: "the state store is not open (was open() called?)", context: "\(origin)")
+        switch origin {
+        case .instance(let store): store
+        case .resource(let resource): try resource.store()
         }
-        return store
     }
 
     /// Deletes dedupe keys older than `retention` (and delivered outbox rows past the store's

@@ -1,0 +1,36 @@
+import SignetCore
+
+extension ComponentSpec {
+    /// `- type: verify`.
+    public static let verifyStage = ComponentSpec(
+        name: "verify",
+        summary: "verifies ES256 signature, x5c chain to the roots, Apple OIDs, dates, claims, nested JWS",
+        description: "Signature, chain to the roots, Apple OIDs, dates, claims and nested JWS (docs/verification.md); "
+            + "puts the verified document on the record for the stages after it.",
+        fields: [
+            ConfigField(
+                "roots", .stringList(allowed: nil), .default("apple"),
+                "trusted roots: apple (the built-in Apple Root CA - G3) and/or PEM or DER file paths; a list or a comma-separated string",
+                example: "apple"),
+            ConfigField(
+                "environment", .enumeration(["Production", "Sandbox", "Xcode", "LocalTesting"]), .required,
+                "the environment every payload must claim (Xcode and LocalTesting only with private test roots)",
+                example: "Sandbox"),
+            ConfigField("bundle_id", .string, .required, "your app's bundle id; other apps' payloads are rejected", example: "com.example.app"),
+            ConfigField(
+                "app_apple_id", .int(1...Int.max), .optional,
+                "your app's Apple ID; required for Production (Apple sends none in Sandbox)", example: "1234567890"),
+            ConfigField("workers", .int(0...256), .default("0"), "threads verifying signatures; 0 = every core"),
+            ConfigField(
+                "max_future_skew", .duration(.zero...(.seconds(86_400))), .default("5m"),
+                "how far a signedDate may lie in the future before it is rejected", advanced: true),
+            ConfigField(
+                "check_time", .enumeration(VerificationDateRule.allCases.map(\.rawValue)), .default("signedDate"),
+                "the instant certificates are judged at: the payload's signedDate, or now", advanced: true),
+            ConfigField("chain_cache_size", .int(1...1_000_000), .default("256"), "verified certificate chains kept", advanced: true),
+        ],
+        examples: [
+            "stages:\n  - type: decode\n  - type: verify\n    environment: Production\n    bundle_id: com.example.app\n    app_apple_id: 1234567890",
+        ],
+        requiresBefore: ["decode"])
+}

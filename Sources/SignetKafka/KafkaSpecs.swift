@@ -1,0 +1,40 @@
+import SignetCore
+
+extension ComponentSpec {
+    static let kafkaPropertiesField = ConfigField(
+        "properties", .stringMap, .optional,
+        "any librdkafka setting, verbatim (checked with rd_kafka_conf_set when the pipeline is loaded)",
+        example: "{ session.timeout.ms: \"45000\" }")
+
+    /// `source: {type: kafka}`.
+    public static let kafkaSource = ComponentSpec(
+        name: "kafka",
+        summary: "consumer-group member reading topics; commits offsets only after every sink acked",
+        description: "Manual commits of the contiguous high-water mark per partition (docs/kafka.md).",
+        fields: [
+            ConfigField("brokers", .string, .required, "bootstrap.servers", example: "127.0.0.1:9092"),
+            ConfigField("group", .string, .required, "group.id: members of one group share the partitions", example: "signet"),
+            ConfigField("topics", .stringList(allowed: nil), .required, "the topics to read; a list or a comma-separated string", example: "appstore-notifications"),
+            ConfigField(
+                "poll_timeout", .duration(.milliseconds(1)...(.seconds(10))), .default("100ms"),
+                "how long one poll waits for the first message", advanced: true),
+            kafkaPropertiesField,
+        ],
+        examples: ["source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group: signet\n  topics: [appstore-notifications]"])
+
+    /// `type: kafka` (a sink or the dead-letter sink).
+    public static let kafkaSink = ComponentSpec(
+        name: "kafka",
+        summary: "idempotent producer (acks=all) to one topic; key and headers from the message",
+        description: "Acknowledged when every delivery report succeeded.",
+        fields: [
+            ConfigField("brokers", .string, .required, "bootstrap.servers", example: "127.0.0.1:9092"),
+            ConfigField("topic", .string, .required, "the topic written to", example: "entitlement-events"),
+            ConfigField(
+                "delivery_timeout", .duration(.milliseconds(1)...(.seconds(3600))), .optional,
+                "message.timeout.ms: how long one write may wait for acks before it fails and the runner retries (librdkafka's default: 30s)",
+                example: "30s"),
+            kafkaPropertiesField,
+        ],
+        examples: ["sinks:\n  events:\n    type: kafka\n    brokers: 127.0.0.1:9092\n    topic: entitlement-events"])
+}
