@@ -48,7 +48,7 @@ struct GeneratedReferenceTests {
         #expect(environment["required"] as? Bool == true)
         #expect(environment["values"] as? [String] == ["Production", "Sandbox", "Xcode", "LocalTesting"])
         let plain = try CLI.run(["components"])
-        #expect(plain.stdoutText.contains("      max_future_skew: duration 0s...1d (default: 5m)"), "\(plain.stdoutText)")
+        #expect(plain.stdoutText.contains("max_future_skew   duration 0s...1d, default: 5m"), "\(plain.stdoutText)")
     }
 
     /// The schema takes `${VAR}` in typed keys (values are typed after interpolation)

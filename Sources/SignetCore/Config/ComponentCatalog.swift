@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every registered component described from its spec: the listing of `signet
 /// components`, its `--json` form, the reference tables of docs/pipelines.md and
 /// Schemas/pipeline.schema.json all come from here, so none of them is written by hand.
@@ -37,9 +39,7 @@ public struct ComponentCatalog: Sendable {
             for spec in specs {
                 lines.append("  \(spec.name) - \(spec.summary)")
                 if spec.acceptsAnyKeys { lines.append("      (keys not declared)") }
-                for row in Self.rows(spec.fields) {
-                    lines.append("      \(row.key): \(row.type)\(row.requirement.isEmpty ? "" : " (\(row.requirement))")")
-                }
+                lines += Self.keyLines(spec.fields)
                 if !spec.requiresBefore.isEmpty {
                     lines.append("      needs before it: \(spec.requiresBefore.joined(separator: ", "))")
                 }
@@ -47,10 +47,18 @@ public struct ComponentCatalog: Sendable {
             lines.append("")
         }
         lines.append("dead_letter: any sink type, plus:")
-        for row in Self.rows(DeadLetterOutput.fields) {
-            lines.append("      \(row.key): \(row.type) (\(row.requirement))")
-        }
+        lines += Self.keyLines(DeadLetterOutput.fields)
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `      key   type, default: x` with the types aligned.
+    static func keyLines(_ fields: [ConfigField]) -> [String] {
+        let rows = rows(fields)
+        let width = rows.map(\.key.count).max() ?? 0
+        return rows.map { row in
+            let key = row.key.padding(toLength: width, withPad: " ", startingAt: 0)
+            return "      \(key)  \(row.type)\(row.requirement.isEmpty ? "" : ", \(row.requirement)")"
+        }
     }
 
     /// One line per key, nested keys flattened (`policy.grace_period_entitled`, `routes[].sinks`).
