@@ -90,8 +90,7 @@ struct ConfigValidator {
                 return nil
             }
             // An unset ${VAR} while linting: already a warning; stand in a plausible value.
-            var quiet = ConfigValidator(storeNames: storeNames)
-            if let fallback, case .success(let value) = quiet.decodeStrict(
+            if let fallback, case .success(let value) = decodeStrict(
                 ConfigNode(value: .scalar(fallback), location: node.location, path: node.path), as: type)
             {
                 return value
