@@ -125,6 +125,7 @@ struct ConfigValidator {
                 return fail("\(name) must be an integer, got \(ConfigObject.show(node))")
             }
             if let range, !range.contains(value) {
+                if range.upperBound == Int.max { return fail("\(name) must be at least \(range.lowerBound), got \(value)") }
                 return fail("\(name) must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
             }
             return .success(.int(value))
