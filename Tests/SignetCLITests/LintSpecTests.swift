@@ -39,7 +39,7 @@ struct LintSpecTests {
     @Test func theValidPipelineIsOk() throws {
         let (result, file) = try lint(Self.valid)
         #expect(result.exitCode == 0, "\(CLI.describe(result))")
-        #expect(result.stdoutText.contains("\(file): ok (decode -> verify -> dedupe -> transition -> fanout; sinks: out)"))
+        #expect(result.stdoutText.contains("\(file): ok (decode -> verify -> dedupe -> transition -> fanout; sinks: out; stores: default (memory))"))
     }
 
     @Test func aStageBeforeWhatItNeedsIsAnError() throws {

@@ -235,6 +235,11 @@ struct ComponentSpecTests {
         #expect(found.count == 1 && found[0].message.contains("'turbo' is not a valid mode"))
     }
 
+    @Test func aBrokenStoreIsReportedOnceNotAgainByItsUsers() {
+        let found = errors("stores:\n  main: { type: file, mode: turbo }\nstages:\n  - {type: claims, bundle_id: x}\n  - {type: keeper, store: main}\n")
+        #expect(found.map(\.message) == ["'turbo' is not a valid mode; expected one of: fast, safe"])
+    }
+
     @Test func registeredSectionsAreValidatedAndKept() throws {
         let pipeline = try load("http:\n  listen: 0.0.0.0:9000\n")
         let http = try #require(pipeline.sections["http"])
