@@ -18,6 +18,14 @@ extension ComponentRegistry {
             if let policy = try config.object("policy") {
                 options.policy = try Self.policy(policy)
             }
+            options.expirySweep = try config.duration("expiry_sweep", default: options.expirySweep)
+            options.expiryLeeway = try config.duration("expiry_leeway", default: options.expiryLeeway)
+            if let durations = try config.object("non_renewing_durations") {
+                for (product, _) in durations.entries() {
+                    if let duration = try durations.optionalDuration(product) { options.policy.nonRenewingDurations.set(product, duration) }
+                }
+                try durations.finish()
+            }
             let store = try StateStoreConfiguration.parse(config)
             try config.finish()
             return TransitionStage(configuration: store, options: options)
