@@ -30,17 +30,7 @@ struct ExpireCommand: AsyncParsableCommand {
     var at: Int64?
 
     func run() async throws {
-        let loader = PipelineLoader(registry: Signet.makeRegistry(), environment: Terminal.environment)
-        let built: Pipeline
-        do {
-            if let pipeline {
-                built = try loader.load(file: pipeline)
-            } else {
-                built = try loader.load(yaml: Signet.defaultPipelineYAML, file: Signet.defaultPipelineName)
-            }
-        } catch {
-            throw ConfigurationFailure(description: error.description)
-        }
+        let built = try PipelineLoader.loadForCommand(pipeline)
         guard let stage = built.stages.lazy.compactMap({ $0 as? TransitionStage }).first else {
             throw ConfigurationFailure(description: "signet: the pipeline has no transition stage, so nothing can expire")
         }

@@ -74,18 +74,24 @@ import Testing
 
     // MARK: - Events that say one thing
 
-    @Test(arguments: StoreFactory.all)
-    func upgradeDuringGraceSaysRecoveredAndProductChanged(_ factory: StoreFactory) async throws {
+    /// Applies `history`, then `input`, on a fresh store of `factory`: the input's events.
+    static func events(_ factory: StoreFactory, after history: [VerifiedPayload], _ input: VerifiedPayload) async throws -> [PublishedEvent] {
         let store = try factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
-        _ = try await harness.runEach([Table.subscribed, Table.failGrace])
+        _ = try await harness.runEach(history)
+        return try await harness.runEach([input])
+    }
+
+    @Test(arguments: StoreFactory.all)
+    func upgradeDuringGraceSaysRecoveredAndProductChanged(_ factory: StoreFactory) async throws {
+        let history: [VerifiedPayload] = [Table.subscribed, Table.failGrace]
         let upgrade = F.notification(
             .didChangeRenewalPref, .upgrade, uuid: "up-grace", signed: Self.t0 + 32 * Self.day,
             transaction: F.transaction(id: "2000", product: "pro.yearly", purchase: Self.t0 + 32 * Self.day, expires: Self.t0 + 397 * Self.day,
                                        signed: Self.t0 + 32 * Self.day),
             renewal: F.renewal(product: "pro.yearly", signed: Self.t0 + 32 * Self.day))
-        let events = try await harness.runEach([upgrade])
+        let events = try await Self.events(factory, after: history, upgrade)
         #expect(events.map(\.type) == ["recovered", "product_changed"])
         #expect(events.allSatisfy { $0.json["productId"] as? String == "pro.yearly" })
         #expect(Set(events.map(\.eventId)).count == 2)
@@ -93,66 +99,54 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func resubscribingToAnotherProductSaysGrantedAndProductChanged(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
-        defer { try? store.close() }
-        let harness = StateHarness(store: store)
-        _ = try await harness.runEach([Table.subscribed, Table.disabled, Table.expiredVoluntary])
+        let history: [VerifiedPayload] = [Table.subscribed, Table.disabled, Table.expiredVoluntary]
         let resubscribe = F.notification(
             .subscribed, .resubscribe, uuid: "rs-other", signed: Self.t0 + 40 * Self.day,
             transaction: F.transaction(id: "3000", product: "pro.basic", purchase: Self.t0 + 40 * Self.day, expires: Self.t0 + 70 * Self.day,
                                        signed: Self.t0 + 40 * Self.day),
             renewal: F.renewal(product: "pro.basic", signed: Self.t0 + 40 * Self.day))
-        let events = try await harness.runEach([resubscribe])
+        let events = try await Self.events(factory, after: history, resubscribe)
         #expect(events.map(\.type) == ["granted", "product_changed", "auto_renew_enabled"])
         #expect(!events.map(\.type).contains("renewal_preference_changed"))
     }
 
     @Test(arguments: StoreFactory.all)
     func aNewPaidPeriodAfterARefundIsGrantedNotRestored(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
-        defer { try? store.close() }
-        let harness = StateHarness(store: store)
-        _ = try await harness.runEach([Table.subscribed, Table.refund])
+        let history: [VerifiedPayload] = [Table.subscribed, Table.refund]
         let renew = F.notification(
             .didRenew, uuid: "dr-after-refund", signed: Self.firstEnd,
             transaction: F.transaction(id: "2000", purchase: Self.firstEnd, expires: Self.secondEnd, signed: Self.firstEnd),
             renewal: F.renewal(signed: Self.firstEnd))
-        let events = try await harness.runEach([renew])
+        let events = try await Self.events(factory, after: history, renew)
         #expect(events.map(\.type) == ["granted"])
         #expect(events.first?.json["previousState"] as? String == "refunded")
     }
 
     @Test(arguments: StoreFactory.all)
     func familyAccessSharedAgainIsGranted(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
-        defer { try? store.close() }
-        let harness = StateHarness(store: store)
         let revoke = F.notification(
             .revoke, uuid: "rv", signed: Self.t0 + 3 * Self.day,
             transaction: F.transaction(otid: "f1", id: "f1", purchase: Self.t0, expires: Self.firstEnd, signed: Self.t0 + 3 * Self.day,
                                        ownership: .familyShared, revoked: Self.t0 + 3 * Self.day, revocationType: .familyRevoke))
-        _ = try await harness.runEach([Table.familySubscribed, revoke])
+        let history: [VerifiedPayload] = [Table.familySubscribed, revoke]
         // The organiser shares again: a new family-shared transaction for the member.
         let shared = F.notification(
             .subscribed, .initialBuy, uuid: "fs-again", signed: Self.t0 + 5 * Self.day,
             transaction: F.transaction(otid: "f1", id: "f2", purchase: Self.t0 + 5 * Self.day, expires: Self.t0 + 35 * Self.day,
                                        signed: Self.t0 + 5 * Self.day, ownership: .familyShared),
             renewal: F.renewal(otid: "f1", signed: Self.t0 + 5 * Self.day))
-        let events = try await harness.runEach([shared])
+        let events = try await Self.events(factory, after: history, shared)
         #expect(events.map(\.type) == ["granted"])
         #expect(events.first?.json["previousState"] as? String == "revoked")
     }
 
     @Test(arguments: StoreFactory.all)
     func refundReversedRestoresOnlyWhileThePeriodRuns(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
-        defer { try? store.close() }
-        let harness = StateHarness(store: store)
-        _ = try await harness.runEach([Table.subscribed, Table.refund])
+        let history: [VerifiedPayload] = [Table.subscribed, Table.refund]
         let reversed = F.notification(
             .refundReversed, uuid: "rr-late", signed: Self.t0 + 45 * Self.day,
             transaction: F.transaction(id: "1000", purchase: Self.t0, expires: Self.firstEnd, signed: Self.t0 + 45 * Self.day))
-        let events = try await harness.runEach([reversed])
+        let events = try await Self.events(factory, after: history, reversed)
         #expect(events.map(\.type) == ["expired"])
         #expect(events.first?.entitled == false && events.first?.json["previousState"] as? String == "refunded")
     }
