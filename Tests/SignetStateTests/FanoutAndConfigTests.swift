@@ -107,4 +107,32 @@ import Testing
         // Building does no I/O (signet lint).
         #expect(!FileManager.default.fileExists(atPath: "/tmp/never-opened.db"))
     }
+
+    @Test func expiryKeysAreRead() throws {
+        let defaults = try #require(try build("transition", "database: /tmp/never-opened.db") as? TransitionStage)
+        #expect(defaults.tickInterval == .seconds(60))
+        #expect(defaults.options.expiryLeeway == .seconds(300))
+        #expect(defaults.options.policy.nonRenewingDurations.isEmpty)
+
+        let stage = try #require(try build("transition", """
+            database: /tmp/never-opened.db
+            expiry_sweep: 0
+            expiry_leeway: 2m
+            non_renewing_durations:
+              season.pass: 30d
+              "pass.*": 7d
+            """) as? TransitionStage)
+        #expect(stage.tickInterval == nil, "0 turns the sweep off")
+        #expect(stage.options.expiryLeeway == .seconds(120))
+        let durations = stage.options.policy.nonRenewingDurations
+        #expect(durations.milliseconds(for: "season.pass") == Int64(30) * 86_400_000)
+        #expect(durations.milliseconds(for: "pass.weekly") == Int64(7) * 86_400_000)
+        #expect(durations.milliseconds(for: "season.pass.plus") == nil)
+
+        let error = configError("transition", """
+            non_renewing_durations:
+              season.pass: thirty days
+            """)
+        #expect(error?.description.contains("season.pass") == true, "\(String(describing: error))")
+    }
 }
