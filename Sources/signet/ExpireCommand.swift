@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Signet
 import SignetCore
 import SignetState
 
