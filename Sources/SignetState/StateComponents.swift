@@ -33,6 +33,12 @@ extension ComponentRegistry {
             if let policy = try config.object("policy") {
                 options.policy = try Self.policy(policy)
             }
+            options.expirySweep = try config.duration("expiry_sweep")
+            options.expiryLeeway = try config.duration("expiry_leeway")
+            for entry in try config.map("non_renewing_durations") {
+                guard case .duration(let duration) = entry.value else { continue }
+                options.policy.nonRenewingDurations.set(entry.name, duration)
+            }
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return TransitionStage(resource: store, options: options)
         }

@@ -36,17 +36,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         Terminal.bootstrapLogging(level: logLevel)
         signal(SIGPIPE, SIG_IGN)
-        let loader = PipelineLoader(registry: Signet.makeRegistry(), environment: Terminal.environment)
-        let built: Pipeline
-        do {
-            if let pipeline {
-                built = try loader.load(file: pipeline)
-            } else {
-                built = try loader.load(yaml: Signet.defaultPipelineYAML, file: Signet.defaultPipelineName)
-            }
-        } catch {
-            throw ConfigurationFailure(description: error.description)
-        }
+        let built = try PipelineLoader.loadForCommand(pipeline)
 
         let runner = PipelineRunner(pipeline: built)
         let signals = SignalWatcher(shutdownTimeout: built.settings.shutdownTimeout) {

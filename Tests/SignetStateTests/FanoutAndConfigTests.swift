@@ -108,4 +108,31 @@ import Testing
         #expect(transition.options.dedupeKey == .content)
         #expect(transition.options.retention == .seconds(7 * 86_400))
     }
+
+    @Test func expiryKeysAreRead() throws {
+        let defaults = try #require(try build("transition", "retention: 30d") as? TransitionStage)
+        #expect(defaults.tickInterval == .seconds(60))
+        #expect(defaults.options.expiryLeeway == .seconds(300))
+        #expect(defaults.options.policy.nonRenewingDurations.isEmpty)
+
+        let stage = try #require(try build("transition", """
+            expiry_sweep: 0s
+            expiry_leeway: 2m
+            non_renewing_durations:
+              season.pass: 30d
+              "pass.*": 7d
+            """) as? TransitionStage)
+        #expect(stage.tickInterval == nil, "0 turns the sweep off")
+        #expect(stage.options.expiryLeeway == .seconds(120))
+        let durations = stage.options.policy.nonRenewingDurations
+        #expect(durations.milliseconds(for: "season.pass") == Int64(30) * 86_400_000)
+        #expect(durations.milliseconds(for: "pass.weekly") == Int64(7) * 86_400_000)
+        #expect(durations.milliseconds(for: "season.pass.plus") == nil)
+
+        let error = configError("transition", """
+            non_renewing_durations:
+              season.pass: thirty days
+            """)
+        #expect(error?.description.contains("season.pass") == true, "\(String(describing: error))")
+    }
 }

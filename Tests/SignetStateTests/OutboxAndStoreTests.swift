@@ -78,6 +78,9 @@ import Testing
                 return try inner.appendEvent(event, payload: payload, inputKey: inputKey, createdAt: createdAt)
             }
             func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] { try inner.undeliveredEvents(inputKey: inputKey) }
+            func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot] {
+                try inner.subscriptionsDue(atOrBefore: cutoff, limit: limit)
+            }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {

@@ -3,6 +3,8 @@ import Foundation
 import SignetCore
 @testable import SignetJWS
 import SignetState
+import Synchronization
+import Testing
 
 /// Builders for verified payloads without crypto, and a harness running the stages.
 enum Fixture {
@@ -32,24 +34,24 @@ enum Fixture {
 
     static func renewal(
         otid: String = "1000", product: String = "pro.monthly", autoRenew: Bool = true, signed: Int64,
-        billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil
+        billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil, renewalDate: Int64? = nil
     ) -> JWSRenewalInfoDecodedPayload {
         JWSRenewalInfoDecodedPayload(
             expirationIntent: expirationIntent, originalTransactionId: otid, autoRenewProductId: product,
             productId: product, autoRenewStatus: autoRenew ? .on : .off, isInBillingRetryPeriod: billingRetry,
-            gracePeriodExpiresDate: ts(graceEnds), signedDate: ts(signed), environment: .production)
+            gracePeriodExpiresDate: ts(graceEnds), signedDate: ts(signed), environment: .production, renewalDate: ts(renewalDate))
     }
 
     static func notification(
         _ type: NotificationType, _ subtype: Subtype? = nil, uuid: String, signed: Int64,
         transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
-        summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil
+        summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil, status: SubscriptionStatus? = nil
     ) -> VerifiedPayload {
         let body = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
             data: summary == nil && externalToken == nil
                 ? NotificationData(bundleId: bundleId, environment: .production, signedTransactionInfo: transaction == nil ? nil : "jws",
-                                   signedRenewalInfo: renewal == nil ? nil : "jws")
+                                   signedRenewalInfo: renewal == nil ? nil : "jws", status: status)
                 : nil,
             summary: summary, externalPurchaseToken: externalToken)
         return .notification(VerifiedNotification(
@@ -108,6 +110,29 @@ struct BatchResult {
     var batch: RecordBatch
 }
 
+/// A store the behaviour tests run against. Every parameterised test takes each of
+/// ``all``; a PostgreSQL store joins by adding its factory here.
+struct StoreFactory: Sendable, CustomTestStringConvertible {
+    let name: String
+    let make: @Sendable () throws -> any StateStore
+    var testDescription: String { name }
+
+    static let memory = StoreFactory(name: "memory") { InMemoryStateStore() }
+    static let sqlite = StoreFactory(name: "sqlite") { try SQLiteStateStore(path: Fixture.temporaryDatabase()) }
+    static let all = [memory, sqlite]
+}
+
+/// A clock the test moves by hand (ms since 1970): no test waits for real periods.
+final class TestClock: Sendable {
+    private let value: Mutex<Int64>
+    init(_ start: Int64) { value = Mutex(start) }
+    var now: Int64 {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+    var function: @Sendable () -> Int64 { { [self] in now } }
+}
+
 /// `dedupe` + `transition` over one store, driven the way the runner drives them.
 final class StateHarness {
     let store: any StateStore
@@ -115,10 +140,14 @@ final class StateHarness {
     let transition: TransitionStage
     private var line: Int64 = 0
 
-    init(store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true) {
+    init(
+        store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,
+        configure: (inout TransitionStage.Options) -> Void = { _ in }
+    ) {
         self.store = store
         var options = TransitionStage.Options()
         options.policy = policy
+        configure(&options)
         self.dedupe = DedupeStage(store: store)
         self.transition = TransitionStage(store: store, options: options)
         self.useDedupe = useDedupe
@@ -140,6 +169,13 @@ final class StateHarness {
             if useDedupe { try await dedupe.acknowledge(batch) }
         }
         return Self.result(of: batch)
+    }
+
+    /// One expiry sweep at `instant`, acknowledged (delivered) unless told not to; its events.
+    func sweep(at instant: Int64, acknowledge: Bool = true) async throws -> [PublishedEvent] {
+        guard let batch = try transition.sweep(at: instant, limit: 1000) else { return [] }
+        if acknowledge { try await transition.acknowledge(batch) }
+        return Self.result(of: batch).events
     }
 
     /// Runs each payload as its own batch; returns all events.

@@ -27,6 +27,8 @@ final class BatchHandoff: Sendable {
         /// The sender waiting for room, with the batch that did not fit.
         var sender: (waiter: Waiter<Void>, batch: RecordBatch)?
         var nextID: UInt64 = 0
+        /// A ``StageTicker`` asked for the receiver's attention (see ``wake()``).
+        var woken = false
     }
 
     /// The most records that wait in the slot (a single larger batch is still accepted).
@@ -92,6 +94,7 @@ final class BatchHandoff: Sendable {
                 let resume: (() -> Void)? = state.withLock { state in
                     if let batch = state.pending {
                         state.pending = nil
+                        state.woken = false
                         var wakeSender: Waiter<Void>?
                         if let sender = state.sender {
                             // The batch that did not fit takes the freed slot.
@@ -106,6 +109,10 @@ final class BatchHandoff: Sendable {
                     }
                     if let failure = state.failure { return { continuation.resume(throwing: failure) } }
                     if state.finished { return { continuation.resume(returning: nil) } }
+                    if state.woken {
+                        state.woken = false
+                        return { continuation.resume(returning: RecordBatch(records: [])) }
+                    }
                     if Task.isCancelled { return { continuation.resume(throwing: CancellationError()) } }
                     state.receiver = Waiter(id: id, continuation: continuation)
                     return nil
@@ -128,6 +135,22 @@ final class BatchHandoff: Sendable {
             state.nextID += 1
             return state.nextID
         }
+    }
+
+    /// Gets the receiver's attention without a batch (a ``TickingStage``'s tick is due): an
+    /// idle receiver gets an empty batch now; a busy one gets its next batch (or an empty
+    /// one) without waiting. Never merges into or delays real batches.
+    func wake() {
+        let receiver = state.withLock { state -> Waiter<RecordBatch?>? in
+            guard !state.finished else { return nil }
+            guard let receiver = state.receiver else {
+                state.woken = true
+                return nil
+            }
+            state.receiver = nil
+            return receiver
+        }
+        receiver?.continuation.resume(returning: RecordBatch(records: []))
     }
 
     /// No more batches: the receiver gets what is pending, then nil.

@@ -101,12 +101,20 @@ public final class PipelineRunner: Sendable {
             }
         }
         for (index, stage) in stages.enumerated() {
+            let ticker = StageTicker(stage)
+            if let ticker { group.addTask { try await ticker.wake(handoffs[index]) } }
             group.addTask(executorPreference: StageExecutor(label: "signet.stage.\(stage.name)")) {
                 do {
                     while var batch = try await handoffs[index].next() {
-                        try await stage.process(&batch)
-                        FaultInjection.point("after_stage_process")
-                        await handoffs[index + 1].send(batch)
+                        // An empty batch is the ticker's wake-up call, not input.
+                        if !batch.records.isEmpty {
+                            try await stage.process(&batch)
+                            FaultInjection.point("after_stage_process")
+                            await handoffs[index + 1].send(batch)
+                        }
+                        if let ticker, let generated = try await ticker.tickIfDue() {
+                            await handoffs[index + 1].send(generated)
+                        }
                     }
                     handoffs[index + 1].finish()
                 } catch {
@@ -151,7 +159,7 @@ public final class PipelineRunner: Sendable {
         for record in batch.records {
             switch record.status {
             case .active:
-                counts.passed += 1
+                if record[GeneratedRecordKey.self] != true { counts.passed += 1 }
                 for message in record.outputs {
                     for (index, named) in pipeline.sinks.enumerated() where message.isRouted(to: named.name) {
                         perSink[index].append(message)
@@ -195,7 +203,9 @@ public final class PipelineRunner: Sendable {
             }
             return
         }
-        try await pipeline.source.commit(batch.records.map(\.position))
+        // Records a ticking stage generated have no source position.
+        let positions = batch.records.filter { $0[GeneratedRecordKey.self] != true }.map(\.position)
+        if !positions.isEmpty { try await pipeline.source.commit(positions) }
         FaultInjection.point("after_source_commit")
         let committedAt = WallClock.milliseconds()
         latencies.withLock { histogram in

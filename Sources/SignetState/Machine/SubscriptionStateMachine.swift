@@ -52,10 +52,34 @@ public enum SubscriptionStateMachine {
         // Renewal info alone cannot say what was bought; wait for a transaction.
         if previous == nil, input.transaction == nil { return .ignored }
 
-        var next = merge(input, into: previous ?? SubscriptionSnapshot(originalTransactionId: originalTransactionId))
+        let base = previous ?? SubscriptionSnapshot(originalTransactionId: originalTransactionId)
+        var next = merge(input, into: base, policy: policy)
         (next.state, next.entitled) = derive(next, at: next.evaluatedAt, policy: policy)
-        let events = events(from: previous, to: next, input: input)
+        let events = events(from: previous, to: next, cause: EventCause(input))
         return .applied(snapshot: next == previous ? nil : next, events: events)
+    }
+
+    /// Moves `snapshot` across every time boundary (end of the period, end of the grace
+    /// period) at or before `cutoff` that no input crossed, in order, and says what each
+    /// crossing changed: the expiry sweep. The state is derived AT each boundary, and the event
+    /// ids come from the purchase, the period's transaction and the boundary, so the result
+    /// does not depend on when the sweep runs, and a second sweep finds nothing left to cross.
+    /// A crossing that changes nothing still moves ``SubscriptionSnapshot/evaluatedAt``.
+    public static func advance(
+        _ snapshot: SubscriptionSnapshot, through cutoff: Int64, policy: TransitionPolicy
+    ) -> (snapshot: SubscriptionSnapshot, events: [EntitlementEvent]) {
+        var current = snapshot
+        var events: [EntitlementEvent] = []
+        // nextBoundary is strictly after evaluatedAt, so every step moves forward; the bound is a guard.
+        for _ in 0..<8 {
+            guard let boundary = current.nextBoundary, boundary <= cutoff else { break }
+            var next = current
+            next.evaluatedAt = boundary
+            (next.state, next.entitled) = derive(next, at: boundary, policy: policy)
+            events += Self.events(from: current, to: next, cause: EventCause(boundary: boundary, transactionId: next.transactionId))
+            current = next
+        }
+        return (current, events)
     }
 
     /// The state and entitlement of `snapshot` at `instant` under `policy`.
@@ -83,8 +107,8 @@ public enum SubscriptionStateMachine {
         var entitled: Bool
         switch state {
         case .active, .owned, .consumed: entitled = true
-        case .gracePeriod: entitled = policy.gracePeriodEntitled || (snapshot.expiresDate != nil && periodCurrent)
-        case .billingRetry: entitled = policy.billingRetryEntitled || (snapshot.expiresDate != nil && periodCurrent)
+        case .gracePeriod: entitled = policy.gracePeriodEntitled || (snapshot.periodEnd != nil && periodCurrent)
+        case .billingRetry: entitled = policy.billingRetryEntitled || (snapshot.periodEnd != nil && periodCurrent)
         case .expired, .refunded, .revoked: entitled = false
         }
         if snapshot.ownership == InAppOwnershipType.familyShared.rawValue, !policy.familySharedEntitled {
@@ -103,7 +127,7 @@ public enum SubscriptionStateMachine {
 
     // MARK: Merging
 
-    private static func merge(_ input: TransitionInput, into previous: SubscriptionSnapshot) -> SubscriptionSnapshot {
+    private static func merge(_ input: TransitionInput, into previous: SubscriptionSnapshot, policy: TransitionPolicy) -> SubscriptionSnapshot {
         var next = previous
         let inputSigned = input.signedDate?.millisecondsSince1970
         let evidence = [inputSigned, input.transaction?.signedDate?.millisecondsSince1970,
@@ -113,7 +137,7 @@ public enum SubscriptionStateMachine {
 
         var adoptedTransaction = false
         if let transaction = input.transaction, shouldAdopt(transaction, over: previous, inputSigned: inputSigned) {
-            adopt(transaction, into: &next, input: input)
+            adopt(transaction, into: &next, input: input, policy: policy)
             adoptedTransaction = true
         }
         if let renewal = input.renewalInfo {
@@ -124,6 +148,7 @@ public enum SubscriptionStateMachine {
                 next.isInBillingRetryPeriod = renewal.isInBillingRetryPeriod
                 next.gracePeriodExpiresDate = renewal.gracePeriodExpiresDate?.millisecondsSince1970
                 next.expirationIntent = renewal.expirationIntent.map { Int64($0.rawValue) }
+                next.renewalDate = renewal.renewalDate?.millisecondsSince1970
                 next.renewalSignedDate = signed
                 if next.appAccountToken == nil { next.appAccountToken = renewal.appAccountToken }
                 if next.environment == nil { next.environment = renewal.environment?.rawValue }
@@ -133,7 +158,7 @@ public enum SubscriptionStateMachine {
         // Apple signed them a moment before the boundary: derive at the boundary then.
         let aboutCurrent = input.transaction?.transactionId == nil || input.transaction?.transactionId == next.transactionId
         if isNewest, aboutCurrent, input.source == .notification {
-            if input.notificationType == .expired, let expires = next.expiresDate {
+            if input.notificationType == .expired, let expires = next.periodEnd {
                 next.evaluatedAt = max(next.evaluatedAt, expires)
             } else if input.notificationType == .gracePeriodExpired, let graceEnds = next.gracePeriodExpiresDate {
                 next.evaluatedAt = max(next.evaluatedAt, graceEnds)
@@ -160,7 +185,9 @@ public enum SubscriptionStateMachine {
         return signed > currentSigned
     }
 
-    private static func adopt(_ transaction: JWSTransactionDecodedPayload, into next: inout SubscriptionSnapshot, input: TransitionInput) {
+    private static func adopt(
+        _ transaction: JWSTransactionDecodedPayload, into next: inout SubscriptionSnapshot, input: TransitionInput, policy: TransitionPolicy
+    ) {
         let inputSigned = input.signedDate?.millisecondsSince1970
         next.transactionId = transaction.transactionId
         next.productId = transaction.productId ?? next.productId
@@ -171,10 +198,28 @@ public enum SubscriptionStateMachine {
         next.ownership = transaction.inAppOwnershipType?.rawValue ?? next.ownership
         next.purchaseDate = transaction.purchaseDate?.millisecondsSince1970
         next.expiresDate = transaction.expiresDate?.millisecondsSince1970
+        next.expiresDateSource = nil
+        // Apple documents expiresDate for auto-renewable subscriptions only: a non-renewing one
+        // ends when the configured duration says, or at no known time.
+        if next.expiresDate == nil, transaction.type == .nonRenewingSubscription, let purchase = next.purchaseDate,
+           let duration = policy.nonRenewingDurations.milliseconds(for: next.productId) {
+            let (end, overflow) = purchase.addingReportingOverflow(duration)
+            next.expiresDate = overflow ? Int64.max : end
+            next.expiresDateSource = "duration_policy"
+        }
         next.transactionSignedDate = transaction.signedDate?.millisecondsSince1970 ?? inputSigned
         next.revocationDate = transaction.revocationDate?.millisecondsSince1970
         next.revocationReason = transaction.revocationReason.map { Int64($0.rawValue) }
         next.revocationType = transaction.revocationType?.rawValue
+        // A REFUND naming a transaction that Apple's own signed status and renewal info show is
+        // not the current period (a renewal Signet never saw): the refund ends that older
+        // period, not the subscription. The renewal info's renewalDate then carries the period.
+        if refundsEarlierPeriod(transaction, input: input) {
+            next.revocationDate = nil
+            next.revocationReason = nil
+            next.revocationType = nil
+            return
+        }
         // A REFUND or REVOKE whose transaction lacks revocationDate still ends access.
         if next.revocationDate == nil, input.source == .notification,
            input.notificationType == .refund || input.notificationType == .revoke {
@@ -185,34 +230,41 @@ public enum SubscriptionStateMachine {
         }
     }
 
+    /// Whether a REFUND's transaction is an earlier period than the one Apple says is current:
+    /// the notification's signed `data.status` is not revoked, and its renewal info (signed
+    /// with it) says the most recent purchase expires after the refunded transaction does.
+    static func refundsEarlierPeriod(_ transaction: JWSTransactionDecodedPayload, input: TransitionInput) -> Bool {
+        guard input.source == .notification, input.notificationType == .refund,
+              let status = input.status, status != .revoked,
+              let refundedEnd = transaction.expiresDate?.millisecondsSince1970,
+              let renewalDate = input.renewalInfo?.renewalDate?.millisecondsSince1970
+        else { return false }
+        return renewalDate > refundedEnd
+    }
+
     // MARK: Events
 
-    private static func events(from previous: SubscriptionSnapshot?, to next: SubscriptionSnapshot, input: TransitionInput) -> [EntitlementEvent] {
+    private static func events(from previous: SubscriptionSnapshot?, to next: SubscriptionSnapshot, cause: EventCause) -> [EntitlementEvent] {
         var types: [EntitlementEventType] = []
+        let productChanged = previous.map { $0.productId != nil && next.productId != nil && $0.productId != next.productId } ?? false
         if let previous, previous.state == next.state {
             if previous.transactionId != next.transactionId {
-                types.append(previous.productId != next.productId ? .productChanged : .renewed)
-            } else if previous.productId != next.productId {
+                types.append(productChanged ? .productChanged : .renewed)
+            } else if productChanged {
                 types.append(.productChanged)
-            } else if let expires = next.expiresDate, let before = previous.expiresDate, expires > before {
-                types.append(.extended)
+            } else if let end = next.periodEnd, let before = previous.periodEnd, end > before {
+                // The transaction's own expiry moved (RENEWAL_EXTENDED), or only the renewal
+                // info's renewalDate did: a later purchase whose transaction Signet never saw.
+                let transactionLater = (next.expiresDate ?? Int64.min) > (previous.expiresDate ?? Int64.min)
+                types.append(transactionLater ? .extended : .renewed)
             } else if previous.entitled != next.entitled {
                 types.append(.entitlementChanged)
             }
         } else {
-            switch next.state {
-            case .refunded: types.append(.refunded)
-            case .revoked: types.append(.revoked)
-            case .expired: types.append(.expired)
-            case .gracePeriod: types.append(.gracePeriodEntered)
-            case .billingRetry: types.append(.billingRetryEntered)
-            case .active, .owned, .consumed:
-                switch previous?.state {
-                case .refunded?, .revoked?: types.append(.restored)
-                case .gracePeriod?, .billingRetry?: types.append(.recovered)
-                default: types.append(.granted)
-                }
-            }
+            types.append(stateChange(from: previous?.state, to: next.state, cause: cause))
+            // A new product together with a new state (upgrade during grace, resubscribe to
+            // another product) says both.
+            if productChanged { types.append(.productChanged) }
         }
         if let previous {
             if let before = previous.autoRenewEnabled, let after = next.autoRenewEnabled, before != after {
@@ -223,21 +275,40 @@ public enum SubscriptionStateMachine {
                 types.append(.renewalPreferenceChanged)
             }
         }
-        if input.source == .notification, input.notificationType == .consumptionRequest {
+        if cause.source == .notification, cause.notificationType == NotificationType.consumptionRequest.rawValue {
             types.append(.consumptionRequested)
         }
         return types.enumerated().map { ordinal, type in
-            event(type, ordinal: ordinal, snapshot: next, previousState: previous?.state, input: input)
+            event(type, ordinal: ordinal, snapshot: next, previousState: previous?.state, cause: cause)
+        }
+    }
+
+    /// The event for a change of state. `restored` is for REFUND_REVERSED only: any other way
+    /// back to access after a refund, a revoke or an expiry (a new paid period, family access
+    /// shared again) is `granted`.
+    private static func stateChange(from previous: SubscriptionState?, to next: SubscriptionState, cause: EventCause) -> EntitlementEventType {
+        switch next {
+        case .refunded: return .refunded
+        case .revoked: return .revoked
+        case .expired: return .expired
+        case .gracePeriod: return .gracePeriodEntered
+        case .billingRetry: return .billingRetryEntered
+        case .active, .owned, .consumed:
+            switch previous {
+            case .gracePeriod?, .billingRetry?: return .recovered
+            case .refunded?, .revoked?: return cause.isRefundReversal ? .restored : .granted
+            default: return .granted
+            }
         }
     }
 
     private static func event(
         _ type: EntitlementEventType, ordinal: Int, snapshot: SubscriptionSnapshot,
-        previousState: SubscriptionState?, input: TransitionInput
+        previousState: SubscriptionState?, cause: EventCause
     ) -> EntitlementEvent {
         EntitlementEvent(
             eventId: EventIdentifier.make(
-                originalTransactionId: snapshot.originalTransactionId, source: input.sourceIdentity,
+                originalTransactionId: snapshot.originalTransactionId, source: cause.identity,
                 type: type.rawValue, ordinal: ordinal),
             type: type,
             entitled: snapshot.entitled,
@@ -250,18 +321,19 @@ public enum SubscriptionStateMachine {
             bundleId: snapshot.bundleId,
             environment: snapshot.environment,
             appAccountToken: snapshot.appAccountToken,
-            expiresDate: snapshot.expiresDate,
+            expiresDate: snapshot.periodEnd,
+            expiresDateSource: snapshot.periodEndSource,
             gracePeriodExpiresDate: snapshot.gracePeriodExpiresDate,
             autoRenewEnabled: snapshot.autoRenewEnabled,
             ownership: snapshot.ownership,
             revocationDate: snapshot.revocationDate,
             revocationReason: snapshot.revocationReason,
             revocationType: snapshot.revocationType,
-            source: input.source,
-            notificationType: input.notificationType?.rawValue,
-            subtype: input.subtype?.rawValue,
-            notificationUUID: input.notificationUUID,
-            signedDate: input.signedDate?.millisecondsSince1970)
+            source: cause.source,
+            notificationType: cause.notificationType,
+            subtype: cause.subtype,
+            notificationUUID: cause.notificationUUID,
+            signedDate: cause.signedDate)
     }
 
     /// An undocumented notification type: surfaced with the purchase's current state, unchanged.
@@ -283,7 +355,8 @@ public enum SubscriptionStateMachine {
             bundleId: previous?.bundleId ?? transaction?.bundleId ?? input.bundleId,
             environment: previous?.environment ?? transaction?.environment?.rawValue ?? input.environment?.rawValue,
             appAccountToken: previous?.appAccountToken ?? transaction?.appAccountToken,
-            expiresDate: previous?.expiresDate ?? transaction?.expiresDate?.millisecondsSince1970,
+            expiresDate: previous?.periodEnd ?? transaction?.expiresDate?.millisecondsSince1970,
+            expiresDateSource: previous?.periodEndSource,
             gracePeriodExpiresDate: previous?.gracePeriodExpiresDate,
             autoRenewEnabled: previous?.autoRenewEnabled,
             ownership: previous?.ownership ?? transaction?.inAppOwnershipType?.rawValue,

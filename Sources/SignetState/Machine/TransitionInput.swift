@@ -14,6 +14,8 @@ public struct TransitionInput: Sendable, Hashable {
     public var bundleId: String?
     public var transaction: JWSTransactionDecodedPayload?
     public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    /// The notification's `data.status`: the subscription's status when Apple signed it.
+    public var status: SubscriptionStatus?
 
     public init(
         source: EntitlementEvent.Source,
@@ -24,7 +26,8 @@ public struct TransitionInput: Sendable, Hashable {
         environment: AppStoreEnvironment? = nil,
         bundleId: String? = nil,
         transaction: JWSTransactionDecodedPayload? = nil,
-        renewalInfo: JWSRenewalInfoDecodedPayload? = nil
+        renewalInfo: JWSRenewalInfoDecodedPayload? = nil,
+        status: SubscriptionStatus? = nil
     ) {
         self.source = source
         self.notificationType = notificationType
@@ -35,6 +38,7 @@ public struct TransitionInput: Sendable, Hashable {
         self.bundleId = bundleId
         self.transaction = transaction
         self.renewalInfo = renewalInfo
+        self.status = status
     }
 
     /// The facts of a verified payload from the `verify` stage.
@@ -51,7 +55,8 @@ public struct TransitionInput: Sendable, Hashable {
                 environment: body.data?.environment ?? body.summary?.environment ?? notification.transaction?.payload.environment,
                 bundleId: body.data?.bundleId ?? body.summary?.bundleId ?? body.appData?.bundleId ?? body.externalPurchaseToken?.bundleId,
                 transaction: notification.transaction?.payload,
-                renewalInfo: notification.renewalInfo?.payload)
+                renewalInfo: notification.renewalInfo?.payload,
+                status: body.data?.status)
         case .transaction(let transaction):
             self.init(
                 source: .appTransaction,

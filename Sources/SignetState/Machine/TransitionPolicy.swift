@@ -14,6 +14,9 @@ public struct TransitionPolicy: Sendable, Hashable {
     /// Whether a notification type Signet does not know is rejected (dead letter)
     /// instead of surfaced as an `unknown_notification` event.
     public var rejectUnknownTypes = false
+    /// How long non-renewing subscriptions without an `expiresDate` last, by product
+    /// (`non_renewing_durations`, a setting of the `transition` stage itself).
+    public var nonRenewingDurations = NonRenewingDurations()
 
     public init() {}
 

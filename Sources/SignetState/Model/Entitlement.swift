@@ -12,7 +12,11 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     /// The state at ``evaluatedAt`` (an active period past its expiry reads as `expired`).
     public var state: SubscriptionState
     public var entitled: Bool
+    /// The end of the current period (``SubscriptionSnapshot/periodEnd``).
     public var expiresDate: Int64?
+    /// `transaction`, `renewal_info`, `duration_policy` or `unknown` (no end known); nil for
+    /// products that never expire.
+    public var expiresDateSource: String?
     public var gracePeriodExpiresDate: Int64?
     public var autoRenewEnabled: Bool?
     /// The instant (ms since 1970) the answer holds for.
@@ -29,7 +33,8 @@ public struct Entitlement: Sendable, Hashable, Encodable {
         transactionId = snapshot.transactionId
         self.state = state
         self.entitled = entitled
-        expiresDate = snapshot.expiresDate
+        expiresDate = snapshot.periodEnd
+        expiresDateSource = snapshot.periodEndSource
         gracePeriodExpiresDate = snapshot.gracePeriodExpiresDate
         autoRenewEnabled = snapshot.autoRenewEnabled
         self.evaluatedAt = evaluatedAt

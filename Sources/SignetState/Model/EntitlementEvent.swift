@@ -14,6 +14,9 @@ public struct EntitlementEvent: Sendable, Hashable {
         case appTransaction = "app_transaction"
         /// A signed renewal info on its own.
         case renewalInfo = "renewal_info"
+        /// Time alone: the period or the grace period ended and no notification said so
+        /// (the `transition` stage's expiry sweep).
+        case clock
     }
 
     /// Deterministic: the same input applied to the same prior state yields the same id.
@@ -31,7 +34,11 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?
+    /// The end of the current period (``SubscriptionSnapshot/periodEnd``).
     public var expiresDate: Int64?
+    /// Where ``expiresDate`` comes from: `transaction`, `renewal_info`, `duration_policy`, or
+    /// `unknown` (a subscription with no known end); nil for products that never expire.
+    public var expiresDateSource: String?
     public var gracePeriodExpiresDate: Int64?
     public var autoRenewEnabled: Bool?
     /// `PURCHASED` or `FAMILY_SHARED`.
@@ -43,7 +50,8 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var notificationType: String?
     public var subtype: String?
     public var notificationUUID: String?
-    /// The signedDate of the notification (or forwarded transaction) that caused the change.
+    /// The signedDate of the notification (or forwarded transaction) that caused the change;
+    /// nil for `clock` events.
     public var signedDate: Int64?
 
     /// The event as one line of JSON (no trailing newline).
@@ -64,6 +72,7 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.nullable("environment", environment)
         out.nullable("appAccountToken", appAccountToken)
         out.nullable("expiresDate", expiresDate)
+        out.nullable("expiresDateSource", expiresDateSource)
         out.nullable("gracePeriodExpiresDate", gracePeriodExpiresDate)
         out.key("autoRenewEnabled")
         if let autoRenewEnabled { out.bool(autoRenewEnabled) } else { out.null() }

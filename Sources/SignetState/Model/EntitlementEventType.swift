@@ -3,27 +3,32 @@
 /// The raw values are part of the event contract (Schemas/entitlement-event.schema.json,
 /// docs/state-machine.md) and are never renamed.
 public enum EntitlementEventType: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Access starts: first purchase, resubscribe, one-time purchase, first sight of an active purchase.
+    /// Access starts: first purchase, resubscribe, one-time purchase, first sight of an active
+    /// purchase, a new paid period after a refund or expiry, family access shared again.
     case granted
-    /// A new period of the same product started (DID_RENEW).
+    /// A new period of the same product started (DID_RENEW, or a later renewalDate in Apple's
+    /// signed renewal info when the renewal's own notification never arrived).
     case renewed
     /// The same period ends later (RENEWAL_EXTENDED, or a re-signed transaction with a later expiry).
     case extended
-    /// The current period's product changed (upgrade / crossgrade takes effect).
+    /// The current period's product changed (upgrade / crossgrade takes effect); after the state
+    /// event when the state changed too.
     case productChanged = "product_changed"
     /// Renewal failed and the billing grace period started.
     case gracePeriodEntered = "grace_period_entered"
-    /// Renewal failed; Apple retries billing (no grace period, or it ended).
+    /// Renewal failed; Apple retries billing (no grace period, or it ended: GRACE_PERIOD_EXPIRED
+    /// or the expiry sweep).
     case billingRetryEntered = "billing_retry_entered"
     /// Billing succeeded after a failure (DID_RENEW / BILLING_RECOVERY).
     case recovered
-    /// The subscription (or a non-renewing period) ended.
+    /// The subscription (or a non-renewing period) ended: EXPIRED, or the expiry sweep when no
+    /// notification said so.
     case expired
     /// The transaction granting access was refunded.
     case refunded
     /// Access was revoked (Family Sharing).
     case revoked
-    /// A refund or revoke was reversed (REFUND_REVERSED): access is back.
+    /// REFUND_REVERSED, and only it, gave access back while the period still runs.
     case restored
     /// `entitled` flipped without a state change (e.g. a paid-up period ended during billing retry).
     case entitlementChanged = "entitlement_changed"

@@ -24,6 +24,8 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     /// `PURCHASED` or `FAMILY_SHARED`.
     public var ownership: String?
     public var purchaseDate: Int64?
+    /// The transaction's expiresDate, or for a non-renewing subscription without one, the
+    /// end the `non_renewing_durations` policy gave it (see ``expiresDateSource``).
     public var expiresDate: Int64?
     public var transactionSignedDate: Int64?
     public var revocationDate: Int64?
@@ -46,6 +48,14 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var lastSubtype: String?
     public var lastNotificationUUID: String?
 
+    /// `duration_policy` when ``expiresDate`` came from `non_renewing_durations`; nil when it
+    /// is the transaction's own (or absent).
+    public var expiresDateSource: String?
+    /// The renewal info's renewalDate: when the most recent purchase of the subscription
+    /// expires, signed by Apple. Later than ``expiresDate`` when Apple renewed and Signet never
+    /// saw that renewal's transaction.
+    public var renewalDate: Int64?
+
     public init(originalTransactionId: String, state: SubscriptionState = .active, entitled: Bool = false, evaluatedAt: Int64 = 0) {
         self.originalTransactionId = originalTransactionId
         self.state = state
@@ -53,9 +63,44 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
         self.evaluatedAt = evaluatedAt
     }
 
+    /// The end of the current period: the transaction's ``expiresDate``, or for an
+    /// auto-renewable subscription the renewal info's ``renewalDate`` when Apple signed a later
+    /// one (a renewal whose transaction Signet did not see). Nil: no end is known.
+    public var periodEnd: Int64? {
+        guard productType == TransactionType.autoRenewableSubscription.rawValue, let renewalDate else { return expiresDate }
+        return max(expiresDate ?? renewalDate, renewalDate)
+    }
+
+    /// Where ``periodEnd`` comes from, as published in events: `transaction`, `renewal_info`,
+    /// `duration_policy`, or `unknown` (a subscription without any end, e.g. a non-renewing one
+    /// with no `non_renewing_durations` entry); nil for products that never expire.
+    public var periodEndSource: String? {
+        switch productType.map(TransactionType.init(rawValue:)) {
+        case .consumable?, .nonConsumable?: return nil
+        default:
+            guard let end = periodEnd else { return "unknown" }
+            if end != expiresDate { return "renewal_info" }
+            return expiresDateSource ?? "transaction"
+        }
+    }
+
+    /// The earliest instant after ``evaluatedAt`` at which time alone may change the derived
+    /// state or entitlement (the period or the grace period ends); nil when none is ahead.
+    ///
+    /// The expiry sweep visits exactly the snapshots whose boundary has passed, so a store keeps
+    /// this value in an indexed column (``StateTransaction/subscriptionsDue(atOrBefore:limit:)``).
+    public var nextBoundary: Int64? {
+        guard revocationDate == nil else { return nil }
+        switch productType.map(TransactionType.init(rawValue:)) {
+        case .consumable?, .nonConsumable?: return nil
+        default: break
+        }
+        return [periodEnd, gracePeriodExpiresDate].compactMap { $0 }.filter { $0 > evaluatedAt }.min()
+    }
+
     /// Whether a period with an expiry is still running at `instant`.
     func isPeriodCurrent(at instant: Int64) -> Bool {
-        guard let expiresDate else { return true }
-        return expiresDate > instant
+        guard let periodEnd else { return true }
+        return periodEnd > instant
     }
 }

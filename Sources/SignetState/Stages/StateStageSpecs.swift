@@ -43,9 +43,23 @@ extension ComponentSpec {
                 .default(ConfigDuration.format(TransitionStage.Options().retention)),
                 "how long dedupe keys are kept"),
             ConfigField("policy", .object(transitionPolicyFields), .optional, "the choices businesses make differently"),
+            ConfigField(
+                "expiry_sweep", .duration(.zero...(.seconds(86_400))),
+                .default(ConfigDuration.format(TransitionStage.Options().expirySweep)),
+                "how often to look for access that ended by time alone (a lost EXPIRED, a lapsed grace period, a non-renewing subscription); 0s turns it off"),
+            ConfigField(
+                "expiry_leeway", .duration(.zero...(.seconds(7 * 86_400))),
+                .default(ConfigDuration.format(TransitionStage.Options().expiryLeeway)),
+                "how long past an end point the sweep waits before it says access ended, so a renewal Apple reports a little late does not flap"),
+            ConfigField(
+                "non_renewing_durations", .map(.duration(.seconds(1)...(.seconds(3650 * 86_400)))), .optional,
+                "length of a non-renewing subscription without expiresDate, by product id or prefix* (without one, no end is known)"),
             storeField,
         ],
-        examples: ["stages:\n  - type: transition\n    policy:\n      billing_retry_entitled: true"],
+        examples: [
+            "stages:\n  - type: transition\n    policy:\n      billing_retry_entitled: true",
+            "stages:\n  - type: transition\n    expiry_sweep: 60s\n    non_renewing_durations:\n      com.example.pass.month: 30d\n      com.example.pass.year*: 365d",
+        ],
         requiresBefore: ["verify"],
         retiredKeys: movedStoreKeys)
 

@@ -11,7 +11,11 @@ import Synchronization
 /// headers `signet-event-id`, `signet-event-type`, `signet-environment`,
 /// `signet-product-id`). ``acknowledge(_:)`` marks them delivered once every sink acked,
 /// and ``undeliveredOutputs()`` hands back what a crash left undelivered, byte for byte.
-public final class TransitionStage: Stage {
+///
+/// Time is an input too: as a ``TickingStage`` it sweeps every `expirySweep` for purchases
+/// whose access ended with no notification (``sweep(at:limit:)``), and publishes those events
+/// through the same outbox.
+public final class TransitionStage: TickingStage {
     public let name = "transition"
 
     /// Settings of the stage besides the store.
@@ -23,6 +27,17 @@ public final class TransitionStage: Stage {
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys and delivered outbox rows are pruned.
         public var pruneInterval: Duration = .seconds(60)
+        /// How often a running pipeline sweeps for access that ended by time (`expiry_sweep`);
+        /// zero: never (then `signet expire` can sweep from cron).
+        public var expirySweep: Duration = .seconds(60)
+        /// How long past a boundary the sweep waits before it says access ended
+        /// (`expiry_leeway`), so a renewal Apple reports a little late does not flap.
+        public var expiryLeeway: Duration = .seconds(300)
+        /// Most purchases one sweep transaction moves; a larger backlog drains over later sweeps.
+        public var sweepLimit = 10_000
+        /// The current time in ms since 1970, for the sweep (and nothing else); tests inject
+        /// their own. Events never depend on it, only on the boundaries crossed.
+        public var clock: @Sendable () -> Int64 = { WallClock.milliseconds() }
 
         public init() {}
     }
@@ -98,16 +113,7 @@ public final class TransitionStage: Stage {
                 case .applied(let snapshot, let events):
                     if let snapshot { try transaction.save(snapshot) }
                     try transaction.recordKey(item.key, seenAt: now)
-                    var entries: [OutboxEntry] = []
-                    for event in events {
-                        let payload = event.json
-                        let sequence = try transaction.appendEvent(event, payload: payload, inputKey: item.key, createdAt: now)
-                        entries.append(OutboxEntry(
-                            sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
-                            key: event.originalTransactionId ?? "", environment: event.environment,
-                            productId: event.productId, payload: payload))
-                    }
-                    outcomes.append(.applied(events, entries))
+                    outcomes.append(.applied(events, try Self.append(events, inputKey: item.key, createdAt: now, to: transaction)))
                 }
             }
             return outcomes
@@ -145,6 +151,66 @@ public final class TransitionStage: Stage {
         if let environment = entry.environment { headers.append(.init("signet-environment", environment)) }
         if let productId = entry.productId { headers.append(.init("signet-product-id", productId)) }
         return OutputMessage(key: Array(entry.key.utf8), value: entry.payload, headers: headers)
+    }
+
+    public var tickInterval: Duration? { options.expirySweep > .zero ? options.expirySweep : nil }
+
+    public func tick() async throws -> RecordBatch? {
+        try sweep(limit: options.sweepLimit)
+    }
+
+    /// One expiry sweep: in ONE store transaction, every purchase with a period or grace
+    /// period that ended at or before `instant` minus `expiryLeeway` and that no input has
+    /// moved past yet is advanced across those boundaries
+    /// (``SubscriptionStateMachine/advance(_:through:policy:)``), and the resulting events go
+    /// to the outbox. Returns records carrying those events (no source position), to be
+    /// delivered and then passed to ``acknowledge(_:)``; nil when nothing ended.
+    ///
+    /// - Parameters:
+    ///   - instant: the current time in ms since 1970 (default: the options' clock).
+    ///   - limit: most purchases moved; call again while it returns records to drain a backlog.
+    public func sweep(at instant: Int64? = nil, limit: Int) throws -> RecordBatch? {
+        let store = try handle.store()
+        let now = instant ?? options.clock()
+        let cutoff = now - StoreHandle.milliseconds(options.expiryLeeway)
+        let policy = options.policy
+        let produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = try store.withTransaction { transaction in
+            var produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = []
+            for snapshot in try transaction.subscriptionsDue(atOrBefore: cutoff, limit: limit) {
+                let (next, events) = SubscriptionStateMachine.advance(snapshot, through: cutoff, policy: policy)
+                guard next != snapshot else { continue }
+                try transaction.save(next)
+                guard !events.isEmpty else { continue }
+                let inputKey = "clock:\(next.originalTransactionId):\(next.evaluatedAt)"
+                produced.append((events, try Self.append(events, inputKey: inputKey, createdAt: now, to: transaction)))
+            }
+            return produced
+        }
+        FaultInjection.point("after_state_commit")
+        guard !produced.isEmpty else { return nil }
+        let records = produced.map { events, entries in
+            var record = Record(raw: [], position: SourcePosition(stream: "clock", offset: entries.first?.sequence ?? 0))
+            record.outputs = entries.map(Self.message(for:))
+            record[OutboxSequencesPart.self] = entries.map(\.sequence)
+            record[EntitlementEventsPart.self] = events
+            record[StateAppliedPart.self] = true
+            return record
+        }
+        return RecordBatch(records: records)
+    }
+
+    /// Puts events in the outbox; the entries describe the rows as stored.
+    private static func append(
+        _ events: [EntitlementEvent], inputKey: String, createdAt: Int64, to transaction: any StateTransaction
+    ) throws -> [OutboxEntry] {
+        try events.map { event in
+            let payload = event.json
+            let sequence = try transaction.appendEvent(event, payload: payload, inputKey: inputKey, createdAt: createdAt)
+            return OutboxEntry(
+                sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
+                key: event.originalTransactionId ?? "", environment: event.environment,
+                productId: event.productId, payload: payload)
+        }
     }
 
     public func acknowledge(_ batch: RecordBatch) async throws {

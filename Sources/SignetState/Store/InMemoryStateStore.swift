@@ -67,6 +67,19 @@ public final class InMemoryStateStore: StateStore {
             return sequence
         }
 
+        /// A scan: the memory store serves embedding and tests, where purchases are few.
+        func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot] {
+            var due: [SubscriptionSnapshot] = []
+            for (id, stored) in base.subscriptions where snapshots[id] == nil {
+                if let boundary = stored.nextBoundary, boundary <= cutoff { due.append(stored) }
+            }
+            for snapshot in snapshots.values {
+                if let boundary = snapshot.nextBoundary, boundary <= cutoff { due.append(snapshot) }
+            }
+            due.sort { ($0.nextBoundary ?? 0, $0.originalTransactionId) < ($1.nextBoundary ?? 0, $1.originalTransactionId) }
+            return Array(due.prefix(max(0, limit)))
+        }
+
         /// Always empty: a memory store lives in one process, so every undelivered row is in
         /// flight here (emitted by `process`, or handed out by `undeliveredEvents()`).
         func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] { [] }

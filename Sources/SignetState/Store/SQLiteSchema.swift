@@ -33,7 +33,10 @@ enum SQLiteSchema {
             evaluated_at INTEGER NOT NULL,
             last_notification_type TEXT,
             last_subtype TEXT,
-            last_notification_uuid TEXT
+            last_notification_uuid TEXT,
+            expires_date_source TEXT,
+            renewal_date INTEGER,
+            next_boundary INTEGER
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
             ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
@@ -60,17 +63,38 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS outbox_undelivered_input_key ON outbox (input_key) WHERE delivered_at IS NULL;
         """
 
+    /// Columns added after the first release: (name, SQL type), added to older databases on open.
+    static let addedSubscriptionColumns = [
+        ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
+    ]
+
+    /// Run once the added columns exist. `next_boundary` of rows written before it existed
+    /// (no renewal_date, no policy end then) is the earliest of the period and grace ends still ahead.
+    static let createNextBoundaryIndex = """
+        CREATE INDEX IF NOT EXISTS subscriptions_next_boundary ON subscriptions (next_boundary) WHERE next_boundary IS NOT NULL;
+        """
+    static let backfillNextBoundary = """
+        UPDATE subscriptions SET next_boundary = CASE
+            WHEN expires_date > evaluated_at
+                 AND NOT COALESCE(grace_period_expires_date > evaluated_at AND grace_period_expires_date < expires_date, 0)
+                THEN expires_date
+            WHEN grace_period_expires_date > evaluated_at THEN grace_period_expires_date
+            ELSE NULL END
+        WHERE revocation_date IS NULL AND (product_type IS NULL OR product_type NOT IN ('Consumable', 'Non-Consumable'))
+        """
+
     static let subscriptionColumns = """
         original_transaction_id, state, entitled, transaction_id, product_id, product_type, bundle_id, \
         environment, app_account_token, ownership, purchase_date, expires_date, transaction_signed_date, \
         revocation_date, revocation_reason, revocation_type, auto_renew, auto_renew_product_id, billing_retry, \
         grace_period_expires_date, expiration_intent, renewal_signed_date, evaluated_at, last_notification_type, \
-        last_subtype, last_notification_uuid
+        last_subtype, last_notification_uuid, expires_date_source, renewal_date, next_boundary
         """
 
     static let selectSubscription = "SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1"
     static let selectByToken = "SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id"
-    static let upsertSubscription = "INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
+    static let upsertSubscription = "INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"
+    static let selectDue = "SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2"
     static let selectKey = "SELECT 1 FROM dedupe_keys WHERE key = ?1"
     static let selectUndeliveredSequencesByInput = "SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL"
     static let insertKey = "INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)"
@@ -110,6 +134,9 @@ enum SQLiteSchema {
         try statement.bind(24, snapshot.lastNotificationType)
         try statement.bind(25, snapshot.lastSubtype)
         try statement.bind(26, snapshot.lastNotificationUUID)
+        try statement.bind(27, snapshot.expiresDateSource)
+        try statement.bind(28, snapshot.renewalDate)
+        try statement.bind(29, snapshot.nextBoundary)
     }
 
     /// Reads a row selected with ``outboxColumns``.
@@ -150,6 +177,8 @@ enum SQLiteSchema {
         snapshot.lastNotificationType = row.string(23)
         snapshot.lastSubtype = row.string(24)
         snapshot.lastNotificationUUID = row.string(25)
+        snapshot.expiresDateSource = row.string(26)
+        snapshot.renewalDate = row.int64(27)
         return snapshot
     }
 }

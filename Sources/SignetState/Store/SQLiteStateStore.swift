@@ -87,6 +87,14 @@ public final class SQLiteStateStore: StateStore {
                 try database.execute("ALTER TABLE outbox ADD COLUMN input_key TEXT")
             }
             try database.execute(SQLiteSchema.createInputKeyIndex)
+            var added = false
+            for (column, type) in SQLiteSchema.addedSubscriptionColumns
+            where try !database.columnExists(table: "subscriptions", column: column) {
+                try database.execute("ALTER TABLE subscriptions ADD COLUMN \(column) \(type)")
+                added = true
+            }
+            if added { try database.execute(SQLiteSchema.backfillNextBoundary) }
+            try database.execute(SQLiteSchema.createNextBoundaryIndex)
         }
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }

@@ -64,6 +64,20 @@ final class SQLiteStateTransaction: StateTransaction {
         return sequence
     }
 
+    func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot] {
+        let statement = try database.statement(SQLiteSchema.selectDue)
+        defer { statement.reset() }
+        try statement.bind(1, cutoff)
+        try statement.bind(2, Int64(max(0, limit)))
+        var snapshots: [SubscriptionSnapshot] = []
+        while try statement.step() {
+            let stored = SQLiteSchema.snapshot(from: statement)
+            // This transaction's own writes win (the sweep reads before it writes, but stay exact).
+            snapshots.append(written[stored.originalTransactionId] ?? stored)
+        }
+        return snapshots
+    }
+
     func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] {
         let statement = try database.statement(SQLiteSchema.selectUndeliveredByInput)
         defer { statement.reset() }

@@ -53,6 +53,14 @@ public protocol StateTransaction {
     /// delivered and are not in flight in this process: another process committed them
     /// and died (or is still delivering them).
     func undeliveredEvents(inputKey: String) throws -> [OutboxEntry]
+    /// The snapshots whose ``SubscriptionSnapshot/nextBoundary`` is at or before `cutoff`
+    /// (ms since 1970), earliest boundary first (then by originalTransactionId), at most
+    /// `limit`: the purchases whose access time alone may have ended, for the expiry sweep.
+    ///
+    /// A store persists `nextBoundary` with every ``save(_:)`` (an indexed column, null when
+    /// nil) so this never scans every purchase; a shared store (PostgreSQL) should lock the
+    /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances do not sweep one purchase.
+    func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot]
 }
 
 /// One row of the transactional outbox: an event exactly as first serialised.

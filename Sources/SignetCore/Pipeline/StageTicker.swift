@@ -1,0 +1,35 @@
+import Synchronization
+
+/// Drives one ``TickingStage`` inside the runner: a task wakes the stage's input handoff
+/// every interval, and the stage's own task ticks when due, between batches. A tick that
+/// falls due while the stage is busy runs right after the batch at hand; ticks never queue up.
+final class StageTicker: Sendable {
+    let stage: any TickingStage
+    let interval: Duration
+    private let due = Atomic<Bool>(false)
+
+    /// Nil when `stage` does not tick.
+    init?(_ stage: any Stage) {
+        guard let ticking = stage as? any TickingStage, let interval = ticking.tickInterval, interval > .zero else { return nil }
+        self.stage = ticking
+        self.interval = interval
+    }
+
+    /// Marks a tick due every interval and wakes the stage; runs until cancelled.
+    func wake(_ handoff: BatchHandoff) async throws {
+        while true {
+            try await Task.sleep(for: interval)
+            due.store(true, ordering: .releasing)
+            handoff.wake()
+        }
+    }
+
+    /// Runs the stage's tick if one is due; the records it produced, marked as generated.
+    func tickIfDue() async throws -> RecordBatch? {
+        guard due.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
+        guard var batch = try await stage.tick(), !batch.records.isEmpty else { return nil }
+        for index in batch.records.indices { batch.records[index][GeneratedRecordKey.self] = true }
+        batch.isRedelivery = false
+        return batch
+    }
+}
