@@ -27,6 +27,9 @@ extension ComponentCatalog {
                 out.append("")
                 out += Self.table(spec.fields, acceptsAnyKeys: spec.acceptsAnyKeys)
                 out.append("")
+                for example in spec.examples {
+                    out += ["```yaml", example, "```", ""]
+                }
             }
             if kind == .sink {
                 out.append("#### `dead_letter:` extras")
