@@ -1,3 +1,5 @@
+import Foundation
+
 /// Checks a mapping against a list of ``ConfigField``s and types its values.
 ///
 /// Keeps going after a problem so one `signet lint` shows every one; the caller reads
