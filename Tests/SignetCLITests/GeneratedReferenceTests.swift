@@ -94,4 +94,51 @@ struct GeneratedReferenceTests {
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("rejected \(bad.count)"), "\(result.output)")
     }
+
+    /// The YAML examples in the specs (shown in the docs) are valid for their own spec.
+    @Test func everySpecExampleValidatesAgainstItsSpec() throws {
+        var checked = 0
+        for (kind, specs) in Signet.makeRegistry().catalog {
+            for spec in specs {
+                for example in spec.examples {
+                    let root = try ConfigNode.parse(yaml: example, file: "\(spec.name) example", environment: [:])
+                    let candidates: [ConfigNode] =
+                        switch kind {
+                        case .source: Self.children(of: root, "source").map { [$0] } ?? []
+                        case .stage: Self.items(Self.children(of: root, "stages"))
+                        case .sink: Self.values(Self.children(of: root, "sinks"))
+                        case .store: Self.values(Self.children(of: root, "stores"))
+                        case .section: Self.children(of: root, spec.name).map { [$0] } ?? []
+                        }
+                    let mine = candidates.filter { Self.type(of: $0) == spec.name || kind == .section }
+                    #expect(!mine.isEmpty, "the \(kind) \(spec.name) example does not show it")
+                    for node in mine {
+                        #expect(throws: Never.self, "\(kind) \(spec.name) example") { _ = try spec.parse(node) }
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked >= 8)
+    }
+
+    static func children(of node: ConfigNode, _ key: String) -> ConfigNode? {
+        guard case .mapping(let pairs) = node.value else { return nil }
+        return pairs.first { if case .scalar(key) = $0.key.value { true } else { false } }?.value
+    }
+
+    static func items(_ node: ConfigNode?) -> [ConfigNode] {
+        if case .sequence(let items)? = node?.value { return items }
+        return []
+    }
+
+    static func values(_ node: ConfigNode?) -> [ConfigNode] {
+        if case .mapping(let pairs)? = node?.value { return pairs.map(\.value) }
+        return []
+    }
+
+    static func type(of node: ConfigNode) -> String? {
+        if case .scalar(let type)? = children(of: node, "type")?.value { return type }
+        return nil
+    }
 }

@@ -83,15 +83,17 @@ struct LintSpecTests {
 
     /// An unset ${VAR} stays a warning in an int, enum, duration or store-name key.
     @Test func unsetVariablesInTypedKeysAreWarnings() throws {
-        let yaml = replacing("    environment: Sandbox\n", "    environment: ${LINT_ENV}\n    workers: ${LINT_WORKERS}\n    max_future_skew: ${LINT_SKEW}\n")
+        let yaml = replacing(
+            "    environment: Sandbox\n",
+            "    environment: ${LINT_ENV}\n    workers: ${LINT_WORKERS}\n    max_future_skew: ${LINT_SKEW}\n    roots: ${LINT_ROOTS}\n")
             .replacingOccurrences(of: "  - type: dedupe\n", with: "  - type: dedupe\n    store: ${LINT_STORE}\n")
         let (result, file) = try lint(yaml)
         #expect(result.exitCode == 0, "\(CLI.describe(result))")
-        for (line, name) in [(7, "LINT_ENV"), (8, "LINT_WORKERS"), (9, "LINT_SKEW"), (12, "LINT_STORE")] {
+        for (line, name) in [(7, "LINT_ENV"), (8, "LINT_WORKERS"), (9, "LINT_SKEW"), (10, "LINT_ROOTS"), (13, "LINT_STORE")] {
             #expect(result.lines.contains { $0.hasPrefix("\(file):\(line):") && $0.contains("warning: \(name) is not set") }, "\(result.stdoutText)")
         }
         #expect(result.stdoutText.contains("\(file): ok"))
-        let (set, _) = try lint(yaml, environment: ["LINT_ENV": "Sandbox", "LINT_WORKERS": "two", "LINT_SKEW": "5m", "LINT_STORE": "default"])
+        let (set, _) = try lint(yaml, environment: ["LINT_ENV": "Sandbox", "LINT_WORKERS": "two", "LINT_SKEW": "5m", "LINT_ROOTS": "apple", "LINT_STORE": "default"])
         #expect(set.exitCode == 1)
         #expect(set.stdoutText.contains("error: 'stages[1].workers' must be an integer, got 'two'"), "\(set.stdoutText)")
     }
