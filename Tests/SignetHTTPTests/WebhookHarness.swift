@@ -75,14 +75,21 @@ final class WebhookHarness {
 
 /// curl, as an independent HTTP client.
 enum Curl {
-    struct Reply {
+    struct Reply: Sendable {
         var status: Int
         var headers: String
         var body: String
     }
 
+    /// Sends one request off Swift's cooperative pool (whose threads serve the server too).
+    static func request(
+        _ url: String, method: String = "POST", body: String? = nil, headers: [String] = ["Content-Type: application/json"]
+    ) async throws -> Reply {
+        try await Blocking.run { try blockingRequest(url, method: method, body: body, headers: headers) }
+    }
+
     /// Sends one request; the body (if any) from a file so large bodies need no shell.
-    static func request(_ url: String, method: String = "POST", body: String? = nil, headers: [String] = ["Content-Type: application/json"]) throws -> Reply {
+    static func blockingRequest(_ url: String, method: String = "POST", body: String? = nil, headers: [String] = ["Content-Type: application/json"]) throws -> Reply {
         let folder = try TemporaryDirectory(prefix: "signet-curl")
         defer { folder.remove() }
         var arguments = ["-s", "-S", "-X", method, "-D", folder.path("headers"), "-o", folder.path("body"), "-w", "%{http_code}", "--max-time", "30"]
@@ -102,5 +109,19 @@ enum Curl {
         process.waitUntilExit()
         let read = { (name: String) in (try? String(contentsOfFile: folder.path(name), encoding: .utf8)) ?? "" }
         return Reply(status: Int(String(decoding: output, as: UTF8.self)) ?? 0, headers: read("headers"), body: read("body"))
+    }
+}
+
+/// Runs blocking client work (curl, python3) on a Dispatch thread, so waiting for a child
+/// process never takes one of the few threads the in-process server needs.
+enum Blocking {
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    static func python(_ script: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await run { try Python.run(script, arguments: arguments) }
     }
 }

@@ -6,12 +6,12 @@ import Testing
 
 /// The `http` source with a real server on 127.0.0.1, the full chain behind it, and
 /// independent clients (curl, Python's http.client and raw sockets).
-@Suite("http source (webhook)", .timeLimit(.minutes(3)))
+@Suite("http source (webhook)", .serialized, .timeLimit(.minutes(3)))
 struct WebhookSourceTests {
     @Test("200 only once committed; retries deduplicated; forged input dead-lettered and answered 200")
     func acknowledgedAfterCommit() async throws {
         let harness = try await WebhookHarness(count: 4)
-        let first = try Curl.request(harness.url, body: harness.notifications[0])
+        let first = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(first.status == 200, "\(first.body)")
         #expect(first.body.contains("committed"))
         // The answer came after the commit: the record is counted and its event is in the file.
@@ -19,11 +19,11 @@ struct WebhookSourceTests {
         let events = try harness.eventLines()
         #expect(!events.isEmpty)
 
-        let retry = try Curl.request(harness.url, body: harness.notifications[0])
+        let retry = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(retry.status == 200)
         #expect(try harness.eventLines() == events, "Apple's retry emits nothing new")
 
-        let forged = try Curl.request(harness.url, body: harness.forged[0])
+        let forged = try await Curl.request(harness.url, body: harness.forged[0])
         #expect(forged.status == 200, "a notification that can never verify is not retried forever")
         let dead = try harness.deadLetters()
         #expect(dead.count == 1)
@@ -37,24 +37,24 @@ struct WebhookSourceTests {
     @Test("404, 405, 413, 415, 400: refused before the pipeline")
     func refusals() async throws {
         let harness = try await WebhookHarness(count: 1, sourceKeys: "  max_body_bytes: 4096")
-        let wrongPath = try Curl.request("http://127.0.0.1:\(harness.port)/other", body: harness.notifications[0])
+        let wrongPath = try await Curl.request("http://127.0.0.1:\(harness.port)/other", body: harness.notifications[0])
         #expect(wrongPath.status == 404)
-        let wrongMethod = try Curl.request(harness.url, method: "GET", body: nil)
+        let wrongMethod = try await Curl.request(harness.url, method: "GET", body: nil)
         #expect(wrongMethod.status == 405)
         #expect(wrongMethod.headers.lowercased().contains("allow: post"))
-        let large = try Curl.request(harness.url, body: "{\"signedPayload\": \"" + String(repeating: "a", count: 10_000) + "\"}")
+        let large = try await Curl.request(harness.url, body: "{\"signedPayload\": \"" + String(repeating: "a", count: 10_000) + "\"}")
         #expect(large.status == 413)
-        let chunked = try Curl.request(
+        let chunked = try await Curl.request(
             harness.url, body: "{\"signedPayload\": \"" + String(repeating: "a", count: 10_000) + "\"}",
             headers: ["Content-Type: application/json", "Transfer-Encoding: chunked"])
         #expect(chunked.status == 413, "a body without Content-Length is counted as it streams")
-        let text = try Curl.request(harness.url, body: "hello", headers: ["Content-Type: text/plain"])
+        let text = try await Curl.request(harness.url, body: "hello", headers: ["Content-Type: text/plain"])
         #expect(text.status == 415)
-        let notJSON = try Curl.request(harness.url, body: "{not json")
+        let notJSON = try await Curl.request(harness.url, body: "{not json")
         #expect(notJSON.status == 400)
-        let array = try Curl.request(harness.url, body: "[1, 2]")
+        let array = try await Curl.request(harness.url, body: "[1, 2]")
         #expect(array.status == 400)
-        let empty = try Curl.request(harness.url, body: "")
+        let empty = try await Curl.request(harness.url, body: "")
         #expect(empty.status == 400)
         let summary = try await harness.finish()
         #expect(summary.read == 0, "nothing refused reaches the pipeline")
@@ -82,7 +82,7 @@ struct WebhookSourceTests {
             for t in threads: t.join()
             print(json.dumps({"ok": statuses.count(200), "all": len(statuses)}))
             """
-        let result = try Python.run(script, arguments: [String(harness.port), harness.directory.path("notifications.ndjson")])
+        let result = try await Blocking.python(script, [String(harness.port), harness.directory.path("notifications.ndjson")])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("\"ok\": 200, \"all\": 200"), "\(result.output)")
         let statistics = harness.source.statistics
@@ -102,13 +102,13 @@ struct WebhookSourceTests {
             s.close()
             print("sent")
             """
-        let result = try Python.run(script, arguments: [String(harness.port), harness.directory.path("notifications.ndjson")])
+        let result = try await Blocking.python(script, [String(harness.port), harness.directory.path("notifications.ndjson")])
         #expect(result.output.contains("sent"))
         for _ in 0..<500 where harness.source.statistics.committed < 1 { try await Task.sleep(for: .milliseconds(20)) }
         #expect(harness.source.statistics.committed == 1)
         let events = try harness.eventLines()
         #expect(!events.isEmpty)
-        let retry = try Curl.request(harness.url, body: harness.notifications[0])
+        let retry = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(retry.status == 200)
         #expect(try harness.eventLines() == events, "the retry of a committed notification is dropped by dedupe")
         _ = try await harness.finish()
@@ -136,10 +136,10 @@ struct WebhookSourceTests {
             print("headers", closed_within(b"POST /notifications HTTP/1.1\\r\\nHost: x\\r\\n", 10))
             print("body", closed_within(b"POST /notifications HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: 1000\\r\\n\\r\\n{", 10))
             """
-        let result = try Python.run(script, arguments: [String(harness.port)])
+        let result = try await Blocking.python(script, [String(harness.port)])
         #expect(result.output.contains("headers closed"), "\(result.output)")
         #expect(result.output.contains("body closed"), "\(result.output)")
-        let ok = try Curl.request(harness.url, body: harness.notifications[0])
+        let ok = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(ok.status == 200, "the server still serves others")
         _ = try await harness.finish()
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// 503 with Retry-After: the source's server alone (no runner takes its records), so the
 /// pipeline "cannot take it now" deterministically.
-@Suite("http source: 503 with Retry-After", .timeLimit(.minutes(2)))
+@Suite("http source: 503 with Retry-After", .serialized, .timeLimit(.minutes(2)))
 struct WebhookUnavailableTests {
     static let body = #"{"signedPayload": "a.b.c"}"#
 
@@ -24,11 +24,11 @@ struct WebhookUnavailableTests {
     @Test("draining: new requests get 503 while queued records still drain")
     func draining() async throws {
         let (source, url) = try await Self.openSource { _ in }
-        let waiting = Task { try Curl.request(url, body: Self.body) }
+        let waiting = Task { try await Curl.request(url, body: Self.body) }
         for _ in 0..<500 where source.statistics.accepted < 1 { try await Task.sleep(for: .milliseconds(10)) }
         await source.stop()
         #expect(!source.isAccepting)
-        let refused = try Curl.request(url, body: Self.body)
+        let refused = try await Curl.request(url, body: Self.body)
         #expect(refused.status == 503)
         #expect(refused.headers.lowercased().contains("retry-after: 7"))
         #expect(refused.body.contains("draining"))
@@ -44,9 +44,9 @@ struct WebhookUnavailableTests {
     @Test("backpressure: beyond max_in_flight, 503; what close() finds uncommitted gets 503 too")
     func backpressure() async throws {
         let (source, url) = try await Self.openSource { $0.maxInFlight = 1 }
-        let waiting = Task { try Curl.request(url, body: Self.body) }
+        let waiting = Task { try await Curl.request(url, body: Self.body) }
         for _ in 0..<500 where source.statistics.accepted < 1 { try await Task.sleep(for: .milliseconds(10)) }
-        let refused = try Curl.request(url, body: Self.body)
+        let refused = try await Curl.request(url, body: Self.body)
         #expect(refused.status == 503)
         #expect(refused.body.contains("backpressure"))
         try await source.close()
@@ -58,7 +58,7 @@ struct WebhookUnavailableTests {
     @Test("no commit within response_timeout: 503, and the record stays in the pipeline")
     func responseTimeout() async throws {
         let (source, url) = try await Self.openSource { $0.responseTimeout = .milliseconds(300) }
-        let reply = try Curl.request(url, body: Self.body)
+        let reply = try await Curl.request(url, body: Self.body)
         #expect(reply.status == 503)
         #expect(reply.body.contains("timeout"))
         #expect(source.statistics.inFlight == 1)
