@@ -29,9 +29,16 @@ struct WebhookSourceTests {
         #expect(dead.count == 1)
         #expect(dead.first?.contains("\"reason\"") == true)
 
+        // Shaped like an object but not JSON: the pipeline's decode dead-letters it with its reason.
+        let malformed = try await Curl.request(harness.url, body: "{oops}")
+        #expect(malformed.status == 200)
+        let deadAfter = try harness.deadLetters()
+        #expect(deadAfter.count == 2)
+        #expect(deadAfter.last?.contains("malformed_json") == true, "\(deadAfter.last ?? "")")
+
         let summary = try await harness.finish()
-        #expect(summary.read == 3)
-        #expect(summary.rejected == 1)
+        #expect(summary.read == 4)
+        #expect(summary.rejected == 2)
     }
 
     @Test("404, 405, 413, 415, 400: refused before the pipeline")

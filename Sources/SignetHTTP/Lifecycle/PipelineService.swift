@@ -21,6 +21,7 @@ public final class PipelineService: Service, CustomStringConvertible {
 
     public let runner: PipelineRunner
     private let finish = Mutex<FinishState>(FinishState())
+    private let draining = Atomic<Bool>(false)
 
     private struct FinishState: ~Copyable {
         var waiter: CheckedContinuation<RunSummary, any Error>?
@@ -33,6 +34,10 @@ public final class PipelineService: Service, CustomStringConvertible {
     }
 
     public var description: String { "pipeline" }
+
+    /// Whether graceful shutdown has begun: for a readiness endpoint, which should answer
+    /// 503 from here on while the pipeline drains.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// The outcome once ``run()`` returned; nil before.
     public var outcome: Outcome? { finish.withLock { $0.outcome } }
@@ -50,6 +55,7 @@ public final class PipelineService: Service, CustomStringConvertible {
                 try await withGracefulShutdownHandler {
                     try await waitForRunner()
                 } onGracefulShutdown: {
+                    self.draining.store(true, ordering: .relaxed)
                     Task { await runner.requestStop() }
                 }
             } onCancel: {

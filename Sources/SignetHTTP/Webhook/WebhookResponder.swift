@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -11,7 +10,7 @@ import SignetCore
 /// | Answer | When |
 /// |---|---|
 /// | 200 | the record was committed: state written and every sink acknowledged, or dead-lettered with its reason |
-/// | 400 | the body is empty or not a JSON object (nothing is kept: Apple never sends that) |
+/// | 400 | the body is empty or not shaped like a JSON object, `{...}` (nothing is kept: Apple never sends that) |
 /// | 404 / 405 | another path / another method than POST |
 /// | 413 | the body is larger than `max_body_bytes` |
 /// | 415 | a `Content-Type` that is not JSON |
@@ -100,11 +99,13 @@ struct WebhookResponder: HTTPResponder {
         return Self.reply(.serviceUnavailable, ["error": "unavailable", "reason": reason.rawValue], headers: headers)
     }
 
-    /// Only the syntax is checked here; what the object says is the pipeline's business
-    /// (a JSON object that fails decode or verify is dead-lettered with its reason).
+    /// Only the outline is checked here (`{` ... `}`), without parsing: the `decode` stage
+    /// parses every body anyway, and dead-letters a malformed object with `malformed_json`.
     static func isJSONObject(_ body: [UInt8]) -> Bool {
-        guard let first = body.first(where: { !Self.isSpace($0) }), first == UInt8(ascii: "{") else { return false }
-        return (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any]
+        guard let first = body.firstIndex(where: { !Self.isSpace($0) }),
+            let last = body.lastIndex(where: { !Self.isSpace($0) }), first < last
+        else { return false }
+        return body[first] == UInt8(ascii: "{") && body[last] == UInt8(ascii: "}")
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {
