@@ -108,7 +108,11 @@ let package = Package(
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(
             name: "SignetHTTPTests",
-            dependencies: ["SignetHTTP", "Signet", "SignetCore", "SignetFixtures", "AppStoreModels", "SignetTestSupport"]),
+            dependencies: [
+                "SignetHTTP", "Signet", "SignetCore", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
         .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),

@@ -18,7 +18,11 @@ final class WebhookHarness {
     let run: Task<RunSummary, any Error>
     let port: Int
 
-    init(count: Int = 8, sourceKeys: String = "", settings: String = "") async throws {
+    /// `start` runs the pipeline (by default `runner.run()`; a test may run it under a lifecycle).
+    init(
+        count: Int = 8, sourceKeys: String = "", settings: String = "",
+        start: @escaping @Sendable (PipelineRunner) -> Task<RunSummary, any Error> = { runner in Task { try await runner.run() } }
+    ) async throws {
         directory = try TemporaryDirectory(prefix: "signet-webhook")
         let fixtures = FixtureSet(directory: directory.url)
         let summary = try fixtures.write(count: count)
@@ -45,7 +49,7 @@ final class WebhookHarness {
         source = try #require(pipeline.source as? HTTPSource)
         let runner = PipelineRunner(pipeline: pipeline)
         self.runner = runner
-        run = Task { try await runner.run() }
+        run = start(runner)
         var bound = source.boundAddress
         // Waits for the listener (open happens inside run); gives up after 10 s.
         for _ in 0..<500 where bound == nil {
