@@ -158,7 +158,7 @@ async def paced(port, bodies, rate, seconds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=30000, help="fixtures (distinct notifications)")
+    parser.add_argument("--count", type=int, default=40000, help="fixtures (distinct notifications)")
     parser.add_argument("--duration", type=int, default=10, help="seconds of wrk load")
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "signet"))
     parser.add_argument("--keep", help="keep the work folder here")
