@@ -31,7 +31,7 @@ public struct PipelineLifecycle: Sendable {
         runner: PipelineRunner, services: [any Service] = [], signals: [UnixSignal] = [.sigterm, .sigint],
         shutdownTimeout: Duration? = nil, logger: Logger = Logger(label: "signet")
     ) {
-        self.pipeline = PipelineService(runner: runner)
+        self.pipeline = PipelineService(runner: runner, logger: logger)
         self.services = services
         self.signals = signals
         self.shutdownTimeout = shutdownTimeout ?? runner.pipeline.settings.shutdownTimeout

@@ -29,8 +29,11 @@ public final class PipelineService: Service, CustomStringConvertible {
         var outcome: Outcome?
     }
 
-    public init(runner: PipelineRunner) {
+    private let logger: Logger
+
+    public init(runner: PipelineRunner, logger: Logger = Logger(label: "signet")) {
         self.runner = runner
+        self.logger = logger
     }
 
     public var description: String { "pipeline" }
@@ -56,6 +59,8 @@ public final class PipelineService: Service, CustomStringConvertible {
                     try await waitForRunner()
                 } onGracefulShutdown: {
                     self.draining.store(true, ordering: .relaxed)
+                    self.logger.notice(
+                        "shutting down: intake stopped, draining in-flight records (up to \(runner.pipeline.settings.shutdownTimeout))")
                     Task { await runner.requestStop() }
                 }
             } onCancel: {
