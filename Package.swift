@@ -11,6 +11,7 @@ import PackageDescription
 /// - `SignetFixtures`  a private Apple-shaped test PKI and signed sample notifications
 /// - `SignetState`     dedupe, subscription state machine, SQLite store, outbox
 /// - `SignetKafka`     librdkafka source/sink and the local mock broker
+/// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
     name: "Signet",
@@ -23,6 +24,7 @@ let package = Package(
         .library(name: "SignetFixtures", targets: ["SignetFixtures"]),
         .library(name: "SignetState", targets: ["SignetState"]),
         .library(name: "SignetKafka", targets: ["SignetKafka"]),
+        .library(name: "SignetHTTP", targets: ["SignetHTTP"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -30,6 +32,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // C libraries from Debian packages, each behind a thin Swift wrapper module.
@@ -63,13 +69,26 @@ let package = Package(
         .target(
             name: "SignetKafka",
             dependencies: ["SignetCore", "CRdKafka"]),
+        // The webhook source and the service lifecycle (Hummingbird, ServiceLifecycle).
+        .target(
+            name: "SignetHTTP",
+            dependencies: [
+                "SignetCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures", "SignetHTTP"]),
         .executableTarget(
             name: "signet",
             dependencies: [
                 "Signet",
+                "SignetHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -87,6 +106,13 @@ let package = Package(
             name: "SignetStateTests",
             dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetHTTPTests",
+            dependencies: [
+                "SignetHTTP", "Signet", "SignetCore", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
         .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),

@@ -1,4 +1,5 @@
 import SignetCore
+import SignetHTTP
 import SignetJWS
 import SignetKafka
 import SignetState
@@ -9,7 +10,7 @@ public enum Signet {
     /// Signet's version, as `signet --version` prints it.
     public static let version = "0.1.0"
 
-    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`;
+    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`, `http`;
     /// stages `decode`, `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`,
     /// `file`, `kafka`. Add your own before loading a pipeline.
     public static func makeRegistry() -> ComponentRegistry {
@@ -18,6 +19,7 @@ public enum Signet {
         registry.registerJWSComponents()
         registry.registerStateComponents()
         registry.registerKafkaComponents()
+        registry.registerWebhookComponents()
         return registry
     }
 }

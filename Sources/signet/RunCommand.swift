@@ -1,10 +1,9 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import Foundation
 import Logging
 import Signet
 import SignetCore
+import SignetHTTP
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,9 +14,10 @@ struct RunCommand: AsyncParsableCommand {
             stdin, verified documents on stdout, rejects in $SIGNET_DATA_DIR/dead-letter.ndjson. It needs
             SIGNET_BUNDLE_ID and SIGNET_ENVIRONMENT (and SIGNET_APP_APPLE_ID for Production).
 
-            On SIGTERM or SIGINT Signet stops reading, delivers and commits what is in flight, and exits;
-            a second signal, or --shutdown-timeout passing, exits at once (uncommitted input is read
-            again on restart). A summary with counts per reason goes to stderr at the end.
+            On SIGTERM or SIGINT Signet stops reading (an http source answers 503 with Retry-After),
+            delivers and commits what is in flight, and exits 0; if that takes longer than the pipeline's
+            settings.shutdown_timeout (default 20s) it exits 1 (uncommitted input is read again on
+            restart). A summary with counts per reason goes to stderr at the end.
 
             Examples:
               SIGNET_BUNDLE_ID=com.example SIGNET_ENVIRONMENT=Sandbox signet run < notifications.ndjson
@@ -39,16 +39,18 @@ struct RunCommand: AsyncParsableCommand {
         let built = try PipelineLoader.loadForCommand(pipeline)
 
         let runner = PipelineRunner(pipeline: built)
-        let signals = SignalWatcher(shutdownTimeout: built.settings.shutdownTimeout) {
-            await runner.requestStop()
-        }
-        defer { signals.cancel() }
-        let summary: RunSummary
+        // SIGTERM/SIGINT drain through ServiceLifecycle (SignetHTTP.PipelineLifecycle).
+        let outcome: PipelineService.Outcome
         do {
-            summary = try await runner.run()
+            outcome = try await PipelineLifecycle(runner: runner).run()
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")
+            throw ExitCode.failure
+        }
+        guard case .finished(let summary) = outcome else {
+            Terminal.error("shutdown timeout passed: exiting; uncommitted input will be read again")
+            Terminal.error("progress: \(runner.currentSummary)")
             throw ExitCode.failure
         }
         Terminal.note(summary.description)
@@ -57,38 +59,5 @@ struct RunCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(summary).write(to: URL(fileURLWithPath: summaryJson))
         }
-    }
-}
-
-/// Turns SIGTERM/SIGINT into a graceful stop; a second signal or the timeout exits hard.
-final class SignalWatcher {
-    private let sources: [any DispatchSourceSignal]
-
-    init(shutdownTimeout: Duration, onStop: @escaping @Sendable () async -> Void) {
-        let queue = DispatchQueue(label: "signet.signals")
-        let received = Mutex(0)
-        sources = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let count = received.withLock { $0 += 1; return $0 }
-                if count > 1 {
-                    Terminal.error("second signal: exiting now; uncommitted input will be read again")
-                    Foundation.exit(130)
-                }
-                Terminal.note("signal \(number): draining in-flight records (up to \(shutdownTimeout))")
-                Task { await onStop() }
-                queue.asyncAfter(deadline: .now() + shutdownTimeout.seconds) {
-                    Terminal.error("shutdown timeout passed: exiting; uncommitted input will be read again")
-                    Foundation.exit(1)
-                }
-            }
-            source.resume()
-            return source
-        }
-    }
-
-    func cancel() {
-        for source in sources { source.cancel() }
     }
 }

@@ -16,8 +16,9 @@ extension PipelineSettings {
                 "sink_retry_timeout", .duration(.milliseconds(1)...(.seconds(86_400))), .default("5m"),
                 "a failing sink is retried with backoff (100 ms doubling to 5 s) this long, then the run stops without committing"),
             ConfigField(
-                "shutdown_timeout", .duration(.milliseconds(1)...(.seconds(86_400))), .default("30s"),
-                "how long SIGTERM/SIGINT may take to drain before the process exits anyway"),
+                "shutdown_timeout", .duration(.milliseconds(1)...(.seconds(86_400))), .default("20s"),
+                "how long SIGTERM/SIGINT may take to drain (stop intake, deliver and commit what is in flight) "
+                    + "before the process exits 1 anyway"),
         ])
 
     /// Settings from a validated `settings:` section.

@@ -57,7 +57,7 @@ public struct PipelineSettings: Sendable, Equatable {
     /// How long a failing sink is retried (with backoff) before the run stops uncommitted.
     public var sinkRetryTimeout: Duration = .seconds(300)
     /// How long a graceful stop may take to drain in-flight batches.
-    public var shutdownTimeout: Duration = .seconds(30)
+    public var shutdownTimeout: Duration = .seconds(20)
 
     public init() {}
 }

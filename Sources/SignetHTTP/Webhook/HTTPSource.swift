@@ -1,0 +1,157 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SignetCore
+import Synchronization
+
+/// Apple's webhook as a pipeline source: App Store Server Notifications arrive as
+/// `POST {"signedPayload": "..."}` on one path, and each request is answered only once
+/// its record is committed (see ``WebhookResponder`` for every status code).
+///
+/// The server (Hummingbird, HTTP/1.1) starts in ``open()`` and stops in ``close()``, so
+/// the source behaves like any other under ``PipelineRunner``. ``stop()`` starts the
+/// drain: new requests get 503 with `Retry-After` while queued ones are still committed.
+public final class HTTPSource: Source {
+    /// The source's settings (YAML keys in ``ComponentSpec/httpSource``).
+    public struct Options: Sendable {
+        /// Where to listen; port 0 picks a free port (see ``boundAddress``).
+        public var address = ListenAddress(host: "127.0.0.1", port: 8080)
+        /// The one path notifications are posted to.
+        public var path = "/notifications"
+        /// Largest accepted body; Apple's notifications are about 19 KB.
+        public var maxBodyBytes = 64 << 10
+        /// How long a connection may stay silent: headers not complete, or idle between requests.
+        public var readTimeout: Duration = .seconds(10)
+        /// How long a request body may take to arrive in full.
+        public var bodyTimeout: Duration = .seconds(10)
+        /// Open connections at most; more wait in the listen backlog.
+        public var maxConnections = 256
+        /// Records accepted and not yet committed at most; beyond it requests get 503.
+        public var maxInFlight = 4096
+        /// How long a request waits for its record's commit before it gets 503 (the record
+        /// stays in the pipeline; the retry is deduplicated).
+        public var responseTimeout: Duration = .seconds(25)
+        /// The `Retry-After` of every 503.
+        public var retryAfter: Duration = .seconds(5)
+
+        public init() {}
+
+        /// `Retry-After` in whole seconds (at least 1).
+        var retryAfterSeconds: Int { max(1, Int(retryAfter.seconds.rounded(.up))) }
+    }
+
+    public let options: Options
+    private let intake: WebhookIntake
+    private let logger: Logger
+    private let server = Mutex(ServerState())
+
+    private struct ServerState: ~Copyable {
+        var group: ServiceGroup?
+        var task: Task<Void, any Error>?
+        var bound: ListenAddress?
+        var starting: CheckedContinuation<ListenAddress, any Error>?
+    }
+
+    public init(options: Options = Options(), logger: Logger = Logger(label: "signet.http")) {
+        self.options = options
+        self.logger = logger
+        self.intake = WebhookIntake(stream: "http:\(options.path)", maxInFlight: options.maxInFlight)
+    }
+
+    /// The address the server listens on once open (the real port when 0 was asked).
+    public var boundAddress: ListenAddress? { server.withLock { $0.bound } }
+
+    /// Whether requests are taken (false while draining and after close): for readiness.
+    public var isAccepting: Bool { intake.isAccepting }
+
+    /// Counts of accepted, refused and committed requests, and group commits.
+    public var statistics: HTTPSourceStatistics {
+        let counts = intake.statistics
+        return HTTPSourceStatistics(
+            accepted: counts.accepted, refused: counts.refused, committed: counts.committed,
+            commits: counts.commits, inFlight: counts.inFlight)
+    }
+
+    public func open() async throws {
+        let responder = WebhookResponder(intake: intake, options: options, logger: logger)
+        let application = Application(
+            responder: responder,
+            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: Self.timeAmount(options.readTimeout))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(options.address.host, port: options.address.port),
+                serverName: "signet",
+                availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? options.address.port
+                serverStarted(ListenAddress(host: options.address.host, port: port))
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [application], logger: logger))
+        let address: ListenAddress = try await withCheckedThrowingContinuation { continuation in
+            server.withLock { state in
+                state.group = group
+                state.starting = continuation
+                state.task = Task { [self] in
+                    do {
+                        try await group.run()
+                        serverFailed(SourceError("the webhook server on \(options.address) stopped before it started"))
+                    } catch {
+                        serverFailed(error)
+                        throw error
+                    }
+                }
+            }
+        }
+        logger.notice("webhook listening on http://\(address)\(options.path)")
+    }
+
+    public func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        await intake.nextBatch(maxRecords: maxRecords)
+    }
+
+    public func commit(_ positions: [SourcePosition]) async throws {
+        intake.commit(positions)
+    }
+
+    public func stop() async {
+        intake.stop()
+    }
+
+    /// Answers whatever is still waiting with 503 (it was not committed), then stops the
+    /// server gracefully: responses being written finish, idle connections close.
+    public func close() async throws {
+        intake.close()
+        let (group, task) = server.withLock { state in
+            defer {
+                state.group = nil
+                state.task = nil
+            }
+            return (state.group, state.task)
+        }
+        await group?.triggerGracefulShutdown()
+        _ = await task?.result
+    }
+
+    private func serverStarted(_ address: ListenAddress) {
+        server.withLock { state in
+            state.bound = address
+            state.starting?.resume(returning: address)
+            state.starting = nil
+        }
+    }
+
+    private func serverFailed(_ error: any Error) {
+        server.withLock { state in
+            guard let starting = state.starting else { return }
+            state.starting = nil
+            starting.resume(throwing: SourceError("cannot listen on \(options.address): \(error)"))
+        }
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .milliseconds(Int64(duration.seconds * 1000))
+    }
+}

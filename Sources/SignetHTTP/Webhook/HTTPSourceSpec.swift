@@ -1,0 +1,74 @@
+import SignetCore
+
+extension ComponentSpec {
+    /// `source: {type: http}`: Apple's webhook.
+    public static let httpSource = ComponentSpec(
+        name: "http",
+        summary: "Apple's webhook: POSTed notifications, each answered 200 only after its record is committed",
+        description: """
+            Hummingbird HTTP/1.1 server. A request is answered once its record is committed (state written and every \
+            sink acknowledged, or dead-lettered with its reason); 503 with Retry-After when the pipeline cannot take it \
+            now. Status codes and limits: docs/webhook.md.
+            """,
+        fields: [
+            ConfigField(
+                "address", .string, .default("127.0.0.1:8080"),
+                "host:port to listen on ([::1]:8080 for IPv6; port 0 picks a free port); put a TLS-terminating proxy in front",
+                example: "${SIGNET_HTTP_ADDRESS:127.0.0.1:8080}"),
+            ConfigField("path", .string, .default("/notifications"), "the path notifications are POSTed to"),
+            ConfigField(
+                "max_body_bytes", .int(1024...(16 << 20)), .default("65536"),
+                "larger bodies are refused with 413 (Apple's notifications are about 19 KB)"),
+            ConfigField(
+                "read_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("10s"),
+                "a connection that sends no complete header (or idles between requests) this long is closed",
+                advanced: true),
+            ConfigField(
+                "body_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("10s"),
+                "a body not complete this long after its headers closes the connection (slowloris)", advanced: true),
+            ConfigField(
+                "max_connections", .int(1...100_000), .default("256"),
+                "open connections at most; more wait in the listen backlog", advanced: true),
+            ConfigField(
+                "max_in_flight", .int(1...1_000_000), .default("4096"),
+                "records accepted and not yet committed at most; beyond it requests get 503", advanced: true),
+            ConfigField(
+                "response_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("25s"),
+                "a request whose record is not committed this long gets 503 (the record stays in the pipeline; "
+                    + "the retry is deduplicated)", advanced: true),
+            ConfigField(
+                "retry_after", .duration(.seconds(1)...(.seconds(86_400))), .default("5s"),
+                "the Retry-After of every 503", advanced: true),
+        ],
+        examples: ["source:\n  type: http\n  address: 127.0.0.1:8080\n  path: /notifications"])
+}
+
+extension ComponentRegistry {
+    /// Registers the `http` source (keys: ``ComponentSpec/httpSource``).
+    public mutating func registerWebhookComponents() {
+        registerSource(.httpSource) { config, context in
+            HTTPSource(options: try HTTPSource.Options(config), logger: context.logger)
+        }
+    }
+}
+
+extension HTTPSource.Options {
+    /// Options from a validated `source: {type: http}` mapping.
+    public init(_ config: ParsedConfig) throws(ConfigError) {
+        self.init()
+        let addressText = try config.string("address")
+        guard let address = ListenAddress(parsing: addressText) else {
+            throw config.error("'\(config.path).address' must be host:port (for example 127.0.0.1:8080), not '\(addressText)'", key: "address")
+        }
+        self.address = address
+        path = try config.string("path")
+        guard path.hasPrefix("/") else { throw config.error("'\(config.path).path' must start with /", key: "path") }
+        maxBodyBytes = try config.int("max_body_bytes")
+        readTimeout = try config.duration("read_timeout")
+        bodyTimeout = try config.duration("body_timeout")
+        maxConnections = try config.int("max_connections")
+        maxInFlight = try config.int("max_in_flight")
+        responseTimeout = try config.duration("response_timeout")
+        retryAfter = try config.duration("retry_after")
+    }
+}

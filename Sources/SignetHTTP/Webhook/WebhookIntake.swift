@@ -1,0 +1,200 @@
+import SignetCore
+import Synchronization
+
+/// The hand-off between HTTP requests and the pipeline runner: requests become queued
+/// records, the runner takes them in batches, and a record's request is answered when
+/// the runner commits its position (every sink acknowledged or the record was
+/// dead-lettered) — never earlier.
+///
+/// Many requests waiting at once ride in one batch and so share one state commit and
+/// one sink flush (group commit). A record accepted here stays in the pipeline even
+/// when its client hangs up or its answer times out: it is still committed, and
+/// Apple's retry is then recognised by `dedupe`.
+final class WebhookIntake: Sendable {
+    /// What a request learns about its record.
+    enum Fate: Sendable, Equatable {
+        /// Committed: state written, every sink acknowledged, or dead-lettered with a reason.
+        case committed
+        /// Not taken or not committed: the client should retry later (503).
+        case unavailable(UnavailableReason)
+    }
+
+    /// Why a request is answered 503.
+    enum UnavailableReason: String, Sendable, Equatable {
+        /// Too many records accepted and not yet committed.
+        case backpressure
+        /// The pipeline is draining for shutdown.
+        case draining
+        /// The pipeline stopped (a sink or store failed for good) before the record was committed.
+        case stopped
+        /// The record was not committed within the response timeout (a sink is retrying);
+        /// it stays in the pipeline and a retry is deduplicated.
+        case timeout
+    }
+
+    /// Counts for tests, benchmarks and metrics.
+    struct Statistics: Sendable, Equatable {
+        /// Records taken into the pipeline.
+        var accepted = 0
+        /// Requests turned away before becoming a record (backpressure, draining).
+        var refused = 0
+        /// Records whose position was committed.
+        var committed = 0
+        /// `commit` calls that resolved at least one record: group commits.
+        var commits = 0
+        /// Accepted records not yet committed.
+        var inFlight: Int { accepted - committed - abandoned }
+        /// Records lost to a stopped pipeline (never committed, answered 503).
+        var abandoned = 0
+    }
+
+    /// A request waiting for its record's commit, and the timer that ends the wait.
+    private struct Waiter {
+        var continuation: CheckedContinuation<Fate, Never>
+        var timer: Task<Void, Never>
+
+        func resume(_ fate: Fate) {
+            timer.cancel()
+            continuation.resume(returning: fate)
+        }
+    }
+
+    private struct State: ~Copyable {
+        var queue: [Record] = []
+        var waiters: [Int64: Waiter] = [:]
+        /// Accepted and not yet committed, by offset; answered or not.
+        var uncommitted: Set<Int64> = []
+        var nextOffset: Int64 = 1
+        var batchWaiter: CheckedContinuation<Void, Never>?
+        var stopping = false
+        var closed = false
+        var statistics = Statistics()
+    }
+
+    /// The stream name in the records' positions.
+    let stream: String
+    private let maxInFlight: Int
+    private let state = Mutex(State())
+
+    init(stream: String, maxInFlight: Int) {
+        self.stream = stream
+        self.maxInFlight = maxInFlight
+    }
+
+    var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// Whether new requests are taken (false while draining or after close).
+    var isAccepting: Bool { state.withLock { !$0.stopping && !$0.closed } }
+
+    /// Queues `body` as a record and waits for its fate. The record is committed even if
+    /// the caller stops waiting (`timeout` ends the wait, not the record).
+    func submit(_ body: [UInt8], timeout: Duration) async -> Fate {
+        await withCheckedContinuation { continuation in
+            // Admission and registering the waiter happen under one lock, so a commit can
+            // never come between them.
+            state.withLock { state in
+                if state.stopping || state.closed {
+                    state.statistics.refused += 1
+                    continuation.resume(returning: .unavailable(.draining))
+                    return
+                }
+                if state.uncommitted.count >= maxInFlight {
+                    state.statistics.refused += 1
+                    continuation.resume(returning: .unavailable(.backpressure))
+                    return
+                }
+                let offset = state.nextOffset
+                state.nextOffset += 1
+                var record = Record(raw: body, position: SourcePosition(stream: stream, offset: offset))
+                record.sourceTimestamp = WallClock.milliseconds()
+                state.queue.append(record)
+                state.uncommitted.insert(offset)
+                let timer = Task { [self] in
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                    expire(offset)
+                }
+                state.waiters[offset] = Waiter(continuation: continuation, timer: timer)
+                state.statistics.accepted += 1
+                if let waiter = state.batchWaiter {
+                    state.batchWaiter = nil
+                    waiter.resume()
+                }
+            }
+        }
+    }
+
+    /// Up to `maxRecords` queued records; waits for the first one. Nil once stopped and empty.
+    func nextBatch(maxRecords: Int) async -> [Record]? {
+        while true {
+            let taken: [Record]?? = state.withLock { state -> [Record]?? in
+                if !state.queue.isEmpty {
+                    if state.queue.count <= maxRecords {
+                        defer { state.queue = [] }
+                        return .some(state.queue)
+                    }
+                    let batch = Array(state.queue.prefix(maxRecords))
+                    state.queue.removeFirst(maxRecords)
+                    return .some(batch)
+                }
+                return state.stopping || state.closed ? .some(nil) : nil
+            }
+            if let taken { return taken }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                state.withLock { state in
+                    if !state.queue.isEmpty || state.stopping || state.closed {
+                        continuation.resume()
+                    } else {
+                        state.batchWaiter = continuation
+                    }
+                }
+            }
+        }
+    }
+
+    /// The runner committed these positions: answer their requests with 200.
+    func commit(_ positions: [SourcePosition]) {
+        state.withLock { state in
+            var resolved = 0
+            for position in positions where position.stream == stream {
+                guard state.uncommitted.remove(position.offset) != nil else { continue }
+                resolved += 1
+                state.waiters.removeValue(forKey: position.offset)?.resume(.committed)
+            }
+            if resolved > 0 {
+                state.statistics.committed += resolved
+                state.statistics.commits += 1
+            }
+        }
+    }
+
+    /// Stops taking requests (they get 503 `draining`); queued records still drain.
+    func stop() {
+        state.withLock { state in
+            state.stopping = true
+            state.batchWaiter?.resume()
+            state.batchWaiter = nil
+        }
+    }
+
+    /// After the last commit: whatever is still uncommitted was not handled (the runner
+    /// failed or the shutdown timed out) and is answered 503 so the sender retries.
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.statistics.abandoned += state.uncommitted.count
+            state.uncommitted.removeAll()
+            state.queue.removeAll()
+            for (_, waiter) in state.waiters { waiter.resume(.unavailable(.stopped)) }
+            state.waiters.removeAll()
+            state.batchWaiter?.resume()
+            state.batchWaiter = nil
+        }
+    }
+
+    /// Ends one request's wait (503 `timeout`) without touching its record.
+    private func expire(_ offset: Int64) {
+        state.withLock { state in
+            state.waiters.removeValue(forKey: offset)?.resume(.unavailable(.timeout))
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import SignetCore
+
+/// Answers webhook requests: checks method, path, media type and size, hands the body
+/// to the pipeline and replies with its record's fate.
+///
+/// | Answer | When |
+/// |---|---|
+/// | 200 | the record was committed: state written and every sink acknowledged, or dead-lettered with its reason |
+/// | 400 | the body is empty or not shaped like a JSON object, `{...}` (nothing is kept: Apple never sends that) |
+/// | 404 / 405 | another path / another method than POST |
+/// | 413 | the body is larger than `max_body_bytes` |
+/// | 415 | a `Content-Type` that is not JSON |
+/// | 503 + Retry-After | backpressure, draining, a sink or store failing, or no commit within `response_timeout` |
+///
+/// Bodies are never logged, only their size.
+struct WebhookResponder: HTTPResponder {
+    typealias Context = WebhookRequestContext
+
+    let intake: WebhookIntake
+    let options: HTTPSource.Options
+    let logger: Logger
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        guard request.uri.path == options.path else {
+            return Self.reply(.notFound, ["error": "not_found", "detail": "notifications are posted to \(options.path)"])
+        }
+        guard request.method == .post else {
+            var headers = HTTPFields()
+            headers[.allow] = "POST"
+            return Self.reply(.methodNotAllowed, ["error": "method_not_allowed"], headers: headers)
+        }
+        if let type = request.headers[.contentType], !type.lowercased().contains("json") {
+            return Self.reply(.unsupportedMediaType, ["error": "unsupported_media_type", "detail": "send application/json"])
+        }
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > options.maxBodyBytes {
+            return tooLarge(declared)
+        }
+        guard intake.isAccepting else { return unavailable(.draining) }
+
+        let body: [UInt8]
+        switch try await readBody(request.body, channel: context.channel) {
+        case .complete(let bytes): body = bytes
+        case .tooLarge(let seen): return tooLarge(seen)
+        }
+        guard Self.isJSONObject(body) else {
+            logger.info("webhook: refused a body that is not a JSON object", metadata: ["bytes": "\(body.count)"])
+            return Self.reply(.badRequest, ["error": "not_json_object", "detail": "the body must be Apple's {\"signedPayload\": \"...\"}"])
+        }
+
+        switch await intake.submit(body, timeout: options.responseTimeout) {
+        case .committed:
+            return Self.reply(.ok, ["status": "committed"])
+        case .unavailable(let reason):
+            return unavailable(reason)
+        }
+    }
+
+    private enum BodyRead {
+        case complete([UInt8])
+        case tooLarge(Int)
+    }
+
+    /// Reads at most `maxBodyBytes`; a body still incomplete after `bodyTimeout` closes the
+    /// connection (the idle timeout alone would let a byte-a-second client stay forever).
+    private func readBody(_ body: RequestBody, channel: any Channel) async throws -> BodyRead {
+        let watchdog = Task { [timeout = options.bodyTimeout, logger] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            logger.notice("webhook: body not complete within \(timeout), closing the connection")
+            channel.close(promise: nil)
+        }
+        defer { watchdog.cancel() }
+        var bytes: [UInt8] = []
+        for try await buffer in body {
+            guard bytes.count + buffer.readableBytes <= options.maxBodyBytes else {
+                return .tooLarge(bytes.count + buffer.readableBytes)
+            }
+            bytes.append(contentsOf: buffer.readableBytesView)
+        }
+        return .complete(bytes)
+    }
+
+    private func tooLarge(_ size: Int) -> Response {
+        logger.info("webhook: refused a body over max_body_bytes", metadata: ["bytes": "\(size)", "limit": "\(options.maxBodyBytes)"])
+        var headers = HTTPFields()
+        // The rest of the body is not read: the connection cannot be reused.
+        headers[.connection] = "close"
+        return Self.reply(
+            .contentTooLarge, ["error": "body_too_large", "detail": "at most \(options.maxBodyBytes) bytes"], headers: headers)
+    }
+
+    private func unavailable(_ reason: WebhookIntake.UnavailableReason) -> Response {
+        logger.debug("webhook: answering 503", metadata: ["reason": "\(reason.rawValue)"])
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(options.retryAfterSeconds)
+        return Self.reply(.serviceUnavailable, ["error": "unavailable", "reason": reason.rawValue], headers: headers)
+    }
+
+    /// Only the outline is checked here (`{` ... `}`), without parsing: the `decode` stage
+    /// parses every body anyway, and dead-letters a malformed object with `malformed_json`.
+    static func isJSONObject(_ body: [UInt8]) -> Bool {
+        guard let first = body.firstIndex(where: { !Self.isSpace($0) }),
+            let last = body.lastIndex(where: { !Self.isSpace($0) }), first < last
+        else { return false }
+        return body[first] == UInt8(ascii: "{") && body[last] == UInt8(ascii: "}")
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private static func reply(_ status: HTTPResponse.Status, _ fields: KeyValuePairs<String, String>, headers: HTTPFields = HTTPFields()) -> Response {
+        var json = JSONText()
+        json.beginObject()
+        for (key, value) in fields {
+            json.key(key)
+            json.string(value)
+        }
+        json.endObject()
+        var headers = headers
+        headers[.contentType] = "application/json"
+        var buffer = ByteBuffer()
+        buffer.writeBytes(json.bytes)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+    }
+}
