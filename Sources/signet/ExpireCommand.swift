@@ -33,24 +33,34 @@ struct ExpireCommand: AsyncParsableCommand {
         guard let stage = built.stages.lazy.compactMap({ $0 as? TransitionStage }).first else {
             throw ConfigurationFailure(description: "signet: the pipeline has no transition stage, so nothing can expire")
         }
-        try await stage.open()
+        // The pipeline's stores (`stores:`) are resources: opened before the stage, closed after it.
+        var failure: (any Error)?
         do {
-            let instant = at ?? WallClock.milliseconds()
-            // Each sweep is committed before its events are printed and marked delivered after:
-            // a crash in between leaves them in the outbox, and the next `signet run` delivers them.
-            while let batch = try stage.sweep(at: instant, limit: stage.options.sweepLimit) {
-                var text: [UInt8] = []
-                for record in batch.records {
-                    for message in record.outputs { text += message.value + [0x0A] }
-                }
-                try FileHandle.standardOutput.write(contentsOf: Data(text))
-                try await stage.acknowledge(batch)
-            }
+            for named in built.resources { try await named.resource.open() }
+            try await stage.open()
+            try await sweep(stage)
         } catch {
-            try? await stage.close()
-            Terminal.error("expire failed: \(error)")
+            failure = error
+        }
+        try? await stage.close()
+        for named in built.resources.reversed() { try? await named.resource.close() }
+        if let failure {
+            Terminal.error("expire failed: \(failure)")
             throw ExitCode.failure
         }
-        try await stage.close()
+    }
+
+    private func sweep(_ stage: TransitionStage) async throws {
+        let instant = at ?? WallClock.milliseconds()
+        // Each sweep is committed before its events are printed and marked delivered after:
+        // a crash in between leaves them in the outbox, and the next `signet run` delivers them.
+        while let batch = try stage.sweep(at: instant, limit: stage.options.sweepLimit) {
+            var text: [UInt8] = []
+            for record in batch.records {
+                for message in record.outputs { text += message.value + [0x0A] }
+            }
+            try FileHandle.standardOutput.write(contentsOf: Data(text))
+            try await stage.acknowledge(batch)
+        }
     }
 }
