@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SignetFixtures", targets: ["SignetFixtures"]),
         .library(name: "SignetState", targets: ["SignetState"]),
         .library(name: "SignetKafka", targets: ["SignetKafka"]),
+        .library(name: "SignetHTTP", targets: ["SignetHTTP"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -30,6 +31,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C libraries from Debian packages, each behind a thin Swift wrapper module.
@@ -49,6 +55,7 @@ let package = Package(
             name: "SignetCore",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         .target(
@@ -63,9 +70,21 @@ let package = Package(
         .target(
             name: "SignetKafka",
             dependencies: ["SignetCore", "CRdKafka"]),
+        // HTTP: the http sink, the admin listener (metrics, health, entitlement API).
+        .target(
+            name: "SignetHTTP",
+            dependencies: [
+                "SignetCore", "SignetState", "SignetOpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures", "SignetHTTP"]),
         .executableTarget(
             name: "signet",
             dependencies: [
@@ -87,6 +106,7 @@ let package = Package(
             name: "SignetStateTests",
             dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
+        .testTarget(name: "SignetHTTPTests", dependencies: ["SignetHTTP", "Signet", "SignetTestSupport"]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
         .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),

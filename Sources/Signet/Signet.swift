@@ -1,4 +1,5 @@
 import SignetCore
+import SignetHTTP
 import SignetJWS
 import SignetKafka
 import SignetState
@@ -18,6 +19,7 @@ public enum Signet {
         registry.registerJWSComponents()
         registry.registerStateComponents()
         registry.registerKafkaComponents()
+        registry.registerHTTPComponents()
         return registry
     }
 }
