@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "signet",
             dependencies: [
-                "Signet",
+                "Signet", "SignetHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

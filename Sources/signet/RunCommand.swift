@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Signet
 import SignetCore
+import SignetHTTP
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,6 +36,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         Terminal.bootstrapLogging(level: logLevel)
+        PrometheusBackend.bootstrap()
         signal(SIGPIPE, SIG_IGN)
         let loader = PipelineLoader(registry: Signet.makeRegistry(), environment: Terminal.environment)
         let built: Pipeline
@@ -49,13 +51,19 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         let runner = PipelineRunner(pipeline: built)
+        let admin: AdminServer?
+        do {
+            admin = try AdminServer.make(for: runner, environment: Terminal.environment)
+        } catch {
+            throw ConfigurationFailure(description: "\(error)")
+        }
         let signals = SignalWatcher(shutdownTimeout: built.settings.shutdownTimeout) {
             await runner.requestStop()
         }
         defer { signals.cancel() }
         let summary: RunSummary
         do {
-            summary = try await runner.run()
+            if let admin { summary = try await admin.serve(beside: runner) } else { summary = try await runner.run() }
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")

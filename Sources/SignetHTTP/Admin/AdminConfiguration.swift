@@ -59,7 +59,7 @@ extension ComponentSpec {
                 "bearer token for /v1/... (default: $SIGNET_API_TOKEN); required off loopback",
                 example: "${SIGNET_API_TOKEN}"),
             ConfigField("api", .bool, .default("true"), "serve the /v1 entitlement API"),
-            ConfigField("store", .storeName, .default("default"), "the store the /v1 API reads"),
+            ConfigField("store", .string, .default("default"), "the store the /v1 API reads"),
         ],
         examples: [
             """
@@ -88,6 +88,7 @@ extension AdminConfiguration {
 public enum AdminServerError: Error, Equatable, CustomStringConvertible {
     case tokenRequired(address: String)
     case storeMissing(String)
+    case stoppedEarly
 
     public var description: String {
         switch self {
@@ -95,6 +96,8 @@ public enum AdminServerError: Error, Equatable, CustomStringConvertible {
             "http: refusing to serve the entitlement API on \(address), which is not a loopback address, without a token: set SIGNET_API_TOKEN (or http.api_token), bind 127.0.0.1, or set http.api: false"
         case .storeMissing(let name):
             "http: the entitlement API reads store '\(name)', which the pipeline does not declare as a state store"
+        case .stoppedEarly:
+            "http: the listener stopped before the pipeline ended"
         }
     }
 }
