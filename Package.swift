@@ -60,16 +60,21 @@ let package = Package(
             ]),
         .target(
             name: "SignetJWS",
-            dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
+            dependencies: [
+                "SignetCore", "SignetOpenSSL", "AppStoreModels", .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .target(
             name: "SignetFixtures",
             dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
         .target(
             name: "SignetState",
-            dependencies: ["SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite"]),
+            dependencies: [
+                "SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .target(
             name: "SignetKafka",
-            dependencies: ["SignetCore", "CRdKafka"]),
+            dependencies: ["SignetCore", "CRdKafka", .product(name: "Metrics", package: "swift-metrics")]),
         // HTTP: the http sink, the admin listener (metrics, health, entitlement API).
         .target(
             name: "SignetHTTP",

@@ -34,8 +34,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(name: .long, help: "Log format: text, or json (one object per line, for log shippers).")
+    var logFormat: Terminal.LogFormat = .text
+
     func run() async throws {
-        Terminal.bootstrapLogging(level: logLevel)
+        Terminal.bootstrapLogging(level: logLevel, format: logFormat)
         PrometheusBackend.bootstrap()
         signal(SIGPIPE, SIG_IGN)
         let loader = PipelineLoader(registry: Signet.makeRegistry(), environment: Terminal.environment)
