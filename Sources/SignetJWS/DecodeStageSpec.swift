@@ -5,8 +5,7 @@ extension ComponentSpec {
     public static let decodeStage = ComponentSpec(
         name: "decode",
         summary: "parses an input line and finds its signed JWS (signedPayload, signedTransaction, bare JWS)",
-        description: "Finds the signed JWS in a line: signedPayload, signedTransaction, signedTransactionInfo, "
-            + "signedRenewalInfo, or a bare JWS. A line that is none of these is rejected as malformed_json.",
+        description: "Also signedTransactionInfo and signedRenewalInfo; a line that is none of these is rejected as malformed_json.",
         fields: [
             ConfigField("workers", .int(1...256), .default("1"), "threads decoding lines", advanced: true),
         ],

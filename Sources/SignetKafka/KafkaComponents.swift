@@ -21,7 +21,8 @@ extension ComponentRegistry {
         registerSink(.kafkaSink) { config, context in
             var properties = try KafkaComponentConfig.properties(
                 config, defaults: KafkaSink.defaultProperties, firstClass: [("brokers", "bootstrap.servers")])
-            if let timeout = try config.optionalDuration("delivery_timeout") {
+            // Only when written: the default is already among the sink's default properties.
+            if config.contains("delivery_timeout"), let timeout = try config.optionalDuration("delivery_timeout") {
                 // Before the user's properties so an explicit message.timeout.ms conflicts loudly below.
                 if let clash = properties.first(where: { $0.name == "message.timeout.ms" && $0.location != nil }) {
                     throw ConfigError("set either 'delivery_timeout' or 'properties.message.timeout.ms', not both", at: clash.location)

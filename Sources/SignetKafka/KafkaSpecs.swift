@@ -22,6 +22,12 @@ extension ComponentSpec {
         ],
         examples: ["source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group: signet\n  topics: [appstore-notifications]"])
 
+    /// The sink's own `message.timeout.ms` default, as a duration.
+    static let defaultDeliveryTimeout: ConfigField.Requirement = {
+        let milliseconds = KafkaSink.defaultProperties.first { $0.name == "message.timeout.ms" }.flatMap { Int64($0.value) }
+        return milliseconds.map { .default(ConfigDuration.format(.milliseconds($0))) } ?? .optional
+    }()
+
     /// `type: kafka` (a sink or the dead-letter sink).
     public static let kafkaSink = ComponentSpec(
         name: "kafka",
@@ -31,9 +37,8 @@ extension ComponentSpec {
             ConfigField("brokers", .string, .required, "bootstrap.servers", example: "127.0.0.1:9092"),
             ConfigField("topic", .string, .required, "the topic written to", example: "entitlement-events"),
             ConfigField(
-                "delivery_timeout", .duration(.milliseconds(1)...(.seconds(3600))), .optional,
-                "message.timeout.ms: how long one write may wait for acks before it fails and the runner retries (librdkafka's default: 30s)",
-                example: "30s"),
+                "delivery_timeout", .duration(.milliseconds(1)...(.seconds(3600))), defaultDeliveryTimeout,
+                "message.timeout.ms: how long one write may wait for acks before it fails and the runner retries"),
             kafkaPropertiesField,
         ],
         examples: ["sinks:\n  events:\n    type: kafka\n    brokers: 127.0.0.1:9092\n    topic: entitlement-events"])

@@ -6,19 +6,38 @@ import SignetCore
 struct ComponentsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "components",
-        abstract: "Lists the source, stage and sink types a pipeline file can name.")
+        abstract: "Lists the source, stage, sink and store types a pipeline file can name, with their keys.",
+        discussion: """
+            Without options, prints every component with its keys, types, defaults and required keys. \
+            --json prints the same as a stable JSON document for tools (its structure is described in \
+            docs/pipelines.md). --markdown prints the reference tables of docs/pipelines.md and \
+            --json-schema the JSON Schema of pipeline files (Schemas/pipeline.schema.json); \
+            scripts/generate-reference.sh writes both.
+            """)
 
-    func run() throws {
-        let registry = Signet.makeRegistry()
-        func list<T>(_ title: String, _ entries: [String: ComponentRegistry.Entry<T>]) {
-            print("\(title):")
-            for (name, entry) in entries.sorted(by: { $0.key < $1.key }) {
-                print("  \(name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(entry.summary)")
+    enum Format: String, EnumerableFlag {
+        case json, markdown, jsonSchema
+
+        static func help(for value: Self) -> ArgumentHelp? {
+            switch value {
+            case .json: "Print the catalog as JSON."
+            case .markdown: "Print the reference tables of docs/pipelines.md."
+            case .jsonSchema: "Print the JSON Schema of pipeline files."
             }
         }
-        list("sources", registry.sources)
-        list("stages", registry.stages)
-        list("sinks", registry.sinks)
-        print("\nSettings of each are documented in docs/pipelines.md.")
+    }
+
+    @Flag var format: Format?
+
+    func run() throws {
+        let catalog = ComponentCatalog(registry: Signet.makeRegistry())
+        let text: String =
+            switch format {
+            case nil: catalog.text
+            case .json: catalog.json.prettyText
+            case .markdown: catalog.markdown + "\n"
+            case .jsonSchema: catalog.jsonSchema.prettyText
+            }
+        Terminal.printLine(Array(text.dropLast().utf8))
     }
 }

@@ -8,11 +8,14 @@ struct LintCommand: ParsableCommand {
         commandName: "lint",
         abstract: "Checks pipeline files without running them.",
         discussion: """
-            Parses each file, expands ${VAR} and ${VAR:default}, and builds every source, stage and sink
-            (certificates are loaded, nothing is opened or started). Errors are printed as
-            FILE:LINE:COLUMN: error: MESSAGE. Variables without default that are unset here are listed
-            as warnings (the machine that lints is often not the one that runs); --strict-env makes
-            them errors. Exit 0 when every file is valid, 1 otherwise.
+            Parses each file, expands ${VAR} and ${VAR:default}, checks every key against its \
+            component's declared keys (types, ranges, allowed values, required keys, "did you mean"), \
+            the stage order, the sink names routes use and the stores stages name, and builds every \
+            store, source, stage and sink (certificates are loaded, nothing is opened or started). \
+            Errors are printed as FILE:LINE:COLUMN: error: MESSAGE. Variables without default that \
+            are unset here are listed as warnings whatever the key's type (the machine that lints is \
+            often not the one that runs); --strict-env makes them errors. Exit 0 when every file is \
+            valid, 1 otherwise.
 
             Example:
               signet lint Pipelines/*.yaml
@@ -47,7 +50,8 @@ struct LintCommand: ParsableCommand {
             if let pipeline = report.pipeline {
                 let stages = pipeline.stages.map(\.name).joined(separator: " -> ")
                 let sinks = pipeline.sinks.map(\.name).joined(separator: ", ")
-                print("\(file): ok (\(stages.isEmpty ? "no stages" : stages); sinks: \(sinks))")
+                let stores = pipeline.resources.isEmpty ? "" : "; stores: " + pipeline.resources.map { "\($0.name) (\($0.type))" }.joined(separator: ", ")
+                print("\(file): ok (\(stages.isEmpty ? "no stages" : stages); sinks: \(sinks)\(stores))")
             } else {
                 failed = true
                 for error in report.errors { print(error.description) }

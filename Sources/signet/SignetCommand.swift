@@ -25,7 +25,7 @@ struct SignetCommand: AsyncParsableCommand {
         version: Signet.version,
         subcommands: [
             RunCommand.self, LintCommand.self, VerifyCommand.self, DecodeCommand.self, FixturesCommand.self,
-            StateCommand.self, EntitlementsCommand.self, DevBrokerCommand.self, ComponentsCommand.self,
+            StateCommand.self, EntitlementsCommand.self, DevBrokerCommand.self, ComponentsCommand.self, TestCommand.self,
         ]
     )
 

@@ -177,6 +177,26 @@ struct InterpolationTests {
         } catch {
             #expect(error.message.hasPrefix("invalid YAML"))
             #expect(error.location?.line == 2)
+            #expect(error.message.contains("must be quoted, e.g. key: \"${VAR}\""), "\(error.message)")
+        }
+        do {
+            _ = try parseNode("source: {type: file, path: ${INPUT}}\n", environment: ["INPUT": "in.ndjson"])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.message.contains("must be quoted"), "\(error.message)")
+        }
+        // Quoted, it parses.
+        let quoted = try parseNode("source: {type: file, path: \"${INPUT}\"}\n", environment: ["INPUT": "in.ndjson"])
+        #expect(quoted.path == "")
+    }
+
+    @Test func tabIndentationGetsAHint() throws {
+        do {
+            _ = try parseNode("sinks:\n  out:\n\ttype: stdout\n", environment: [:])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.message.hasPrefix("invalid YAML"))
+            #expect(error.message.contains("indented with a tab"), "\(error.message)")
         }
     }
 

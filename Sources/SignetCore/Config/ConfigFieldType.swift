@@ -33,6 +33,7 @@ public indirect enum ConfigFieldType: Sendable {
     public var displayName: String {
         switch self {
         case .string: "string"
+        case .int(let range?) where range.upperBound == Int.max: "int >= \(range.lowerBound)"
         case .int(let range?): "int \(range.lowerBound)...\(range.upperBound)"
         case .int(nil): "int"
         case .bool: "bool"

@@ -40,7 +40,7 @@ public struct ConfigNode: Sendable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw Self.convert(error, file: file)
+            throw Self.convert(error, file: file, text: text)
         } catch {
             throw ConfigError("cannot parse YAML: \(error)", at: nil)
         }
@@ -88,14 +88,15 @@ public struct ConfigNode: Sendable {
         }
     }
 
-    private static func convert(_ error: YamlError, file: String) -> ConfigError {
+    private static func convert(_ error: YamlError, file: String, text: String) -> ConfigError {
         func at(_ mark: Mark) -> ConfigLocation { ConfigLocation(file: file, line: mark.line, column: mark.column) }
         switch error {
         case .scanner(let context, let problem, let mark, _),
             .parser(let context, let problem, let mark, _),
             .composer(let context, let problem, let mark, _):
             let prefix = context.map { "\($0.text): " } ?? ""
-            return ConfigError("invalid YAML: \(prefix)\(problem)", at: at(mark))
+            let hint = YAMLSyntaxHint.hint(text: text, line: mark.line, contextLine: context?.mark.line)
+            return ConfigError("invalid YAML: \(prefix)\(problem)" + (hint.map { " (hint: \($0))" } ?? ""), at: at(mark))
         case .duplicatedKeysInMapping(let duplicates, let context):
             return ConfigError(
                 "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in a mapping",

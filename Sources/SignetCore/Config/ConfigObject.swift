@@ -217,7 +217,7 @@ public final class ConfigObject {
     public static func suggestion(for word: String, among candidates: [String]) -> String {
         let best = candidates
             .map { ($0, editDistance(word, $0)) }
-            .filter { $0.1 <= max(2, word.count / 3) }
+            .filter { $0.1 <= max(2, word.count / 3) && $0.1 < word.count }
             .min { $0.1 < $1.1 }
         return best.map { " (did you mean '\($0.0)'?)" } ?? ""
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Checks a mapping against a list of ``ConfigField``s and types its values.
 ///
 /// Keeps going after a problem so one `signet lint` shows every one; the caller reads
@@ -81,6 +83,14 @@ struct ConfigValidator {
 
     /// Types one value; nil (with an error recorded) when it does not fit.
     private mutating func decode(_ node: ConfigNode, as type: ConfigFieldType, fallback: String?) -> ConfigValue? {
+        // An unset ${VAR} while linting stands for a value of the deployment: the field's
+        // default or example is the likeliest one, and keeps factories from judging "1"
+        // (as a certificate path, say).
+        if node.isPlaceholder, let fallback,
+            case .success(let value) = decodeStrict(ConfigNode(value: .scalar(fallback), location: node.location, path: node.path), as: type)
+        {
+            return value
+        }
         switch decodeStrict(node, as: type) {
         case .success(let value):
             return value
@@ -89,13 +99,7 @@ struct ConfigValidator {
                 errors.append(error)
                 return nil
             }
-            // An unset ${VAR} while linting: already a warning; stand in a plausible value.
-            var quiet = ConfigValidator(storeNames: storeNames)
-            if let fallback, case .success(let value) = quiet.decodeStrict(
-                ConfigNode(value: .scalar(fallback), location: node.location, path: node.path), as: type)
-            {
-                return value
-            }
+            // An unset ${VAR} while linting: already a warning; stand in a value of the right type.
             return Self.zeroValue(of: type, node: node)
         }
     }
@@ -126,6 +130,7 @@ struct ConfigValidator {
                 return fail("\(name) must be an integer, got \(ConfigObject.show(node))")
             }
             if let range, !range.contains(value) {
+                if range.upperBound == Int.max { return fail("\(name) must be at least \(range.lowerBound), got \(value)") }
                 return fail("\(name) must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
             }
             return .success(.int(value))

@@ -169,6 +169,9 @@ struct PipelineBuild {
         for reference in validator.storeReferences where resourceLocations[reference.name] == nil {
             buildImplicitStore(named: reference.name, for: reference.location)
         }
+        // A store that failed to build is reported already; its users would only repeat it.
+        let built = Set(resources.map(\.name))
+        guard validator.storeReferences.allSatisfy({ built.contains($0.name) }) else { return nil }
         let context = ComponentContext(
             path: path, sinkNames: sinkNames, logger: loader.logger,
             resources: Dictionary(resources.map { ($0.name, $0.resource) }, uniquingKeysWith: { first, _ in first }),

@@ -22,7 +22,7 @@ extension ComponentSpec {
             ConfigField("signing_secret", .string, .optional, "shared secret for X-Signet-Signature", example: "${SIGNET_HTTP_SINK_SECRET}"),
             ConfigField("headers", .stringMap, .optional, "extra request headers", example: "{ Authorization: \"Bearer ${BACKEND_TOKEN}\" }"),
         ],
-        examples: ["sinks:\n  - name: backend\n    type: http\n    url: http://127.0.0.1:8000/events\n    mode: batch"])
+        examples: ["sinks:\n  backend:\n    type: http\n    url: http://127.0.0.1:8000/events\n    mode: batch"])
 }
 
 extension HTTPSink.Options {

@@ -4,32 +4,42 @@ import Synchronization
 /// A state store as a named resource of a pipeline (`stores:`): `dedupe` and
 /// `transition` naming the same store share this one instance, so they see each
 /// other's commits, and the runner opens it before them and closes it after them.
+///
+/// Any store type can stand behind it: a registered store type's factory returns
+/// `StateStoreResource(identity:open:)` with a function that opens its store (a
+/// PostgreSQL pool, say); `sqlite` and `memory` use ``init(_:)``.
 public final class StateStoreResource: PipelineResource {
-    /// What ``open()`` opens; nil for a store handed in already open.
-    public let configuration: StateStoreConfiguration?
+    public let identity: String?
+    private let opener: (@Sendable () async throws -> any StateStore)?
     private let opened = Mutex<(any StateStore)?>(nil)
 
-    /// A store opened by ``open()`` from `configuration`.
-    public init(_ configuration: StateStoreConfiguration) {
-        self.configuration = configuration
+    /// A store opened by ``open()`` from `configuration` (`sqlite` or `memory`).
+    public convenience init(_ configuration: StateStoreConfiguration) {
+        self.init(identity: configuration.identity) { try configuration.open() }
+    }
+
+    /// A store that `open` opens when the runner opens the resource; `identity` names
+    /// what it opens (two resources of a pipeline must not share one).
+    public init(identity: String?, open: @escaping @Sendable () async throws -> any StateStore) {
+        self.identity = identity
+        self.opener = open
     }
 
     /// A store the caller owns and has opened (embedding, tests); open and close leave it alone.
     public init(store: any StateStore) {
-        self.configuration = nil
+        self.identity = nil
+        self.opener = nil
         opened.withLock { $0 = store }
     }
 
-    public var identity: String? { configuration?.identity }
-
     public func open() async throws {
-        guard let configuration else { return }
-        let store = try configuration.open()
+        guard let opener else { return }
+        let store = try await opener()
         opened.withLock { $0 = store }
     }
 
     public func close() async throws {
-        guard configuration != nil else { return }
+        guard opener != nil else { return }
         let store = opened.withLock { current in
             defer { current = nil }
             return current
@@ -40,7 +50,7 @@ public final class StateStoreResource: PipelineResource {
     /// The opened store; throws when the runner has not opened it.
     public func store() throws -> any StateStore {
         guard let store = opened.withLock({ $0 }) else {
-            throw SQLiteError(code: 21, message: "the state store is not open (was the pipeline's resource opened?)", context: "\(configuration.map { "\($0)" } ?? "store")")
+            throw SQLiteError(code: 21, message: "the state store is not open (was the pipeline's resource opened?)", context: identity ?? "store")
         }
         return store
     }

@@ -9,20 +9,20 @@ extension ComponentSpec {
         fields: [
             ConfigField(
                 "path", .string, .default(StateStoreConfiguration.defaultDatabasePath),
-                "the database file (created with its folder if missing)", example: "${SIGNET_DATA_DIR:signet-data}/signet.sqlite"),
+                "the database file (what signet state and signet entitlements read by default)", example: "${SIGNET_DATA_DIR:signet-data}/signet.sqlite"),
             ConfigField(
                 "durability", .enumeration(SQLiteStateStore.Durability.allCases.map(\.rawValue)),
                 .default(SQLiteStateStore.Options().durability.rawValue),
-                "full: fsync every commit; normal: a power loss may lose the last commits; off: tests only", advanced: true),
+                "full: fsync per committed batch (survives power loss); normal: fsync at WAL checkpoints (survives a process crash); off", advanced: true),
             ConfigField(
                 "busy_timeout", .duration(.zero...(.seconds(3600))), .default(ConfigDuration.format(SQLiteStateStore.Options().busyTimeout)),
-                "how long a write waits for another process's lock", advanced: true),
+                "how long SQLite waits for another connection's lock", advanced: true),
             ConfigField(
                 "cache_size", .int(0...100_000_000), .default(String(SQLiteStateStore.Options().cacheCapacity)),
-                "subscription snapshots kept in memory", advanced: true),
+                "committed snapshots kept in memory (bounded; 0 disables)", advanced: true),
             ConfigField(
                 "outbox_retention", .duration(nil), .default(ConfigDuration.format(SQLiteStateStore.Options().outboxRetention)),
-                "how long delivered events stay in the outbox (0s: deleted when pruned)", advanced: true),
+                "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),
         ],
         examples: ["stores:\n  default:\n    type: sqlite\n    path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite"],
         testSubstitute: "memory")
@@ -32,7 +32,7 @@ extension ComponentSpec {
         name: "memory",
         summary: "state in this process's memory, gone when it exits (tests, signet test)",
         fields: [
-            ConfigField("max_keys", .int(1...1_000_000_000), .default("1000000"), "dedupe keys kept before the oldest are dropped"),
+            ConfigField("max_keys", .int(1...1_000_000_000), .default("1000000"), "most dedupe keys held; the oldest go first"),
             ConfigField("outbox_retention", .duration(nil), .default("0s"), "how long delivered events stay in the outbox", advanced: true),
         ],
         examples: ["stores:\n  default:\n    type: memory"])
