@@ -111,7 +111,7 @@ let package = Package(
             name: "SignetStateTests",
             dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
-        .testTarget(name: "SignetHTTPTests", dependencies: ["SignetHTTP", "Signet", "SignetOpenSSL", "SignetTestSupport"]),
+        .testTarget(name: "SignetHTTPTests", dependencies: ["SignetHTTP", "Signet", "SignetCore", "SignetOpenSSL", "SignetTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
         .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),

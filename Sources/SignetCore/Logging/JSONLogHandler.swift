@@ -42,7 +42,7 @@ public struct JSONLogHandler: LogHandler {
     ) -> [UInt8] {
         var json = JSONText()
         json.beginObject()
-        json.key("time"); json.string(time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        json.key("time"); json.string(time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
         json.key("level"); json.string(level.rawValue)
         json.key("label"); json.string(label)
         json.key("message"); json.string(message)
