@@ -32,10 +32,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C libraries from Debian packages, each behind a thin Swift wrapper module.
@@ -55,31 +58,41 @@ let package = Package(
             name: "SignetCore",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         .target(
             name: "SignetJWS",
-            dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
+            dependencies: [
+                "SignetCore", "SignetOpenSSL", "AppStoreModels", .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .target(
             name: "SignetFixtures",
             dependencies: ["SignetCore", "SignetOpenSSL", "AppStoreModels"]),
         .target(
             name: "SignetState",
-            dependencies: ["SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite"]),
+            dependencies: [
+                "SignetCore", "SignetJWS", "SignetOpenSSL", "AppStoreModels", "CSQLite",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .target(
             name: "SignetKafka",
-            dependencies: ["SignetCore", "CRdKafka"]),
-        // The webhook source and the service lifecycle (Hummingbird, ServiceLifecycle).
+            dependencies: ["SignetCore", "CRdKafka", .product(name: "Metrics", package: "swift-metrics")]),
+        // HTTP: the webhook source, the http sink, the admin listener (metrics, health,
+        // entitlement API) and the service lifecycle.
         .target(
             name: "SignetHTTP",
             dependencies: [
-                "SignetCore",
+                "SignetCore", "SignetState", "SignetOpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "Signet",
@@ -87,8 +100,7 @@ let package = Package(
         .executableTarget(
             name: "signet",
             dependencies: [
-                "Signet",
-                "SignetHTTP",
+                "Signet", "SignetHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -109,7 +121,8 @@ let package = Package(
         .testTarget(
             name: "SignetHTTPTests",
             dependencies: [
-                "SignetHTTP", "Signet", "SignetCore", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetHTTP", "Signet", "SignetCore", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),

@@ -9,6 +9,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>

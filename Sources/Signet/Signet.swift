@@ -20,6 +20,7 @@ public enum Signet {
         registry.registerStateComponents()
         registry.registerKafkaComponents()
         registry.registerWebhookComponents()
+        registry.registerHTTPComponents()
         return registry
     }
 }

@@ -57,6 +57,10 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
     public static let missingTransaction: ReasonCode = "missing_transaction"
     /// A notificationType Signet does not know, with `reject_unknown_types: true`.
     public static let unknownNotificationType: ReasonCode = "unknown_notification_type"
+
+    // MARK: Delivery (sinks)
+    /// An `http` sink's receiver answered 4xx (other than 408/429): the event will never be accepted as sent.
+    public static let httpRejected: ReasonCode = "http_rejected"
 }
 
 /// Why a stage turned a record away: a stable code and a human explanation.

@@ -52,6 +52,7 @@ public final class AppStoreVerifier: Sendable {
     private let headerCache: BoundedCache<PrehashedBytes, ParsedJWSHeader>
     private let chainCache: BoundedCache<CertificatePairKey, VerifiedChainEntry>
     private let maxFutureSkewMilliseconds: Int64
+    private let cacheMetrics = VerifierCacheMetrics()
 
     /// Validates `configuration` and builds the trust store.
     ///
@@ -399,7 +400,11 @@ public final class AppStoreVerifier: Sendable {
     private func parsedHeader(_ segment: UnsafeRawBufferPointer, role: JWSRole) throws(RecordRejection) -> ParsedJWSHeader {
         guard headerCache.capacity > 0 else { return try ParsedJWSHeader.parse(segment: segment, role: role) }
         let key = PrehashedBytes(segment)
-        if let cached = headerCache.value(for: key) { return cached }
+        if let cached = headerCache.value(for: key) {
+            cacheMetrics.headerHits.increment()
+            return cached
+        }
+        cacheMetrics.headerMisses.increment()
         let parsed = try ParsedJWSHeader.parse(segment: segment, role: role)
         headerCache.insert(parsed, for: key)
         return parsed
@@ -450,7 +455,11 @@ public final class AppStoreVerifier: Sendable {
         _ header: ParsedJWSHeader, atMilliseconds milliseconds: Int64, source: VerificationDateSource, role: JWSRole
     ) throws(RecordRejection) {
         let seconds = Self.floorSeconds(milliseconds)
-        if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) { return }
+        if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) {
+            cacheMetrics.chainHits.increment()
+            return
+        }
+        cacheMetrics.chainMisses.increment()
 
         let chain: VerifiedChain
         do {

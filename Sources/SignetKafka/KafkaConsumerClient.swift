@@ -112,6 +112,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
     private let handle: OpaquePointer
     let callbacks: ConsumerCallbacks
     private let closed = Mutex(false)
+    private let lagMetrics = KafkaLagMetrics()
 
     /// Creates the consumer and subscribes. Blocking only briefly (no network wait).
     init(properties: [KafkaProperty], topics: [String], logger: Logger) throws {
@@ -180,6 +181,9 @@ final class KafkaConsumerClient: @unchecked Sendable {
             polled.append((record, partition, epoch))
         }
         guard !polled.isEmpty else { return [] }
+        var lastOffsets: [TopicPartition: Int64] = [:]
+        for entry in polled { lastOffsets[entry.partition] = entry.record.position.offset }
+        lagMetrics.update(handle: handle, lastOffsets: lastOffsets)
         return callbacks.tracker.withLock { tracker in
             var records: [Record] = []
             records.reserveCapacity(polled.count)

@@ -33,16 +33,27 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(name: .long, help: "Log format: text, or json (one object per line, for log shippers).")
+    var logFormat: Terminal.LogFormat = .text
+
     func run() async throws {
-        Terminal.bootstrapLogging(level: logLevel)
+        Terminal.bootstrapLogging(level: logLevel, format: logFormat)
+        PrometheusBackend.bootstrap()
         signal(SIGPIPE, SIG_IGN)
         let built = try PipelineLoader.loadForCommand(pipeline)
 
         let runner = PipelineRunner(pipeline: built)
-        // SIGTERM/SIGINT drain through ServiceLifecycle (SignetHTTP.PipelineLifecycle).
+        let admin: AdminServer?
+        do {
+            admin = try AdminServer.make(for: runner, environment: Terminal.environment)
+        } catch {
+            throw ConfigurationFailure(description: "\(error)")
+        }
+        // SIGTERM/SIGINT drain through ServiceLifecycle (SignetHTTP.PipelineLifecycle); the admin
+        // listener stops after the pipeline, so /readyz says "draining" meanwhile.
         let outcome: PipelineService.Outcome
         do {
-            outcome = try await PipelineLifecycle(runner: runner).run()
+            outcome = try await PipelineLifecycle(runner: runner, services: admin.map { [$0] } ?? []).run()
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")

@@ -26,9 +26,7 @@ struct StoreOptions: ParsableArguments {
 
 /// Prints an Encodable as pretty JSON on stdout.
 func printJSON(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    Terminal.printLine(Array(try encoder.encode(value)))
+    Terminal.printLine(try StateJSON.encode(value))
 }
 
 struct StateCommand: ParsableCommand {
@@ -101,12 +99,8 @@ struct EntitlementsCommand: ParsableCommand {
         let database = try store.open()
         defer { try? database.close() }
         let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
-        let entitlements =
-            if let appAccountToken {
-                try database.entitlements(appAccountToken: appAccountToken, at: instant)
-            } else {
-                try database.entitlements(originalTransactionId: originalTransactionId!, at: instant)
-            }
-        try printJSON(entitlements)
+        let query: StateJSON.Query =
+            if let appAccountToken { .appAccountToken(appAccountToken) } else { .originalTransactionId(originalTransactionId ?? "") }
+        Terminal.printLine(try StateJSON.entitlements(query, in: database, at: instant))
     }
 }

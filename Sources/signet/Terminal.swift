@@ -19,12 +19,24 @@ enum Terminal {
     }
 
     /// Logs go to stderr; stdout carries data only.
-    static func bootstrapLogging(level: Logger.Level) {
+    static func bootstrapLogging(level: Logger.Level, format: LogFormat = .text) {
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            switch format {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            case .json:
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
+    }
+
+    /// `--log-format`: lines for people, or one JSON object per line for log shippers.
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
     }
 
     /// The process environment, the source of `${VAR}` values.

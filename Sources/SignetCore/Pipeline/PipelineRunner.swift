@@ -15,10 +15,19 @@ public final class PipelineRunner: Sendable {
     private let summary = Mutex(RunSummary())
     private let latencies = Mutex(LatencyHistogram())
     private let started = Mutex<ContinuousClock.Instant?>(nil)
+    /// Counters and histograms (docs/operations.md); no-ops unless a metrics backend is set.
+    public let metrics: PipelineMetrics
+    /// The phase `/readyz` reports: starting, running, draining, stopped.
+    public let health: PipelineHealth
 
-    public init(pipeline: Pipeline, logger: Logger = Logger(label: "signet")) {
+    public init(
+        pipeline: Pipeline, logger: Logger = Logger(label: "signet"), metrics: PipelineMetrics = PipelineMetrics(),
+        health: PipelineHealth = PipelineHealth()
+    ) {
         self.pipeline = pipeline
         self.logger = logger
+        self.metrics = metrics
+        self.health = health
     }
 
     /// The counts so far (safe to call while running).
@@ -34,6 +43,7 @@ public final class PipelineRunner: Sendable {
     /// Asks the source to stop; in-flight batches drain, are delivered and committed,
     /// then ``run()`` returns.
     public func requestStop() async {
+        health.enter(.draining)
         await pipeline.source.stop()
     }
 
@@ -63,6 +73,7 @@ public final class PipelineRunner: Sendable {
             opened.append(pipeline.deadLetter.sink.close)
 
             try await redeliverOutbox()
+            health.enter(.running)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if let interval = pipeline.settings.progressInterval {
                     group.addTask { [self] in try await reportProgress(every: interval) }
@@ -71,11 +82,14 @@ public final class PipelineRunner: Sendable {
                 group.cancelAll()
             }
         } catch {
+            health.enter(.stopped)
             await closeAll(opened.reversed())
             logger.error("pipeline stopped: \(error)", metadata: ["progress": "\(currentSummary)"])
             throw error
         }
+        health.enter(.draining)
         await closeAll(opened.reversed())
+        health.enter(.stopped)
         let final = currentSummary
         summary.withLock { $0.elapsedSeconds = final.elapsedSeconds }
         return final
@@ -89,9 +103,11 @@ public final class PipelineRunner: Sendable {
 
         group.addTask { [self] in
             do {
-                while let records = try await source.nextBatch(maxRecords: batchSize) {
+                while var records = try await source.nextBatch(maxRecords: batchSize) {
                     guard !records.isEmpty else { continue }
                     summary.withLock { $0.read += records.count }
+                    metrics.recordsRead(records.count)
+                    records[0][BatchReadInstantKey.self] = .now
                     await handoffs[0].send(RecordBatch(records: records))
                 }
                 handoffs[0].finish()
@@ -154,15 +170,23 @@ public final class PipelineRunner: Sendable {
     /// Writes a batch's outputs and rejects, then acknowledges and commits it.
     private func deliver(_ batch: RecordBatch) async throws {
         var perSink = Array(repeating: [OutputMessage](), count: pipeline.sinks.count)
+        // For each sink's message, the index of the record that produced it (for dead-lettering
+        // messages a sink refuses for good).
+        var origins = Array(repeating: [Int](), count: pipeline.sinks.count)
         var deadLetters: [OutputMessage] = []
         var counts = RunSummary()
-        for record in batch.records {
+        var eventTypes: [String: Int] = [:]
+        for (recordIndex, record) in batch.records.enumerated() {
             switch record.status {
             case .active:
                 if record[GeneratedRecordKey.self] != true { counts.passed += 1 }
                 for message in record.outputs {
+                    if let type = message.headers.first(where: { $0.name == "signet-event-type" }) {
+                        eventTypes[String(decoding: type.value, as: UTF8.self), default: 0] += 1
+                    }
                     for (index, named) in pipeline.sinks.enumerated() where message.isRouted(to: named.name) {
                         perSink[index].append(message)
+                        origins[index].append(recordIndex)
                     }
                 }
             case .rejected(let rejection, let stage):
@@ -176,18 +200,36 @@ public final class PipelineRunner: Sendable {
             }
         }
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        let refused = try await withThrowingTaskGroup(of: [OutputMessage].self) { group in
             for (index, named) in pipeline.sinks.enumerated() where !perSink[index].isEmpty {
                 let messages = perSink[index]
-                group.addTask { [self] in try await write(messages, to: named.sink, name: named.name) }
+                let sinkOrigins = origins[index]
+                group.addTask { [self] in
+                    let undeliverable = try await write(messages, to: named.sink, name: named.name)
+                    return undeliverable.map { refusal in
+                        let record = batch.records[sinkOrigins[refusal.index]]
+                        return pipeline.deadLetter.message(for: record, rejection: refusal.rejection, stage: "sinks.\(named.name)")
+                    }
+                }
                 counts.deliveredBySink[named.name, default: 0] += messages.count
                 counts.delivered += messages.count
             }
             if !deadLetters.isEmpty {
                 let messages = deadLetters
-                group.addTask { [self] in try await write(messages, to: pipeline.deadLetter.sink, name: "dead_letter") }
+                group.addTask { [self] in
+                    _ = try await write(messages, to: pipeline.deadLetter.sink, name: "dead_letter")
+                    return []
+                }
             }
-            try await group.waitForAll()
+            return try await group.reduce(into: [OutputMessage]()) { $0 += $1 }
+        }
+        if !refused.isEmpty {
+            // A sink refused these for good (e.g. HTTP 4xx): dead-letter them before the commit.
+            _ = try await write(refused, to: pipeline.deadLetter.sink, name: "dead_letter")
+            for message in refused {
+                let reason = message.headers.first { $0.name == "signet-reason" }.map { String(decoding: $0.value, as: UTF8.self) }
+                metrics.deadLettered(reason: reason ?? "unknown")
+            }
         }
 
         FaultInjection.point("after_sink_write")
@@ -195,7 +237,10 @@ public final class PipelineRunner: Sendable {
             try await stage.acknowledge(batch)
         }
         FaultInjection.point("after_acknowledge")
+        metrics.eventsPublished(eventTypes)
         if batch.isRedelivery {
+            metrics.batchFinished(
+                records: 0, passed: 0, rejectedByReason: [:], droppedByReason: [:], committed: false)
             summary.withLock {
                 $0.redelivered += counts.delivered
                 $0.delivered += counts.delivered
@@ -214,11 +259,23 @@ public final class PipelineRunner: Sendable {
             }
         }
         summary.withLock { $0.add(counts) }
+        metrics.batchCommitted(batch, counts: counts, committedAtMilliseconds: committedAt)
+        logger.debug(
+            "batch committed",
+            metadata: [
+                "records": "\(batch.count)", "passed": "\(counts.passed)", "rejected": "\(counts.rejected)",
+                "dropped": "\(counts.dropped)", "delivered": "\(counts.delivered)",
+                "first": "\(batch.records.first?.position.description ?? "-")",
+                "last": "\(batch.records.last?.position.description ?? "-")",
+            ])
     }
 
     /// Writes to one sink, retrying with capped exponential backoff while the sink fails,
     /// up to the configured retry timeout; nothing is committed until it succeeds.
-    private func write(_ messages: [OutputMessage], to sink: any Sink, name: String) async throws {
+    /// Returns the messages the sink refused for good (``UndeliverableMessages``).
+    private func write(_ messages: [OutputMessage], to sink: any Sink, name: String) async throws
+        -> [UndeliverableMessages.Refusal]
+    {
         let deadline = ContinuousClock.now + pipeline.settings.sinkRetryTimeout
         var backoff = Duration.milliseconds(100)
         var attempt = 1
@@ -226,9 +283,17 @@ public final class PipelineRunner: Sendable {
             do {
                 try await sink.write(messages)
                 if attempt > 1 { logger.notice("sink '\(name)' recovered after \(attempt) attempts") }
-                return
+                metrics.sinkDelivered(name, count: messages.count)
+                return []
+            } catch let undeliverable as UndeliverableMessages {
+                metrics.sinkFailed(name, willRetry: false)
+                metrics.sinkDelivered(name, count: messages.count - undeliverable.refusals.count)
+                logger.warning("sink '\(name)' refused \(undeliverable.refusals.count) messages for good; dead-lettering them")
+                return undeliverable.refusals
             } catch {
-                guard ContinuousClock.now + backoff < deadline, !Task.isCancelled else {
+                let willRetry = ContinuousClock.now + backoff < deadline && !Task.isCancelled
+                metrics.sinkFailed(name, willRetry: willRetry)
+                guard willRetry else {
                     logger.error("sink '\(name)' failed, giving up after \(attempt) attempts: \(error)")
                     throw error
                 }

@@ -113,6 +113,7 @@ public final class SQLiteStateStore: StateStore {
             let transaction = SQLiteStateTransaction(
                 database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil,
                 inFlight: connection.inFlight)
+            let began = ContinuousClock.now
             let result = try connection.database.transaction {
                 // Another process (a second group member on the same file) may have written
                 // since our last commit; data_version changes exactly then. Checked under the
@@ -124,6 +125,7 @@ public final class SQLiteStateStore: StateStore {
                 }
                 return try body(transaction)
             }
+            StateStoreMetrics.sqliteCommit.recordNanoseconds((ContinuousClock.now - began).clampedNanoseconds)
             connection.inFlight.formUnion(transaction.appended)
             // Only committed snapshots enter the cache.
             if connection.cacheEnabled {

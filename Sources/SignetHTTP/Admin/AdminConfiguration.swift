@@ -1,0 +1,100 @@
+import SignetCore
+
+/// The top-level `http:` section of a pipeline file: one listener for `/metrics`,
+/// `/healthz`, `/readyz` and the entitlement API.
+public struct AdminConfiguration: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    /// The bearer token the `/v1/...` API requires (`SIGNET_API_TOKEN`); required off loopback.
+    public var apiToken: String?
+    /// The store (by its `stores:` name) the API reads; nil serves no API.
+    public var store: String?
+
+    public init(host: String = "127.0.0.1", port: Int = 9464, apiToken: String? = nil, store: String? = "default") {
+        self.host = host
+        self.port = port
+        self.apiToken = apiToken
+        self.store = store
+    }
+
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost), where the API
+    /// may answer without a token because only this machine can reach it.
+    public var isLoopback: Bool {
+        let host = host.lowercased()
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in UInt8(part) != nil }
+    }
+
+    /// Refuses a listener that would expose user data to the network without a token.
+    public func validate() throws(AdminServerError) {
+        if store != nil, !isLoopback, (apiToken ?? "").isEmpty {
+            throw AdminServerError.tokenRequired(address: "\(host):\(port)")
+        }
+    }
+
+    /// Splits `host:port` (`[::1]:9464` for IPv6).
+    public static func parseAddress(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        var host = String(text[..<colon])
+        guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port), !host.isEmpty else { return nil }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
+    }
+}
+
+extension ComponentSpec {
+    /// The top-level `http:` section.
+    public static let httpSection = ComponentSpec(
+        name: "http", summary: "serves /metrics, /healthz, /readyz and the entitlement API on one listener",
+        description: """
+            Off loopback, the /v1 API needs a bearer token (api_token, or SIGNET_API_TOKEN); \
+            Signet refuses to start such a listener without one. See docs/operations.md.
+            """,
+        fields: [
+            ConfigField("address", .string, .default("127.0.0.1:9464"), "host:port to listen on", example: "127.0.0.1:9464"),
+            ConfigField(
+                "api_token", .string, .optional,
+                "bearer token for /v1/... (default: $SIGNET_API_TOKEN); required off loopback",
+                example: "${SIGNET_API_TOKEN}"),
+            ConfigField("api", .bool, .default("true"), "serve the /v1 entitlement API"),
+            ConfigField("store", .string, .default("default"), "the store the /v1 API reads"),
+        ],
+        examples: [
+            """
+            http:
+              address: 127.0.0.1:9464
+            """
+        ])
+}
+
+extension AdminConfiguration {
+    /// The configuration a pipeline's `http:` section says, or nil when it has none;
+    /// `environment` supplies `SIGNET_API_TOKEN` when the section names no token.
+    public init?(pipeline: Pipeline, environment: [String: String]) throws(ConfigError) {
+        guard let section = pipeline.sections[ComponentSpec.httpSection.name] else { return nil }
+        let address = try section.string("address")
+        guard let (host, port) = Self.parseAddress(address) else {
+            throw section.error("'address' must be host:port (e.g. 127.0.0.1:9464), not '\(address)'", key: "address")
+        }
+        let token = try section.optionalString("api_token") ?? environment["SIGNET_API_TOKEN"]
+        let store = try section.bool("api") ? try section.string("store") : nil
+        self.init(host: host, port: port, apiToken: token, store: store)
+    }
+}
+
+/// Why the admin listener cannot start.
+public enum AdminServerError: Error, Equatable, CustomStringConvertible {
+    case tokenRequired(address: String)
+    case storeMissing(String)
+
+    public var description: String {
+        switch self {
+        case .tokenRequired(let address):
+            "http: refusing to serve the entitlement API on \(address), which is not a loopback address, without a token: set SIGNET_API_TOKEN (or http.api_token), bind 127.0.0.1, or set http.api: false"
+        case .storeMissing(let name):
+            "http: the entitlement API reads store '\(name)', which the pipeline does not declare as a state store"
+        }
+    }
+}

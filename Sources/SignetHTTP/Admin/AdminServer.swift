@@ -1,0 +1,94 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+import SignetCore
+import SignetState
+
+/// The listener every pipeline can have (its `http:` section): `GET /metrics`
+/// (Prometheus text), `/healthz` (the process answers), `/readyz` (running, and every
+/// component that reports health ready; 503 while starting or draining), and the
+/// entitlement API `GET /v1/entitlements?originalTransactionId=…|appAccountToken=…`
+/// and `GET /v1/subscriptions/{originalTransactionId}`, with the JSON of `signet
+/// entitlements` and `signet state show`.
+///
+/// A ServiceLifecycle `Service`: run it in the same `ServiceGroup` as the pipeline;
+/// graceful shutdown stops the listener.
+public final class AdminServer: Service {
+    public let configuration: AdminConfiguration
+    private let pipeline: Pipeline
+    private let health: PipelineHealth
+    private let registry: PrometheusCollectorRegistry
+    private let store: StateStoreResource?
+    private let token: BearerToken?
+    private let logger: Logger
+    private let listening = ListeningPort()
+
+    /// Checks the bind policy (no API off loopback without a token) and finds the store.
+    public init(
+        configuration: AdminConfiguration, pipeline: Pipeline, health: PipelineHealth,
+        registry: PrometheusCollectorRegistry = PrometheusBackend.registry,
+        logger: Logger = Logger(label: "signet.http")
+    ) throws(AdminServerError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.pipeline = pipeline
+        self.health = health
+        self.registry = registry
+        self.logger = logger
+        if let name = configuration.store {
+            let resource = pipeline.resources.first { $0.name == name }?.resource
+            guard let stateStore = resource as? StateStoreResource else { throw .storeMissing(name) }
+            store = stateStore
+        } else {
+            store = nil
+        }
+        token = configuration.apiToken.flatMap { $0.isEmpty ? nil : BearerToken($0) }
+    }
+
+    /// The port the listener bound (useful with port 0), once it listens.
+    public func boundPort() async -> Int {
+        await listening.value()
+    }
+
+    public func run() async throws {
+        let router = Router()
+        router.get("/metrics") { [registry] _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        router.get("/healthz") { _, _ in Self.text(.ok, "ok\n") }
+        router.get("/readyz") { [pipeline, health] _, _ in
+            let checks = await health.readiness(of: pipeline)
+            let ready = checks.allSatisfy(\.isReady)
+            let lines = checks.map { "\($0.component): \($0.isReady ? "ready" : "not ready") \($0.detail)\n" }
+            return Self.text(ready ? .ok : .serviceUnavailable, lines.joined())
+        }
+        if let store {
+            let api = EntitlementAPI(store: store, token: token, logger: logger)
+            router.get("/v1/entitlements") { request, _ in api.entitlements(request) }
+            router.get("/v1/subscriptions/:originalTransactionId") { request, context in
+                api.subscription(request, originalTransactionId: context.parameters.get("originalTransactionId") ?? "")
+            }
+        }
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { [listening, logger] channel in
+                logger.info("http: listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
+                listening.announce(channel.localAddress?.port ?? 0)
+            },
+            logger: logger)
+        try await app.run()
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}

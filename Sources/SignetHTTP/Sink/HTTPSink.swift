@@ -1,0 +1,199 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import SignetCore
+import SignetOpenSSL
+import Synchronization
+
+/// POSTs events to the user's backend (`type: http` under `sinks:`).
+///
+/// Acknowledged only on a 2xx answer. 408, 429, 5xx, timeouts and connection errors are
+/// retried with capped exponential backoff (honouring `Retry-After`); when the retries
+/// run out the write fails and the runner retries the batch later, nothing committed.
+/// Any other 4xx is permanent: the sink delivers the rest and reports the refused
+/// messages (``UndeliverableMessages``, reason `http_rejected`), which the runner
+/// dead-letters. Requests go one at a time, in order, so per-key order holds; a retried
+/// batch may re-send events already acknowledged (at-least-once: receivers dedupe on
+/// the event id).
+public final class HTTPSink: Sink {
+    /// What to send and how hard to try.
+    public struct Options: Sendable {
+        /// One event per request, or a JSON array of up to ``maxBatch`` events.
+        public enum Mode: String, Sendable, CaseIterable {
+            case single, batch
+        }
+
+        public var url: String
+        public var mode: Mode = .single
+        public var maxBatch: Int = 100
+        /// Per request, from connect to the last byte of the answer.
+        public var timeout: Duration = .seconds(10)
+        /// Attempts after the first, per request, before the write fails.
+        public var maxRetries: Int = 5
+        public var initialBackoff: Duration = .milliseconds(200)
+        public var maxBackoff: Duration = .seconds(10)
+        /// When set, `X-Signet-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+        public var signingSecret: [UInt8]?
+        /// Extra request headers (e.g. `Authorization`).
+        public var headers: [(name: String, value: String)] = []
+
+        public init(url: String) {
+            self.url = url
+        }
+    }
+
+    /// One HTTP exchange's outcome.
+    enum Outcome: Equatable {
+        case delivered
+        /// Worth another try (after at least `retryAfter`, if the server said).
+        case retryable(String, retryAfter: Duration?)
+        /// Will fail the same way again.
+        case refused(status: Int, detail: String)
+    }
+
+    public let options: Options
+    private let logger: Logger
+    private let client = Mutex<HTTPClient?>(nil)
+
+    public init(options: Options, logger: Logger = Logger(label: "signet.http-sink")) {
+        self.options = options
+        self.logger = logger
+    }
+
+    public func open() async throws {
+        let configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))
+        let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        client.withLock { $0 = made }
+    }
+
+    public func close() async throws {
+        let current = client.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        try await current?.shutdown()
+    }
+
+    public func write(_ messages: [OutputMessage]) async throws {
+        guard let client = client.withLock({ $0 }) else { throw HTTPSinkError.notOpen }
+        var refusals: [UndeliverableMessages.Refusal] = []
+        for request in requests(for: messages) {
+            if case .refused(let status, let detail) = try await send(request, with: client) {
+                let rejection = RecordRejection(.httpRejected, "HTTP \(status) from \(options.url): \(detail)")
+                refusals += request.indices.map { UndeliverableMessages.Refusal(index: $0, rejection: rejection) }
+            }
+        }
+        if !refusals.isEmpty { throw UndeliverableMessages(refusals) }
+    }
+
+    /// One request's body and the indices of the messages it carries.
+    struct PreparedRequest {
+        var body: [UInt8]
+        var indices: Range<Int>
+        var eventId: String?
+    }
+
+    func requests(for messages: [OutputMessage]) -> [PreparedRequest] {
+        switch options.mode {
+        case .single:
+            return messages.indices.map { index in
+                let id = messages[index].headers.first { $0.name == "signet-event-id" }
+                return PreparedRequest(
+                    body: messages[index].value, indices: index..<(index + 1),
+                    eventId: id.map { String(decoding: $0.value, as: UTF8.self) })
+            }
+        case .batch:
+            return stride(from: 0, to: messages.count, by: max(1, options.maxBatch)).map { start in
+                let end = min(start + max(1, options.maxBatch), messages.count)
+                var body: [UInt8] = [UInt8(ascii: "[")]
+                for index in start..<end {
+                    if index > start { body.append(UInt8(ascii: ",")) }
+                    body += messages[index].value
+                }
+                body.append(UInt8(ascii: "]"))
+                return PreparedRequest(body: body, indices: start..<end, eventId: nil)
+            }
+        }
+    }
+
+    /// Sends one request until it is delivered or refused, or the retries run out (throws).
+    private func send(_ prepared: PreparedRequest, with client: HTTPClient) async throws -> Outcome {
+        var request = HTTPClientRequest(url: options.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "signet")
+        if let eventId = prepared.eventId { request.headers.add(name: "X-Signet-Event-Id", value: eventId) }
+        if let secret = options.signingSecret {
+            let tag = HMACSHA256.authenticationCode(for: prepared.body, key: secret)
+            request.headers.add(name: "X-Signet-Signature", value: "sha256=" + HMACSHA256.hex(tag))
+        }
+        for header in options.headers { request.headers.add(name: header.name, value: header.value) }
+        request.body = .bytes(ByteBuffer(bytes: prepared.body))
+
+        var backoff = options.initialBackoff
+        var attempt = 0
+        while true {
+            let outcome = await exchange(request, with: client)
+            switch outcome {
+            case .delivered, .refused:
+                return outcome
+            case .retryable(let why, let retryAfter):
+                guard attempt < options.maxRetries, !Task.isCancelled else {
+                    throw HTTPSinkError.gaveUp(url: options.url, attempts: attempt + 1, lastError: why)
+                }
+                let wait = min(max(backoff, retryAfter ?? .zero), options.maxBackoff)
+                logger.warning("http sink: \(why); retrying in \(wait) (attempt \(attempt + 1) of \(options.maxRetries + 1))")
+                try await Task.sleep(for: wait)
+                backoff = min(backoff * 2, options.maxBackoff)
+                attempt += 1
+            }
+        }
+    }
+
+    private func exchange(_ request: HTTPClientRequest, with client: HTTPClient) async -> Outcome {
+        do {
+            let timeout = TimeAmount.nanoseconds(options.timeout.clampedNanoseconds)
+            let response = try await client.execute(request, timeout: timeout, logger: logger)
+            // Read (a bounded part of) the answer so the connection can be reused, and for the detail.
+            let body = try await response.body.collect(upTo: 64 << 10)
+            return Self.classify(
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                body: String(buffer: body))
+        } catch {
+            return .retryable("\(options.url): \(error)", retryAfter: nil)
+        }
+    }
+
+    /// 2xx delivered; 408, 429, 5xx retryable; other 4xx (and 1xx/3xx, which a POST
+    /// receiver must not send) refused.
+    static func classify(status: Int, retryAfter: String?, body: String) -> Outcome {
+        let detail = String(body.prefix(200))
+        switch status {
+        case 200..<300:
+            return .delivered
+        case 408, 429, 500..<600:
+            let seconds = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(max($0, 0), 3600) }
+            return .retryable("HTTP \(status): \(detail)", retryAfter: seconds.map { .seconds($0) })
+        default:
+            return .refused(status: status, detail: detail)
+        }
+    }
+}
+
+/// Why an HTTP sink write failed as a whole.
+public enum HTTPSinkError: Error, CustomStringConvertible {
+    case notOpen
+    case gaveUp(url: String, attempts: Int, lastError: String)
+
+    public var description: String {
+        switch self {
+        case .notOpen: "the http sink is not open"
+        case .gaveUp(let url, let attempts, let lastError):
+            "POST \(url) failed \(attempts) times; last: \(lastError)"
+        }
+    }
+}

@@ -1,0 +1,13 @@
+import SignetCore
+
+/// Ready when the store is open and answers a query (`/readyz`).
+extension StateStoreResource: HealthReporting {
+    public func readiness() async -> HealthCheck {
+        do {
+            _ = try store().containedKeys([])
+            return .ready("store")
+        } catch {
+            return .notReady("store", "\(error)")
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import SignetCore
+import SignetHTTP
+import SignetTestSupport
+import Testing
+
+@Suite("Entitlement API: same JSON as the CLI, bearer token off the default")
+struct EntitlementAPITests {
+    /// A bed whose pipeline ran once over all notifications but the last, with its events on file.
+    static func ranBed() async throws -> (ServiceTestBed, events: [[String: Any]]) {
+        let bed = try ServiceTestBed(count: 40)
+        let lines = try String(contentsOf: bed.notifications, encoding: .utf8).split(separator: "\n")
+        let first = bed.directory.appendingPathComponent("first.ndjson")
+        try (lines.dropLast().joined(separator: "\n") + "\n").write(to: first, atomically: true, encoding: .utf8)
+        try ((lines.last ?? "") + "\n").write(to: bed.directory.appendingPathComponent("last.ndjson"), atomically: true, encoding: .utf8)
+        let pipeline = try bed.load(bed.pipelineYAML(input: first, sink: "type: file\npath: \(bed.directory.path)/events.ndjson", http: nil))
+        _ = try await PipelineRunner(pipeline: pipeline).run()
+        let events = try bed.lines("events.ndjson").compactMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        return (bed, events)
+    }
+
+    /// Runs the pipeline again over the last notification with its events held by a
+    /// receiver, so the store stays open while `body` queries the API; then lets it end.
+    static func whileRunning<T: Sendable>(
+        _ bed: ServiceTestBed, http: String, environment: [String: String] = [:], _ body: @Sendable (Int) async throws -> T
+    ) async throws -> T {
+        let receiver = try TestReceiver(plan: ["hold"], directory: bed.directory)
+        defer { receiver.stop() }
+        let release = receiver.releaser
+        let yaml = bed.pipelineYAML(
+            input: bed.directory.appendingPathComponent("last.ndjson"), sink: "type: http\nurl: \(receiver.url)", http: http)
+        let (runner, admin, _) = try bed.service(try bed.load(yaml), environment: environment)
+        return try await withListening(try #require(admin)) { port in
+            let run = Task { try await runner.run() }
+            while runner.health.phase != .running { try await Task.sleep(for: .milliseconds(20)) }
+            let result = try await body(port)
+            release()
+            _ = try await run.value
+            return result
+        }
+    }
+
+    /// An entitlements answer without its evaluatedAt fields (as sorted-key JSON per row), and those fields.
+    static func entitlements(_ json: String) throws -> (rows: [String], evaluatedAt: [Int64]) {
+        let rows = try #require(JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        var texts: [String] = []
+        var instants: [Int64] = []
+        for var row in rows {
+            instants.append((row.removeValue(forKey: "evaluatedAt") as? NSNumber)?.int64Value ?? -1)
+            texts.append(String(decoding: try JSONSerialization.data(withJSONObject: row, options: [.sortedKeys]), as: UTF8.self))
+        }
+        return (texts, instants)
+    }
+
+    @Test("on loopback without a token the API answers what `signet entitlements` and `signet state show` print")
+    func loopbackMatchesCLI() async throws {
+        let (bed, events) = try await Self.ranBed()
+        defer { bed.remove() }
+        let event = try #require(events.first { $0["appAccountToken"] is String })
+        let original = try #require(event["originalTransactionId"] as? String)
+        let account = try #require(event["appAccountToken"] as? String)
+        let database = bed.directory.appendingPathComponent("signet.sqlite").path
+
+        let started = Int64(Date().timeIntervalSince1970 * 1000)
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.1:0") { port in
+            [
+                try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account)"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/\(original)"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/0000"),
+                try await pythonGET(port: port, path: "/v1/entitlements"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=a&originalTransactionId=b"),
+            ]
+        }
+        let cliByOriginal = try SignetProcess.run(["entitlements", "--database", database, "--original-transaction-id", original])
+        let cliByAccount = try SignetProcess.run(["entitlements", "--database", database, "--app-account-token", account])
+        let cliShow = try SignetProcess.run(["state", "show", "--database", database, "--original-transaction-id", original])
+        #expect(answers[0].status == 200)
+        #expect(answers[1].status == 200)
+        #expect(answers[2].status == 200)
+        // "As of now": the CLI ran a moment later, so only evaluatedAt may differ, and the API's lies before the CLI's.
+        let apiByOriginal = try Self.entitlements(answers[0].body), cliOriginal = try Self.entitlements(cliByOriginal.stdoutText)
+        #expect(!apiByOriginal.rows.isEmpty)
+        #expect(apiByOriginal.rows == cliOriginal.rows)
+        #expect(apiByOriginal.evaluatedAt.allSatisfy { $0 <= (cliOriginal.evaluatedAt.first ?? 0) && $0 >= started })
+        #expect(try Self.entitlements(answers[1].body).rows == Self.entitlements(cliByAccount.stdoutText).rows)
+        #expect(answers[2].body.trimmingCharacters(in: .whitespacesAndNewlines) == cliShow.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(answers[0].body.contains(original))
+        #expect(answers[3].status == 404)
+        #expect(answers[4].status == 400)
+        #expect(answers[5].status == 400)
+    }
+
+    @Test("with a token (here on 127.0.0.2): 401 without it or with a wrong one, 200 with it; metrics stay open")
+    func tokenRequired() async throws {
+        let (bed, events) = try await Self.ranBed()
+        defer { bed.remove() }
+        let original = try #require(events.first?["originalTransactionId"] as? String)
+        let path = "/v1/entitlements?originalTransactionId=\(original)"
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.2:0", environment: ["SIGNET_API_TOKEN": "tok-123"]) { port in
+            [
+                try await pythonGET(host: "127.0.0.2", port: port, path: path),
+                try await pythonGET(host: "127.0.0.2", port: port, path: path, token: "tok-124"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: path, token: "tok-12"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: path, token: "tok-123"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/subscriptions/\(original)"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: "/metrics"),
+            ]
+        }
+        #expect(answers.map(\.status) == [401, 401, 401, 200, 401, 200])
+        #expect(answers[3].body.contains(original))
+    }
+
+    @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost")
+    func bindPolicy() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "127.255.0.9", "::1", "localhost"] {
+            #expect(AdminConfiguration(host: host).isLoopback, "\(host)")
+            #expect(throws: Never.self) { try AdminConfiguration(host: host).validate() }
+        }
+        for host in ["0.0.0.0", "10.1.2.3", "192.168.1.10", "::", "127.0.0.1.example.com", "128.0.0.1"] {
+            #expect(!AdminConfiguration(host: host).isLoopback, "\(host)")
+            #expect(throws: AdminServerError.tokenRequired(address: "\(host):9464")) { try AdminConfiguration(host: host).validate() }
+            #expect(throws: Never.self) { try AdminConfiguration(host: host, apiToken: "t").validate() }
+            #expect(throws: Never.self) { try AdminConfiguration(host: host, store: nil).validate() }
+        }
+        #expect(AdminConfiguration.parseAddress("[::1]:80").map { "\($0.host) \($0.port)" } == "::1 80")
+        #expect(AdminConfiguration.parseAddress("127.0.0.1") == nil)
+        #expect(AdminConfiguration.parseAddress("127.0.0.1:70000") == nil)
+    }
+
+    @Test("signet run refuses a non-loopback http address without a token, with a clear error (exit 2)")
+    func cliRefusesWithoutToken() throws {
+        let bed = try ServiceTestBed(count: 1)
+        defer { bed.remove() }
+        let file = bed.directory.appendingPathComponent("p.yaml")
+        try bed.pipelineYAML(input: bed.notifications, sink: "type: file\npath: \(bed.directory.path)/e.ndjson", http: "address: 0.0.0.0:0")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let result = try SignetProcess.run(["run", "--pipeline", file.path], environment: ["SIGNET_API_TOKEN": ""])
+        #expect(result.exitCode == 2)
+        #expect(result.stderr.contains("SIGNET_API_TOKEN"))
+        #expect(result.stderr.contains("0.0.0.0"))
+    }
+}
