@@ -73,7 +73,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
-        // Shared test helpers: paths to ../shared/fixtures, temp dirs, running the CLI.
+        // Shared test helpers: paths to Tests/Fixtures, temp dirs, running the CLI.
         .target(
             name: "SignetTestSupport",
             dependencies: ["SignetCore", "SignetFixtures", "SignetOpenSSL"],

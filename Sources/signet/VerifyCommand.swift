@@ -25,7 +25,7 @@ struct VerifyCommand: AsyncParsableCommand {
             Exit codes: 0 every line verified, 1 some line was rejected, 2 usage or configuration error.
 
             Examples:
-              signet verify ../shared/fixtures/apple-real/notifications.ndjson
+              signet verify Tests/Fixtures/apple-real/notifications.ndjson
               signet verify --root demo/root.pem --environment Sandbox --bundle-id com.example.signet demo/notifications.ndjson
             """)
 
