@@ -63,14 +63,18 @@ let package = Package(
         .target(
             name: "SignetKafka",
             dependencies: ["SignetCore", "CRdKafka"]),
+        // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka"]),
+        // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
         .executableTarget(
             name: "signet",
             dependencies: [
-                "Signet",
+                "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetOpenSSL",
+                "AppStoreModels", "SignetFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // Shared test helpers: paths to Tests/Fixtures, temp dirs, running the CLI.
@@ -89,7 +93,11 @@ let package = Package(
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
-        .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetEndToEndTests",
+            dependencies: [
+                "Signet", "SignetKafka", "SignetState", "SignetFixtures", "AppStoreModels", "CSQLite", "SignetTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,7 +4,7 @@ import SignetState
 
 /// Options shared by the commands that read the state store.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The state database (default: $SIGNET_DATA_DIR/signet.sqlite, SIGNET_DATA_DIR defaulting to signet-data).")
+    @Option(help: "The state database. Default: $SIGNET_DATA_DIR/signet.sqlite (SIGNET_DATA_DIR: signet-data).")
     var database: String?
 
     var path: String {
@@ -24,11 +24,21 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
-/// Prints an Encodable as pretty JSON on stdout.
-func printJSON(_ value: some Encodable) throws {
+/// Prints an Encodable as pretty JSON on stdout, with `asOf` added to each object: the
+/// instant the answer holds for, so `state show` (stored) and `entitlements` (now) never look
+/// contradictory.
+func printJSON(_ value: some Encodable, asOf: (Int64, String)) throws {
     let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    Terminal.printLine(Array(try encoder.encode(value)))
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    let plain = try JSONSerialization.jsonObject(with: encoder.encode(value))
+    func stamped(_ object: Any) -> Any {
+        guard var dictionary = object as? [String: Any] else { return object }
+        dictionary["asOf"] = ["at": asOf.0, "meaning": asOf.1] as [String: Any]
+        return dictionary
+    }
+    let output = (plain as? [Any]).map { $0.map(stamped) } ?? stamped(plain)
+    let data = try JSONSerialization.data(withJSONObject: output, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    try Terminal.printLine(Array(data))
 }
 
 struct StateCommand: ParsableCommand {
@@ -41,8 +51,7 @@ struct StateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Prints the stored snapshot of one purchase as JSON.",
             discussion: """
-                The snapshot is what the transition stage derived from the newest signed transaction and
-                renewal info it has seen for this originalTransactionId. Exit 1 when none is stored.
+                The snapshot is what the transition stage derived from the newest signed transaction and renewal info it has seen for this originalTransactionId, as stored when the last notification was applied: its "asOf" says when. It is not re-evaluated at the current time (an expired subscription may still show "active" here); `signet entitlements` answers for now. Exit 1 when none is stored.
 
                 Example:
                   signet state show --original-transaction-id 2000000123456789
@@ -60,7 +69,7 @@ struct StateCommand: ParsableCommand {
                 Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.path)")
                 throw ExitCode.failure
             }
-            try printJSON(snapshot)
+            try printJSON(snapshot, asOf: (snapshot.evaluatedAt, "stored snapshot: the state when the last notification was applied; `signet entitlements` answers for now"))
         }
     }
 }
@@ -70,10 +79,7 @@ struct EntitlementsCommand: ParsableCommand {
         commandName: "entitlements",
         abstract: "Answers \"what is this user entitled to now\" as JSON.",
         discussion: """
-            Looks up every purchase of an account (--app-account-token, the UUID your app sets at
-            purchase) or one purchase (--original-transaction-id), evaluates each at the current time
-            (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their
-            state, entitled flag, product and expiry. An account with no purchases prints [].
+            Looks up every purchase of an account (--app-account-token, the UUID your app sets at purchase) or one purchase (--original-transaction-id), evaluates each at the current time (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their state, entitled flag, product and expiry; each object's "asOf" is that instant. `signet state show` prints the stored snapshot instead, which is not re-evaluated. An account with no purchases prints []. Works on a read-only copy of the data directory.
 
             Examples:
               signet entitlements --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
@@ -107,6 +113,6 @@ struct EntitlementsCommand: ParsableCommand {
             } else {
                 try database.entitlements(originalTransactionId: originalTransactionId!, at: instant)
             }
-        try printJSON(entitlements)
+        try printJSON(entitlements, asOf: (instant, "evaluated at this instant from the stored snapshot"))
     }
 }

@@ -213,7 +213,8 @@ public final class PipelineRunner: Sendable {
                 if attempt > 1 { logger.notice("sink '\(name)' recovered after \(attempt) attempts") }
                 return
             } catch {
-                guard ContinuousClock.now + backoff < deadline, !Task.isCancelled else {
+                let permanent = (error as? SinkError)?.isPermanent ?? false
+                guard !permanent, ContinuousClock.now + backoff < deadline, !Task.isCancelled else {
                     logger.error("sink '\(name)' failed, giving up after \(attempt) attempts: \(error)")
                     throw error
                 }
