@@ -33,10 +33,15 @@ struct PipesAndPathsTests {
     @Test("signet verify FILE | head -2 and decode | head -1 exit quietly")
     func verifyIntoClosedPipe() throws {
         let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let copy = try CLI.write(Data(contentsOf: URL(fileURLWithPath: fixtures.notifications)), to: dir, name: "in.ndjson")
         let result = try SignetProcess.shell(
-            #""$SIGNET" verify --root "$ROOT" "$INPUT" | head -2 > /dev/null; echo "verify=${PIPESTATUS[0]}"; "#
-                + #""$SIGNET" decode "$INPUT" | head -1 > /dev/null; echo "decode=${PIPESTATUS[0]}""#,
-            environment: ["ROOT": fixtures.root, "INPUT": fixtures.notifications])
+            // Fifty copies of the input: more output than a pipe buffer holds, so the writer meets the closed pipe.
+            #"for _ in $(seq 50); do cat "$INPUT"; done > "$INPUT.many"; "#
+                + #""$SIGNET" verify --root "$ROOT" "$INPUT.many" | head -2 > /dev/null; echo "verify=${PIPESTATUS[0]}"; "#
+                + #""$SIGNET" decode "$INPUT.many" | head -1 > /dev/null; echo "decode=${PIPESTATUS[0]}""#,
+            environment: ["ROOT": fixtures.root, "INPUT": copy])
         #expect(result.stdoutText.contains("verify=141"), CLI.describe(result))
         #expect(result.stdoutText.contains("decode=141"), CLI.describe(result))
         #expect(!result.stderr.contains("Fatal error"), CLI.describe(result))
@@ -142,16 +147,19 @@ struct PipesAndPathsTests {
     func fullDisk() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
+        let fixtures = try GeneratedFixtures.shared()
         let pipeline = """
             source: { type: stdin }
-            stages: [ { type: decode } ]
+            stages:
+              - { type: decode }
+              - { type: verify, roots: \(fixtures.root), environment: Sandbox, bundle_id: \(GeneratedFixtures.bundleId) }
             sinks:
               out: { type: file, path: /dev/full }
             dead_letter: { type: file, path: \(dir.path("dead.ndjson")) }
             settings: { sink_retry_timeout: 1s }
             """
         let file = try CLI.write(Data(pipeline.utf8), to: dir, name: "full.yaml")
-        let input = try Data(contentsOf: URL(fileURLWithPath: try GeneratedFixtures.shared().notifications))
+        let input = try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications))
         let summary = dir.path("summary.json")
         let result = try CLI.run(["run", "--pipeline", file, "--summary-json", summary], stdin: input)
         #expect(result.exitCode == 1, CLI.describe(result))
