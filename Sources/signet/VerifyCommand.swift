@@ -70,6 +70,7 @@ struct VerifyCommand: AsyncParsableCommand {
             guard let parsed = Int64(text) else { throw ValidationError("SIGNET_APP_APPLE_ID must be a number, got '\(text)'") }
             appAppleId = parsed
         }
+        if let jobs, !(1...256).contains(jobs) { throw ValidationError("--jobs must be between 1 and 256") }
         var jobs = self.jobs
         if jobs == nil, let text = value("SIGNET_VERIFY_WORKERS") {
             guard let parsed = Int(text), parsed >= 0 else { throw ValidationError("SIGNET_VERIFY_WORKERS must be 0 or more, got '\(text)'") }
