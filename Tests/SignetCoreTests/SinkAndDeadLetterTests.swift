@@ -83,7 +83,7 @@ struct SinkAndDeadLetterTests {
         #expect(source["partition"] as? Int == 3)
         #expect(source["offset"] as? Int == 1234)
         #expect(source["line"] == nil)
-        #expect(message.headers.last?.value == Array("notifications[3]@1234".utf8))
+        #expect(message.headers.first { $0.name == "signet-source" }?.value == Array("notifications[3]@1234".utf8))
     }
 
     @Test func jsonDeadLetterUsesBase64ForInvalidUTF8() throws {
