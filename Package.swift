@@ -101,3 +101,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every target: `any` spelled out for existentials, and each file imports what it uses.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}
