@@ -185,4 +185,46 @@ struct PipesAndPathsTests {
         #expect(Array(ids[0..<3]) == Array(ids[3..<6]))
         #expect(ids.allSatisfy { $0.count == 32 })
     }
+
+    @Test("entitlements and state show read a read-only copy of the data dir, leave no side files, and say asOf")
+    func readOnlyCopy() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let run = try CLI.run(
+            ["run"], stdin: try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications)),
+            environment: try settings(dataDir: dir.path("data")))
+        #expect(run.exitCode == 0, CLI.describe(run))
+        let event = try #require(try run.jsonLines().first)
+        let id = try #require(event["originalTransactionId"] as? String)
+        // Root ignores file modes, so a read-only bind mount stands in for a read-only copy there.
+        let script = #"""
+            cp -r "$DATA" "$COPY.src" && mkdir "$COPY"
+            if [ "$(id -u)" = 0 ]; then
+              mount --bind "$COPY.src" "$COPY" && mount -o remount,ro,bind "$COPY" || { echo "nomount"; exit 0; }
+            else
+              rmdir "$COPY" && mv "$COPY.src" "$COPY" && chmod -R a-w "$COPY"
+            fi
+            touch "$COPY/probe" 2>/dev/null && echo "writable"
+            SIGNET_DATA_DIR="$COPY" "$SIGNET" entitlements --original-transaction-id "$ID" > "$OUT.entitlements"; echo "entitlements=$?"
+            SIGNET_DATA_DIR="$COPY" "$SIGNET" state show --original-transaction-id "$ID" > "$OUT.state"; echo "state=$?"
+            ls -a "$COPY" | tr '\n' ' '; echo
+            if [ "$(id -u)" = 0 ]; then umount "$COPY"; else chmod -R u+w "$COPY"; fi
+            """#
+        let result = try SignetProcess.shell(
+            script, environment: ["DATA": dir.path("data"), "COPY": dir.path("copy"), "OUT": dir.path("out"), "ID": id])
+        if result.stdoutText.contains("nomount") { return }  // no mount permission here: nothing to check
+        #expect(!result.stdoutText.contains("writable"), CLI.describe(result))
+        #expect(result.stdoutText.contains("entitlements=0"), CLI.describe(result))
+        #expect(result.stdoutText.contains("state=0"), CLI.describe(result))
+        #expect(!result.stdoutText.contains("-wal") && !result.stdoutText.contains("-shm"), CLI.describe(result))
+        let entitlements = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.entitlements")))) as? [[String: Any]])
+        #expect(entitlements.count == 1)
+        #expect((entitlements.first?["asOf"] as? [String: Any])?["at"] is Int)
+        let snapshot = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.state")))) as? [String: Any])
+        #expect(snapshot["originalTransactionId"] as? String == id)
+        #expect(((snapshot["asOf"] as? [String: Any])?["meaning"] as? String)?.contains("stored snapshot") == true)
+    }
 }
