@@ -94,17 +94,21 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
+        // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetFixtures", "SignetHTTP"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP"]),
+        // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
         .executableTarget(
             name: "signet",
             dependencies: [
-                "Signet", "SignetHTTP",
+                "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL",
+                "AppStoreModels", "SignetFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
-        // Shared test helpers: paths to ../shared/fixtures, temp dirs, running the CLI.
+        // Shared test helpers: paths to Tests/Fixtures, temp dirs, running the CLI.
         .target(
             name: "SignetTestSupport",
             dependencies: ["SignetCore", "SignetFixtures", "SignetOpenSSL"],
@@ -128,7 +132,19 @@ let package = Package(
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.
-        .testTarget(name: "SignetEndToEndTests", dependencies: ["Signet", "SignetKafka", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetEndToEndTests",
+            dependencies: [
+                "Signet", "SignetKafka", "SignetState", "SignetFixtures", "AppStoreModels", "CSQLite", "SignetTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every target: `any` spelled out for existentials, and each file imports what it uses.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

@@ -1,4 +1,5 @@
 import AppStoreModels
+import Metrics
 import Foundation
 import SignetCore
 import SignetOpenSSL

@@ -113,6 +113,14 @@ final class KafkaConsumerClient: @unchecked Sendable {
     let callbacks: ConsumerCallbacks
     private let closed = Mutex(false)
     private let lagMetrics = KafkaLagMetrics()
+    private let group: String
+    private let created = ContinuousClock.now
+    /// Whether "joining group G" was logged (set once, from the polling queue).
+    private let joinLogged = Atomic<Bool>(false)
+    /// How long without an assignment before the join is logged.
+    static let joinNoticeDelay = Duration.seconds(3)
+    /// The longest `close()` waits for a join in progress to settle (see there).
+    static let joinSettleTimeout = Duration.seconds(10)
 
     /// Creates the consumer and subscribes. Blocking only briefly (no network wait).
     init(properties: [KafkaProperty], topics: [String], logger: Logger) throws {
@@ -135,6 +143,16 @@ final class KafkaConsumerClient: @unchecked Sendable {
         }
         self.handle = handle
         self.callbacks = callbacks
+        self.group = properties.last { $0.name == "group.id" }?.value ?? "?"
+    }
+
+    /// Logs once when no assignment has come a few seconds after start: a join can take
+    /// several seconds (or hang on an unreachable coordinator), and silence looks like a hang.
+    private func noticeSlowJoin() {
+        guard callbacks.rebalances.load(ordering: .relaxed) == 0, ContinuousClock.now - created > Self.joinNoticeDelay,
+            !joinLogged.exchange(true, ordering: .relaxed)
+        else { return }
+        callbacks.logger.notice("kafka: joining group \(group), waiting for partition assignment")
     }
 
     deinit {
@@ -150,6 +168,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
     func poll(maxRecords: Int, timeout: Duration) throws -> [Record] {
         var polled: [(record: Record, partition: TopicPartition, epoch: UInt64)] = []
         let deadline = ContinuousClock.now + timeout
+        noticeSlowJoin()
         while polled.count < maxRecords {
             let remaining = deadline - ContinuousClock.now
             let wait = polled.isEmpty ? milliseconds(remaining) : 0
@@ -247,9 +266,24 @@ final class KafkaConsumerClient: @unchecked Sendable {
         guard first else { return }
         var commitError: (any Error)?
         do { try commitSync() } catch { commitError = error }
+        settleJoin()
         let result = rd_kafka_consumer_close(handle)
         if let commitError { throw commitError }
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("consumer close failed", error: result) }
+    }
+
+    /// Waits (bounded) for a group join still in progress to finish before closing.
+    ///
+    /// librdkafka 2.0.2 (Debian 12) aborts in `rd_kafka_sticky_assignor_state_destroy` when a
+    /// cooperative-sticky member is closed mid-join (fixed in later releases), so a SIGTERM in
+    /// the first seconds of a run killed the process instead of draining. Messages polled
+    /// here were never handed out, so they are dropped uncommitted and read again later.
+    private func settleJoin() {
+        guard callbacks.rebalances.load(ordering: .relaxed) == 0 else { return }
+        let deadline = ContinuousClock.now + Self.joinSettleTimeout
+        while callbacks.rebalances.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline {
+            if let message = rd_kafka_consumer_poll(handle, 100) { rd_kafka_message_destroy(message) }
+        }
     }
 
     /// The currently assigned partitions.

@@ -85,7 +85,7 @@ let kafkaLogCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar
     handle, level, facility, text in
     guard let handle, let opaque = rd_kafka_opaque(handle) else { return }
     let sink = Unmanaged<AnyObject>.fromOpaque(opaque).takeUnretainedValue()
-    guard let logSink = sink as? KafkaLogSink else { return }
+    guard let logSink = sink as? any KafkaLogSink else { return }
     logSink.kafkaLog(
         level: Int(level),
         facility: facility.map { String(cString: $0) } ?? "",

@@ -38,6 +38,6 @@ struct ComponentsCommand: ParsableCommand {
             case .markdown: catalog.markdown + "\n"
             case .jsonSchema: catalog.jsonSchema.prettyText
             }
-        Terminal.printLine(Array(text.dropLast().utf8))
+        try Terminal.printLine(Array(text.dropLast().utf8))
     }
 }

@@ -9,9 +9,7 @@ struct DecodeCommand: AsyncParsableCommand {
         commandName: "decode",
         abstract: "Shows what a notification says WITHOUT verifying it (for debugging only).",
         discussion: """
-            Prints, per input line, the JWS header and payload as JSON, with the nested
-            signedTransactionInfo and signedRenewalInfo decoded too. Nothing is verified: every object
-            carries "verified": false. Use `signet verify` or a pipeline to trust anything.
+            Prints, per input line, the JWS header and payload as JSON, with the nested signedTransactionInfo and signedRenewalInfo decoded too. Nothing is verified: every object carries "verified": false. Use `signet verify` or a pipeline to trust anything.
 
             Example:
               head -1 notifications.ndjson | signet decode
@@ -25,6 +23,7 @@ struct DecodeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
         var options = LineSource.Options()
         options.skipBlankLines = false
         let inputs = InputFiles.sources(files, options: options)
@@ -49,7 +48,7 @@ struct DecodeCommand: AsyncParsableCommand {
                         json.key("detail"); json.string(error.detail)
                     }
                     json.endObject()
-                    Terminal.printLine(json.bytes)
+                    try Terminal.printLine(json.bytes)
                 }
             }
             try await source.close()

@@ -29,7 +29,11 @@ struct ExpireCommand: AsyncParsableCommand {
     var at: Int64?
 
     func run() async throws {
-        let built = try PipelineLoader.loadForCommand(pipeline)
+        let source = try PipelineSourceText(pipeline)
+        // A sweep writes the store: the same lock as `signet run`.
+        let lock = try source.lockDataDirectory()
+        defer { withExtendedLifetime(lock) {} }
+        let built = try PipelineLoader.loadForCommand(source)
         guard let stage = built.stages.lazy.compactMap({ $0 as? TransitionStage }).first else {
             throw ConfigurationFailure(description: "signet: the pipeline has no transition stage, so nothing can expire")
         }

@@ -8,10 +8,7 @@ struct FixturesCommand: ParsableCommand {
         commandName: "fixtures",
         abstract: "Writes a private Apple-shaped test PKI and signed sample notifications.",
         discussion: """
-            Makes a P-384 root and intermediate carrying Apple's marker OIDs and a P-256 leaf, and signs
-            notifications of every documented type and subtype, each with a nested signed transaction
-            and (for subscriptions) renewal info — exactly the shape Apple sends, but trusted only by
-            whoever configures DIR/root.pem. Output:
+            Makes a P-384 root and intermediate carrying Apple's marker OIDs and a P-256 leaf, and signs notifications of every documented type and subtype, each with a nested signed transaction and (for subscriptions) renewal info — exactly the shape Apple sends, but trusted only by whoever configures DIR/root.pem. Output:
               DIR/root.pem               the root to trust (SIGNET_ROOT_CERTS, signet verify --root)
               DIR/notifications.ndjson   one {"signedPayload": ...} per line
               DIR/transactions.ndjson    {"signedTransaction": ...} lines, as apps forward purchases
@@ -61,19 +58,26 @@ struct FixturesCommand: ParsableCommand {
             directory: URL(fileURLWithPath: out), bundleId: bundleId, environment: AppStoreEnvironment(rawValue: environment),
             appAppleId: appAppleId, seed: seed)
         if stdout {
-            let counts = try fixtures.write(count: 0)
+            // A DIR made earlier keeps its files: only a new one gets its root, env file and PKI
+            // (written with zero notifications), so `--stdout` never empties DIR's NDJSON files.
+            let directory = URL(fileURLWithPath: out)
+            let rootPath = directory.appendingPathComponent("root.pem").path
+            let made = ["root.pem", "pki"].allSatisfy {
+                FileManager.default.fileExists(atPath: directory.appendingPathComponent($0).path)
+            }
+            if !made { _ = try fixtures.write(count: 0) }
             let pki = try fixtures.loadOrCreatePKI()
             var buffer: [UInt8] = []
             try fixtures.streamNotifications(count: count, pki: pki) { line, _, _ in
                 buffer += line
                 buffer.append(0x0A)
                 if buffer.count >= 1 << 20 {
-                    try FileHandle.standardOutput.write(contentsOf: buffer)
+                    try Terminal.writeStdout(buffer)
                     buffer.removeAll(keepingCapacity: true)
                 }
             }
-            try FileHandle.standardOutput.write(contentsOf: buffer)
-            Terminal.note("wrote \(count) notifications to stdout; root: \(counts.rootPath)")
+            try Terminal.writeStdout(buffer)
+            Terminal.note("wrote \(count) notifications to stdout; root: \(rootPath)")
             return
         }
         let summary = try fixtures.write(count: count)

@@ -1,17 +1,51 @@
+import Foundation
 import Signet
 import SignetCore
 
+/// A pipeline file's text and the name messages give it.
+struct PipelineSourceText {
+    var text: String
+    var name: String
+
+    /// The file a command's `--pipeline` names, or the embedded default (Pipelines/stdin.yaml).
+    init(_ file: String?) throws {
+        guard let file else {
+            self.init(text: Signet.defaultPipelineYAML, name: Signet.defaultPipelineName)
+            return
+        }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ConfigurationFailure(description: "signet: cannot read the pipeline file '\(file)'")
+        }
+        self.init(text: String(decoding: data, as: UTF8.self), name: file)
+    }
+
+    init(text: String, name: String) {
+        self.text = text
+        self.name = name
+    }
+
+    /// Locks `$SIGNET_DATA_DIR` when the pipeline keeps data there (the shipped ones do), so a
+    /// second writer is refused before it opens anything; nil for pipelines that do not use it.
+    func lockDataDirectory() throws -> DataDirectoryLock? {
+        guard text.contains("SIGNET_DATA_DIR") else { return nil }
+        return try DataDirectoryLock.acquire(Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data")
+    }
+}
+
 extension PipelineLoader {
-    /// The pipeline a command's `--pipeline` names, or the embedded default
-    /// (Pipelines/stdin.yaml), with `${VAR}` from the environment. A configuration error
-    /// becomes ``ConfigurationFailure`` (exit 2).
-    static func loadForCommand(_ file: String?) throws -> Pipeline {
+    /// Builds `source` with `${VAR}` from the environment. A configuration error becomes
+    /// ``ConfigurationFailure`` (exit 2).
+    static func loadForCommand(_ source: PipelineSourceText) throws -> Pipeline {
         let loader = PipelineLoader(registry: Signet.makeRegistry(), environment: Terminal.environment)
         do {
-            if let file { return try loader.load(file: file) }
-            return try loader.load(yaml: Signet.defaultPipelineYAML, file: Signet.defaultPipelineName)
+            return try loader.load(yaml: source.text, file: source.name)
         } catch {
             throw ConfigurationFailure(description: error.description)
         }
+    }
+
+    /// The pipeline a command's `--pipeline` names, or the embedded default.
+    static func loadForCommand(_ file: String?) throws -> Pipeline {
+        try loadForCommand(PipelineSourceText(file))
     }
 }

@@ -10,14 +10,11 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Runs a pipeline until its input ends or SIGTERM/SIGINT arrives.",
         discussion: """
-            Without --pipeline, runs the embedded default (Pipelines/stdin.yaml): NDJSON notifications on
-            stdin, verified documents on stdout, rejects in $SIGNET_DATA_DIR/dead-letter.ndjson. It needs
-            SIGNET_BUNDLE_ID and SIGNET_ENVIRONMENT (and SIGNET_APP_APPLE_ID for Production).
+            Without --pipeline, runs the embedded default (Pipelines/stdin.yaml): NDJSON notifications on stdin, one entitlement-change event per line on stdout for every change of access, rejects in $SIGNET_DATA_DIR/dead-letter.ndjson. It needs SIGNET_BUNDLE_ID and SIGNET_ENVIRONMENT (and SIGNET_APP_APPLE_ID for Production).
 
-            On SIGTERM or SIGINT Signet stops reading (an http source answers 503 with Retry-After),
-            delivers and commits what is in flight, and exits 0; if that takes longer than the pipeline's
-            settings.shutdown_timeout (default 20s) it exits 1 (uncommitted input is read again on
-            restart). A summary with counts per reason goes to stderr at the end.
+            A pipeline that keeps data in $SIGNET_DATA_DIR (the default one does) locks that folder: a second writer exits with status 2 ("in use by pid N"); readers such as `signet entitlements` stay allowed. The folder must be a writable directory (it is created when only its last part is missing).
+
+            On SIGTERM or SIGINT Signet stops reading, delivers and commits what is in flight, and exits 0; an http source answers 503 with Retry-After meanwhile. If that takes longer than the pipeline's settings.shutdown_timeout (default 20s) it exits 1 (uncommitted input is read again on restart). A closed stdout (`| head`) stops the run at once with exit 1; nothing past what was written is committed. A summary with counts per reason goes to stderr at the end, and a warning when every record was rejected.
 
             Examples:
               SIGNET_BUNDLE_ID=com.example SIGNET_ENVIRONMENT=Sandbox signet run < notifications.ndjson
@@ -30,17 +27,30 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Write the run summary as JSON to this file.")
     var summaryJson: String?
 
+    @Option(name: .long, help: "Exit 1 when more than this share of the records read (0 to 1) was rejected.")
+    var failOnRejectRatio: Double?
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
     @Option(name: .long, help: "Log format: text, or json (one object per line, for log shippers).")
     var logFormat: Terminal.LogFormat = .text
 
+    func validate() throws {
+        if let failOnRejectRatio, !(0...1).contains(failOnRejectRatio) {
+            throw ValidationError("--fail-on-reject-ratio must be between 0 and 1, got \(failOnRejectRatio)")
+        }
+    }
+
     func run() async throws {
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
         PrometheusBackend.bootstrap()
         signal(SIGPIPE, SIG_IGN)
-        let built = try PipelineLoader.loadForCommand(pipeline)
+        let source = try PipelineSourceText(pipeline)
+        // Checked and locked before the pipeline opens anything in it.
+        let lock = try source.lockDataDirectory()
+        defer { withExtendedLifetime(lock) {} }
+        let built = try PipelineLoader.loadForCommand(source)
 
         let runner = PipelineRunner(pipeline: built)
         let admin: AdminServer?
@@ -54,6 +64,12 @@ struct RunCommand: AsyncParsableCommand {
         let outcome: PipelineService.Outcome
         do {
             outcome = try await PipelineLifecycle(runner: runner, services: admin.map { [$0] } ?? []).run()
+        } catch let error as SinkError {
+            // One line a user can act on (closed stdout, full disk), with the progress so far.
+            let progress = runner.currentSummary
+            Terminal.error("\(error.description) (\(progress.read) read, \(progress.delivered) delivered before it)")
+            try? writeSummary(progress, failure: error.description)
+            throw ExitCode.failure
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")
@@ -65,10 +81,24 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         Terminal.note(summary.description)
-        if let summaryJson {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(summary).write(to: URL(fileURLWithPath: summaryJson))
+        try writeSummary(summary, failure: nil)
+        if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
+        if let failOnRejectRatio, let line = RejectReport(summary: summary).exceeds(failOnRejectRatio) {
+            Terminal.error(line)
+            throw ExitCode.failure
         }
+    }
+
+    /// Writes `--summary-json`, with the reason a run stopped early under "failure".
+    private func writeSummary(_ summary: RunSummary, failure: String?) throws {
+        guard let summaryJson else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        var data = try encoder.encode(summary)
+        if let failure, var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            object["failure"] = failure
+            data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        }
+        try data.write(to: URL(fileURLWithPath: summaryJson))
     }
 }

@@ -9,16 +9,13 @@ struct SignetCommand: AsyncParsableCommand {
         commandName: "signet",
         abstract: "Turns Apple's signed App Store Server Notifications V2 into verified entitlement-change events.",
         discussion: """
-            Signet reads notifications (NDJSON on stdin, files, or a Kafka topic), verifies each JWS
-            (ES256, x5c chain to Apple Root CA - G3, Apple's marker OIDs, validity at signedDate,
-            environment/bundle/app claims, nested transaction and renewal info), drops retries,
-            tracks every subscription's state, and publishes what changed.
+            Signet reads notifications (NDJSON on stdin, files, or a Kafka topic), verifies each JWS (ES256, x5c chain to Apple Root CA - G3, Apple's marker OIDs, validity at signedDate, environment/bundle/app claims, nested transaction and renewal info), drops retries, tracks every subscription's state, and publishes what changed.
 
             First steps:
               signet fixtures --out demo             # a private test PKI and signed sample notifications
               source demo/fixtures.env               # SIGNET_ROOT_CERTS, SIGNET_ENVIRONMENT, SIGNET_BUNDLE_ID
               signet run < demo/notifications.ndjson # the embedded default pipeline (Pipelines/stdin.yaml)
-              signet verify demo/notifications.ndjson --root demo/root.pem
+              signet verify demo/notifications.ndjson  # the same SIGNET_* settings as run
 
             Exit codes: 0 success, 1 rejected input (verify) or a failed run, 2 usage or configuration error.
             """,
@@ -33,12 +30,16 @@ struct SignetCommand: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
+            if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch {
+            if error is StdoutClosed {
+                // The reader stopped reading (`| head`): exit quietly, as SIGPIPE would.
+                Foundation.exit(141)
+            }
             let code = exitCode(for: error)
             if let failure = error as? ConfigurationFailure {
                 FileHandle.standardError.write(Data((failure.description + "\n").utf8))

@@ -4,7 +4,7 @@ import SignetState
 
 /// Options shared by the commands that read the state store.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The state database (default: $SIGNET_DATA_DIR/signet.sqlite, SIGNET_DATA_DIR defaulting to signet-data).")
+    @Option(help: "The state database. Default: $SIGNET_DATA_DIR/signet.sqlite (SIGNET_DATA_DIR: signet-data).")
     var database: String?
 
     var path: String {
@@ -24,11 +24,6 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
-/// Prints an Encodable as pretty JSON on stdout.
-func printJSON(_ value: some Encodable) throws {
-    Terminal.printLine(try StateJSON.encode(value))
-}
-
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
@@ -39,8 +34,7 @@ struct StateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Prints the stored snapshot of one purchase as JSON.",
             discussion: """
-                The snapshot is what the transition stage derived from the newest signed transaction and
-                renewal info it has seen for this originalTransactionId. Exit 1 when none is stored.
+                The snapshot is what the transition stage derived from the newest signed transaction and renewal info it has seen for this originalTransactionId, as stored when the last notification was applied: its "asOf" says when. It is not re-evaluated at the current time (an expired subscription may still show "active" here); `signet entitlements` answers for now. Exit 1 when none is stored.
 
                 Example:
                   signet state show --original-transaction-id 2000000123456789
@@ -54,11 +48,11 @@ struct StateCommand: ParsableCommand {
         func run() throws {
             let database = try store.open()
             defer { try? database.close() }
-            guard let snapshot = try database.subscription(originalTransactionId: originalTransactionId) else {
+            guard let json = try StateJSON.subscription(originalTransactionId, in: database) else {
                 Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.path)")
                 throw ExitCode.failure
             }
-            try printJSON(snapshot)
+            try Terminal.printLine(json)
         }
     }
 }
@@ -68,10 +62,7 @@ struct EntitlementsCommand: ParsableCommand {
         commandName: "entitlements",
         abstract: "Answers \"what is this user entitled to now\" as JSON.",
         discussion: """
-            Looks up every purchase of an account (--app-account-token, the UUID your app sets at
-            purchase) or one purchase (--original-transaction-id), evaluates each at the current time
-            (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their
-            state, entitled flag, product and expiry. An account with no purchases prints [].
+            Looks up every purchase of an account (--app-account-token, the UUID your app sets at purchase) or one purchase (--original-transaction-id), evaluates each at the current time (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their state, entitled flag, product and expiry; each object's "asOf" is that instant. `signet state show` prints the stored snapshot instead, which is not re-evaluated. An account with no purchases prints []. Works on a read-only copy of the data directory.
 
             Examples:
               signet entitlements --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
@@ -101,6 +92,6 @@ struct EntitlementsCommand: ParsableCommand {
         let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
         let query: StateJSON.Query =
             if let appAccountToken { .appAccountToken(appAccountToken) } else { .originalTransactionId(originalTransactionId ?? "") }
-        Terminal.printLine(try StateJSON.entitlements(query, in: database, at: instant))
+        try Terminal.printLine(try StateJSON.entitlements(query, in: database, at: instant))
     }
 }

@@ -14,8 +14,29 @@ enum Terminal {
     }
 
     /// Writes bytes and a newline to stdout.
-    static func printLine(_ bytes: [UInt8]) {
-        FileHandle.standardOutput.write(Data(bytes + [0x0A]))
+    static func printLine(_ bytes: [UInt8]) throws(StdoutClosed) {
+        try writeStdout(bytes + [0x0A])
+    }
+
+    /// Writes all of `bytes` to stdout with write(2). A reader that went away (`| head`)
+    /// throws ``StdoutClosed``, which `main` turns into a quiet exit, instead of the fatal
+    /// error FileHandle raises.
+    static func writeStdout(_ bytes: [UInt8]) throws(StdoutClosed) {
+        var failed = false
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDOUT_FILENO, base + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    failed = true
+                    return
+                }
+                offset += written
+            }
+        }
+        if failed { throw StdoutClosed() }
     }
 
     /// Logs go to stderr; stdout carries data only.
@@ -42,6 +63,9 @@ enum Terminal {
     /// The process environment, the source of `${VAR}` values.
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 }
+
+/// Standard output cannot be written (its reader is gone, or it was closed).
+struct StdoutClosed: Error {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 

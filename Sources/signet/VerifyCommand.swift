@@ -10,39 +10,35 @@ struct VerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Verifies notifications and prints one JSON verdict per input line.",
         discussion: """
-            Reads NDJSON lines ({"signedPayload": ...}, {"signedTransaction": ...}, {"signedRenewalInfo": ...}
-            or a bare JWS) from the files, or stdin when none is given, and prints one JSON object per
-            line, in order:
+            Reads NDJSON lines ({"signedPayload": ...}, {"signedTransaction": ...}, {"signedRenewalInfo": ...} or a bare JWS) from the files, or stdin when none is given, and prints one JSON object per line, in order:
               {"line": 1, "ok": true, "notificationType": "DID_RENEW", "subtype": null, "notificationUUID": ...,
                "environment": "Sandbox", "bundleId": ..., "signedDate": 1730000000000}
               {"line": 2, "ok": false, "reason": "invalid_signature", "detail": "..."}
             With several files each object also names its "file".
 
-            The full verification always runs: signature, chain to the roots (the built-in Apple Root CA - G3
-            unless --root is given), Apple's OIDs, validity at signedDate, nested JWS. Claims are checked only
-            when given: --environment, --bundle-id, --app-apple-id. Reason codes: docs/reason-codes.md.
+            The full verification always runs: signature, chain to the roots (the built-in Apple Root CA - G3 unless --root or SIGNET_ROOT_CERTS says otherwise), Apple's OIDs, validity at signedDate, nested JWS. Claims are checked only when given: --environment, --bundle-id, --app-apple-id. Each flag left out is taken from the SIGNET_* variable `signet run` reads (SIGNET_ROOT_CERTS, SIGNET_ENVIRONMENT, SIGNET_BUNDLE_ID, SIGNET_APP_APPLE_ID, SIGNET_VERIFY_WORKERS), so `source demo/fixtures.env` configures both. Reason codes: docs/reason-codes.md.
 
             Exit codes: 0 every line verified, 1 some line was rejected, 2 usage or configuration error.
 
             Examples:
-              signet verify ../shared/fixtures/apple-real/notifications.ndjson
+              signet verify Tests/Fixtures/apple-real/notifications.ndjson
               signet verify --root demo/root.pem --environment Sandbox --bundle-id com.example.signet demo/notifications.ndjson
             """)
 
-    @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable), or `apple` for the built-in Apple Root CA - G3 (the default).")
+    @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable), or `apple` for the built-in Apple Root CA - G3. Default: $SIGNET_ROOT_CERTS, else apple.")
     var roots: [String] = []
 
-    @Option(help: "Require this environment (Production, Sandbox).")
+    @Option(help: "Require this environment (Production, Sandbox). Default: $SIGNET_ENVIRONMENT, else any.")
     var environment: String?
 
-    @Option(help: "Require this bundle id.")
+    @Option(help: "Require this bundle id. Default: $SIGNET_BUNDLE_ID, else any.")
     var bundleId: String?
 
-    @Option(help: "Require this app Apple ID (compared for Production payloads).")
+    @Option(help: "Require this app Apple ID (compared for Production payloads). Default: $SIGNET_APP_APPLE_ID.")
     var appAppleId: Int64?
 
-    @Option(help: "Threads to verify with (default: all cores).")
-    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+    @Option(help: "Threads to verify with. Default: $SIGNET_VERIFY_WORKERS, else all cores.")
+    var jobs: Int?
 
     @Option(help: "Longest accepted line in bytes; longer lines are rejected with line_too_large.")
     var maxLineBytes: Int = 1 << 20
@@ -50,22 +46,60 @@ struct VerifyCommand: AsyncParsableCommand {
     @Argument(help: "NDJSON files (default: stdin).")
     var files: [String] = []
 
-    func validate() throws {
-        guard jobs >= 1, jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
-        guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
-        if let environment, !AppStoreEnvironment.documentedValues.map(\.rawValue).contains(environment) {
-            throw ValidationError(
-                "--environment must be Production or Sandbox (Xcode and LocalTesting only with private --root), got '\(environment)'")
+    /// The settings in force: each flag, else the SIGNET_* variable `signet run` reads, so
+    /// `source fixtures.env` configures both commands the same way.
+    private struct Settings {
+        var roots: [String]
+        var environment: String?
+        var bundleId: String?
+        var appAppleId: Int64?
+        var jobs: Int
+    }
+
+    private func settings() throws -> Settings {
+        let env = Terminal.environment
+        func value(_ name: String) -> String? {
+            guard let text = env[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
         }
-        if environment == "Production", appAppleId == nil {
-            throw ValidationError("--environment Production needs --app-apple-id (Apple's library requires it too)")
+        let roots = !self.roots.isEmpty
+            ? self.roots
+            : (value("SIGNET_ROOT_CERTS")?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? ["apple"])
+        var appAppleId = self.appAppleId
+        if appAppleId == nil, let text = value("SIGNET_APP_APPLE_ID") {
+            guard let parsed = Int64(text) else { throw ValidationError("SIGNET_APP_APPLE_ID must be a number, got '\(text)'") }
+            appAppleId = parsed
+        }
+        if let jobs, !(1...256).contains(jobs) { throw ValidationError("--jobs must be between 1 and 256") }
+        var jobs = self.jobs
+        if jobs == nil, let text = value("SIGNET_VERIFY_WORKERS") {
+            guard let parsed = Int(text), parsed >= 0 else { throw ValidationError("SIGNET_VERIFY_WORKERS must be 0 or more, got '\(text)'") }
+            jobs = parsed
+        }
+        let threads = jobs.flatMap { $0 == 0 ? nil : $0 } ?? ProcessInfo.processInfo.activeProcessorCount
+        return Settings(
+            roots: roots, environment: environment ?? value("SIGNET_ENVIRONMENT"), bundleId: bundleId ?? value("SIGNET_BUNDLE_ID"),
+            appAppleId: appAppleId, jobs: threads)
+    }
+
+    func validate() throws {
+        let settings = try settings()
+        guard settings.jobs >= 1, settings.jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
+        guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
+        if let environment = settings.environment, !AppStoreEnvironment.documentedValues.map(\.rawValue).contains(environment) {
+            throw ValidationError(
+                "--environment (or SIGNET_ENVIRONMENT) must be Production or Sandbox (Xcode and LocalTesting only with private --root), got '\(environment)'")
+        }
+        if settings.environment == "Production", settings.appAppleId == nil {
+            throw ValidationError("--environment Production needs --app-apple-id or SIGNET_APP_APPLE_ID (Apple's library requires it too)")
         }
         try InputFiles.validate(files)
     }
 
     func run() async throws {
         signal(SIGPIPE, SIG_IGN)
-        let verifier = try makeVerifier()
+        let settings = try settings()
+        let verifier = try makeVerifier(settings)
         var options = LineSource.Options()
         options.maxLineBytes = maxLineBytes
         options.skipBlankLines = false
@@ -75,32 +109,32 @@ struct VerifyCommand: AsyncParsableCommand {
             try await source.open()
             while let records = try await source.nextBatch(maxRecords: 512) {
                 var verdicts = records.map { Verdict(record: $0) }
-                verdicts.concurrentUpdate(maxThreads: jobs) { verdict in verdict.evaluate(with: verifier) }
+                verdicts.concurrentUpdate(maxThreads: settings.jobs) { verdict in verdict.evaluate(with: verifier) }
                 var out: [UInt8] = []
                 for verdict in verdicts {
                     if !verdict.ok { rejected += 1 }
                     out += verdict.json(file: files.count > 1 ? source.stream : nil)
                     out.append(0x0A)
                 }
-                FileHandle.standardOutput.write(Data(out))
+                try Terminal.writeStdout(out)
             }
             try await source.close()
         }
         if rejected > 0 { throw ExitCode.failure }
     }
 
-    private func makeVerifier() throws -> AppStoreVerifier {
+    private func makeVerifier(_ settings: Settings) throws -> AppStoreVerifier {
         let rootCertificates: [X509Certificate]
         do {
-            rootCertificates = try AppleRoots.load(roots.isEmpty ? ["apple"] : roots)
+            rootCertificates = try AppleRoots.load(settings.roots)
         } catch {
             throw ConfigurationFailure(description: "signet: \(error)")
         }
         let configuration = VerifierConfiguration(
             roots: rootCertificates,
-            environment: environment.map { AppStoreEnvironment(rawValue: $0) },
-            bundleId: bundleId,
-            appAppleId: appAppleId)
+            environment: settings.environment.map { AppStoreEnvironment(rawValue: $0) },
+            bundleId: settings.bundleId,
+            appAppleId: settings.appAppleId)
         do {
             return try AppStoreVerifier(configuration: configuration)
         } catch {

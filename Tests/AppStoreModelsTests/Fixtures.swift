@@ -1,14 +1,13 @@
 import Foundation
 
-/// Locates the shared fixtures from this source file: the package root is two folders up,
-/// and fixtures live beside it at `<root>/../shared/fixtures`.
+/// Locates the in-repository fixtures from this source file: the package root is two folders up,
+/// and fixtures live at `<root>/Tests/Fixtures`.
 enum Fixtures {
     static let root: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // AppStoreModelsTests
         .deletingLastPathComponent()  // Tests
         .deletingLastPathComponent()  // package root
-        .deletingLastPathComponent()
-        .appendingPathComponent("shared/fixtures")
+        .appendingPathComponent("Tests/Fixtures")
 
     static func bytes(_ relativePath: String) throws -> [UInt8] {
         Array(try Data(contentsOf: root.appendingPathComponent(relativePath)))

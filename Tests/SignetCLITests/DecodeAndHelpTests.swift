@@ -1,5 +1,6 @@
 import Foundation
 import Signet
+import SignetCore
 import SignetTestSupport
 import Testing
 

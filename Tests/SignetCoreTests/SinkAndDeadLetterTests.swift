@@ -67,9 +67,11 @@ struct SinkAndDeadLetterTests {
         #expect(object["truncated"] == nil)
         let rejectedAt = try #require(object["rejectedAt"] as? String)
         #expect(rejectedAt == "2023-11-14T22:13:20.500Z")
-        #expect(message.headers.map(\.name) == ["signet-reason", "signet-detail", "signet-stage", "signet-source"])
+        let id = try #require(object["id"] as? String)
+        #expect(id == DeadLetterOutput.stableId(input: record.raw, reason: "invalid_signature"))
+        #expect(message.headers.map(\.name) == ["signet-reason", "signet-detail", "signet-stage", "signet-source", "signet-dead-letter-id"])
         #expect(message.headers.map { text($0.value) } == [
-            "invalid_signature", "signature \"bad\"\nsecond line", "verify", "/in.ndjson:42",
+            "invalid_signature", "signature \"bad\"\nsecond line", "verify", "/in.ndjson:42", id,
         ])
     }
 
@@ -81,7 +83,7 @@ struct SinkAndDeadLetterTests {
         #expect(source["partition"] as? Int == 3)
         #expect(source["offset"] as? Int == 1234)
         #expect(source["line"] == nil)
-        #expect(message.headers.last?.value == Array("notifications[3]@1234".utf8))
+        #expect(message.headers.first { $0.name == "signet-source" }?.value == Array("notifications[3]@1234".utf8))
     }
 
     @Test func jsonDeadLetterUsesBase64ForInvalidUTF8() throws {
@@ -128,6 +130,7 @@ struct SinkAndDeadLetterTests {
         #expect(message.headers == [
             .init("signet-reason", "invalid_signature"), .init("signet-detail", "signature \"bad\"\nsecond line"),
             .init("signet-stage", "verify"), .init("signet-source", "in[0]@7"),
+            .init("signet-dead-letter-id", DeadLetterOutput.stableId(input: raw, reason: "invalid_signature")),
         ])
     }
 

@@ -23,7 +23,7 @@ struct CrashFault: Sendable, CustomTestStringConvertible {
 /// equal the clean run's (by eventId, byte for byte), duplicates may only be exact repeats,
 /// the SQLite state must equal the clean run's for every purchase, and every forged line must
 /// be in the dead-letter file.
-@Suite("Crash/restart end to end", .timeLimit(.minutes(5)))
+@Suite("Crash/restart end to end", .tags(.endToEnd), .timeLimit(.minutes(5)))
 struct CrashRestartTests {
     struct Baseline: Sendable {
         var dataDir: URL

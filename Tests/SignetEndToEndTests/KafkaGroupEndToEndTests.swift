@@ -5,11 +5,12 @@ import Testing
 
 /// Two `signet run` processes in one consumer group. They must share the state (a purchase's
 /// partition moves between them), so both use the same SIGNET_DATA_DIR: one SQLite file on one
-/// machine, opened by two writer processes.
+/// machine, opened by two writer processes. The data-dir lock now refuses the second writer, so
+/// these tests are disabled until they run on a store built for sharing (PostgreSQL).
 extension KafkaEndToEndTests {
     /// The second instance joins mid-stream (a cooperative rebalance moves partitions to it)
     /// and stays: no loss, duplicates only byte-identical, per-key order, state as the reference's.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
     func secondInstanceJoinsMidStreamSharingTheDataDir() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("join")
@@ -59,7 +60,7 @@ extension KafkaEndToEndTests {
     /// Regression: each process once trusted its snapshot cache after another process had
     /// written the shared file, overwriting that member's changes. The store now clears the
     /// cache whenever `PRAGMA data_version` shows another connection committed.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
     func instanceLeavesAndPartitionsReturnWithSharedDataDir() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("leave")
@@ -114,7 +115,7 @@ extension KafkaEndToEndTests {
     /// Regression: the survivor once dropped the re-read records as duplicates, so events the
     /// crashed member had committed but not delivered stayed in the outbox. Now a duplicate
     /// whose outbox rows are undelivered (and not in flight in this process) re-emits them.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
     func survivorDeliversWhatACrashedMemberCommittedToTheSharedState() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("crash-member")

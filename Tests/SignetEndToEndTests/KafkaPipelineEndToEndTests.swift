@@ -9,7 +9,7 @@ import Testing
 /// One suite, serialized: every test starts its own broker and processes, and the machine has
 /// two shared cores (parallel runs would only make the group joins and timeouts slower).
 /// Tests in the other `Kafka*` files extend this suite.
-@Suite("Kafka pipeline end to end (signet binary, mock broker, kcat)", .serialized)
+@Suite("Kafka pipeline end to end (signet binary, mock broker, kcat)", .tags(.endToEnd), .serialized)
 struct KafkaEndToEndTests {
     /// Steady stream through `signet dev-broker` (a child process): every event once, keyed
     /// by originalTransactionId, with its headers, in per-key order; state as the reference's.

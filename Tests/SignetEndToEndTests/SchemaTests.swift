@@ -4,7 +4,7 @@ import Testing
 
 /// The JSON Schemas in Schemas/ are part of the contract: they must at least be valid
 /// schemas, and the shipped pipelines must match the pipeline schema.
-@Suite("Schemas")
+@Suite("Schemas", .tags(.endToEnd))
 struct SchemaTests {
     static let schemas = FixturePaths.packageRoot.appendingPathComponent("Schemas")
     static let pipelines = FixturePaths.packageRoot.appendingPathComponent("Pipelines")

@@ -4,6 +4,7 @@ import SignetHTTP
 import SignetOpenSSL
 import SignetTestSupport
 import Testing
+import Prometheus
 
 @Suite("http sink against a real local server that fails, times out and recovers")
 struct HTTPSinkTests {

@@ -4,6 +4,7 @@ import SignetFixtures
 import SignetJWS
 import SignetState
 import Testing
+import AppStoreModels
 
 /// Issue 11 §1 through the real runner: a line stream that stays open (stdin's shape: a
 /// FIFO whose writer never closes) with signed notifications, the real decode and verify

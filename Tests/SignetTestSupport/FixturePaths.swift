@@ -1,6 +1,7 @@
 import Foundation
 
-/// Where the shared, read-only test fixtures live: `<package root>/../shared/fixtures`.
+/// Where the read-only test fixtures live: `<package root>/Tests/Fixtures` (in the repository, so a
+/// clone alone runs every test; Tests/Fixtures/README.md says where each file came from).
 ///
 /// Located from this file's path so tests work from any working directory.
 public enum FixturePaths {
@@ -11,15 +12,14 @@ public enum FixturePaths {
         .deletingLastPathComponent()  // package root
         .standardizedFileURL
 
-    /// `<root>/../shared/fixtures`.
-    public static let sharedFixtures: URL = packageRoot
-        .deletingLastPathComponent()
-        .appendingPathComponent("shared/fixtures", isDirectory: true)
+    /// `<root>/Tests/Fixtures`.
+    public static let fixtures: URL = packageRoot
+        .appendingPathComponent("Tests/Fixtures", isDirectory: true)
         .standardizedFileURL
 
     /// Real Apple notifications, transactions and renewal infos, plus Apple's roots.
-    public static let appleReal: URL = sharedFixtures.appendingPathComponent("apple-real", isDirectory: true)
+    public static let appleReal: URL = fixtures.appendingPathComponent("apple-real", isDirectory: true)
 
     /// Test vectors from Apple's App Store Server Library.
-    public static let appleLibraryVectors: URL = sharedFixtures.appendingPathComponent("apple-library-vectors", isDirectory: true)
+    public static let appleLibraryVectors: URL = fixtures.appendingPathComponent("apple-library-vectors", isDirectory: true)
 }

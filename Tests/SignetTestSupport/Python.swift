@@ -19,15 +19,8 @@ public enum Python {
 
     /// Runs `python3 -c script arguments...`; stdout and stderr together.
     public static func run(_ script: String, arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let result = try SignetProcess.run(
+            executable: URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script] + arguments)
+        return (result.exitCode, result.stdoutText + result.stderr)
     }
 }

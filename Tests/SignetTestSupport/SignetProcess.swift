@@ -44,6 +44,31 @@ public struct SignetProcess {
         _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
         currentDirectory: URL? = nil, timeout: TimeInterval = 120
     ) throws -> Result {
+        try run(
+            executable: executable, arguments, stdin: stdin, environment: environment,
+            currentDirectory: currentDirectory, timeout: timeout)
+    }
+
+    /// Runs `bash -c script` with `$SIGNET` set to the `signet` binary: for the cases a user
+    /// meets in a shell (`signet run | head -1`, two runs at once).
+    @discardableResult
+    public static func shell(
+        _ script: String, environment: [String: String] = [:], currentDirectory: URL? = nil, timeout: TimeInterval = 120
+    ) throws -> Result {
+        var environment = environment
+        environment["SIGNET"] = executable.path
+        return try run(
+            executable: URL(fileURLWithPath: "/bin/bash"), ["-c", script], environment: environment,
+            currentDirectory: currentDirectory, timeout: timeout)
+    }
+
+    /// Runs any executable with the test process's environment minus its SIGNET_* variables,
+    /// plus `environment`.
+    @discardableResult
+    public static func run(
+        executable: URL, _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
+        currentDirectory: URL? = nil, timeout: TimeInterval = 120
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -22,11 +22,13 @@ public struct DeadLetterOutput: Sendable {
 
     /// The message that carries one rejected record.
     public func message(for record: Record, rejection: RecordRejection, stage: String, at time: Date = Date()) -> OutputMessage {
+        let id = Self.stableId(input: record.raw, reason: rejection.reason.rawValue)
         let headers = [
             OutputMessage.Header("signet-reason", rejection.reason.rawValue),
             OutputMessage.Header("signet-detail", rejection.detail),
             OutputMessage.Header("signet-stage", stage),
             OutputMessage.Header("signet-source", record.position.description),
+            OutputMessage.Header("signet-dead-letter-id", id),
         ]
         switch format {
         case .raw:
@@ -34,6 +36,7 @@ public struct DeadLetterOutput: Sendable {
         case .json:
             var json = JSONText()
             json.beginObject()
+            json.key("id"); json.string(id)
             json.key("reason"); json.string(rejection.reason.rawValue)
             json.key("detail"); json.string(rejection.detail)
             json.key("stage"); json.string(stage)
@@ -59,6 +62,28 @@ public struct DeadLetterOutput: Sendable {
             json.endObject()
             return OutputMessage(value: json.bytes, headers: headers)
         }
+    }
+
+    /// The same for every re-run of the same input line rejected for the same reason (re-runs
+    /// dead-letter it again), so consumers can drop repeats: 128 bits as 32 hex digits, from
+    /// two FNV-1a 64 hashes over the reason and the input bytes. Not a security hash: it only
+    /// tells repeats apart, and both its inputs are in the record anyway.
+    public static func stableId(input: [UInt8], reason: String) -> String {
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        func mix(_ byte: UInt8) {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second = (second ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second ^= second >> 29
+        }
+        for byte in reason.utf8 { mix(byte) }
+        mix(0)
+        for byte in input { mix(byte) }
+        let hex = { (value: UInt64) in
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return hex(first) + hex(second)
     }
 
     static func timestamp(_ date: Date) -> String {

@@ -291,7 +291,8 @@ public final class PipelineRunner: Sendable {
                 logger.warning("sink '\(name)' refused \(undeliverable.refusals.count) messages for good; dead-lettering them")
                 return undeliverable.refusals
             } catch {
-                let willRetry = ContinuousClock.now + backoff < deadline && !Task.isCancelled
+                let permanent = (error as? SinkError)?.isPermanent ?? false
+                let willRetry = !permanent && ContinuousClock.now + backoff < deadline && !Task.isCancelled
                 metrics.sinkFailed(name, willRetry: willRetry)
                 guard willRetry else {
                     logger.error("sink '\(name)' failed, giving up after \(attempt) attempts: \(error)")

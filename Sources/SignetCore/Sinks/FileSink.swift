@@ -18,7 +18,11 @@ public final class FileSink: Sink {
     public func open() async throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw SinkError("cannot create the folder '\(directory)' for '\(path)'")
+            }
         }
         let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SinkError("cannot open '\(path)' for appending: \(String(cString: strerror(errno)))") }
@@ -28,9 +32,9 @@ public final class FileSink: Sink {
     public func write(_ messages: [OutputMessage]) async throws {
         try descriptor.withLock { fd in
             guard fd >= 0 else { throw SinkError("file sink '\(path)' is not open") }
-            try LineWriter.write(messages, to: fd)
+            try LineWriter.write(messages, to: fd, destination: path)
             if fsync, Foundation.fsync(fd) != 0 {
-                throw SinkError("fsync of '\(path)' failed: \(String(cString: strerror(errno)))")
+                throw SinkError(writing: path, errno: errno)
             }
         }
     }

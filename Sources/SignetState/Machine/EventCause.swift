@@ -1,3 +1,4 @@
+import AppStoreModels
 /// What caused an event: an input (notification, forwarded transaction, renewal info) or
 /// time alone (a boundary the expiry sweep crossed). Its ``identity`` feeds the
 /// deterministic event id.

@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// A thin owner of one SQLite connection: pragmas, a prepared-statement cache, and
 /// transactions.
@@ -24,8 +25,19 @@ final class SQLiteDatabase {
     init(path: String, readOnly: Bool = false, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
         self.path = path
         var connection: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
-        let code = sqlite3_open_v2(path, &connection, flags, nil)
+        var flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        var name = path
+        let folder = (path as NSString).deletingLastPathComponent
+        if readOnly, access(folder.isEmpty ? "." : folder, W_OK) != 0 {
+            // A read-only copy of the data (no writer can be using a folder nobody may write):
+            // `immutable` reads the file as it is, without the WAL side files SQLite would
+            // otherwise need to create next to it.
+            var allowed = CharacterSet.urlPathAllowed
+            allowed.remove(charactersIn: "?#")
+            name = "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+            flags |= SQLITE_OPEN_URI
+        }
+        let code = sqlite3_open_v2(name, &connection, flags, nil)
         guard code == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(connection)

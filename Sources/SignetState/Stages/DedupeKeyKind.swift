@@ -1,3 +1,5 @@
+import AppStoreModels
+
 /// What identifies a retry, configurable as `key:` on `dedupe` and `transition`.
 ///
 /// Never the transactionId alone: a REFUND carries the transactionId of the purchase it

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import SignetCore
+import Metrics
 
 /// The embedded default ``StateStore``: one SQLite file (the system SQLite), WAL mode.
 ///

@@ -1,13 +1,36 @@
 import Foundation
 
 /// The JSON that `signet entitlements`, `signet state show` and the admin listener's
-/// `/v1/...` API answer with: one encoder setting, so the CLI and the API never differ.
+/// `/v1/...` API answer with: one encoder and one `asOf` stamp, so the CLI and the API
+/// never differ.
 public enum StateJSON {
+    /// What an entitlement answer's `asOf.meaning` says.
+    public static let entitlementsMeaning = "evaluated at this instant from the stored snapshot"
+    /// What a stored snapshot's `asOf.meaning` says.
+    public static let snapshotMeaning =
+        "stored snapshot: the state when the last notification was applied; `signet entitlements` answers for now"
+
     /// Pretty-printed, keys sorted, slashes unescaped.
     public static func encode(_ value: some Encodable) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return Array(try encoder.encode(value))
+    }
+
+    /// As ``encode(_:)``, with `asOf: {at, meaning}` added to the object (or to each object of
+    /// an array): the instant the answer holds for, so a stored snapshot and an answer for now
+    /// never look contradictory.
+    public static func encode(_ value: some Encodable, asOf instant: Int64, meaning: String) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let plain = try JSONSerialization.jsonObject(with: encoder.encode(value))
+        func stamped(_ object: Any) -> Any {
+            guard var dictionary = object as? [String: Any] else { return object }
+            dictionary["asOf"] = ["at": instant, "meaning": meaning] as [String: Any]
+            return dictionary
+        }
+        let output = (plain as? [Any]).map { $0.map(stamped) } ?? stamped(plain)
+        return Array(try JSONSerialization.data(withJSONObject: output, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
     }
 
     /// The entitlements of one account or one purchase, evaluated at `instant` (ms since 1970).
@@ -20,15 +43,15 @@ public enum StateJSON {
     public static func entitlements(_ query: Query, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
         switch query {
         case .appAccountToken(let token):
-            try encode(store.entitlements(appAccountToken: token, at: instant))
+            try encode(store.entitlements(appAccountToken: token, at: instant), asOf: instant, meaning: entitlementsMeaning)
         case .originalTransactionId(let id):
-            try encode(store.entitlements(originalTransactionId: id, at: instant))
+            try encode(store.entitlements(originalTransactionId: id, at: instant), asOf: instant, meaning: entitlementsMeaning)
         }
     }
 
     /// The stored snapshot of one purchase as JSON, or nil when none is stored.
     public static func subscription(_ originalTransactionId: String, in store: any StateStore) throws -> [UInt8]? {
         guard let snapshot = try store.subscription(originalTransactionId: originalTransactionId) else { return nil }
-        return try encode(snapshot)
+        return try encode(snapshot, asOf: snapshot.evaluatedAt, meaning: snapshotMeaning)
     }
 }

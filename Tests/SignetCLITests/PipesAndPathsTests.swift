@@ -1,0 +1,230 @@
+import Foundation
+import SignetTestSupport
+import Testing
+
+/// The real binary in pipes and on bad paths (issue 8 §5), run through bash as a user would.
+@Suite("pipes, paths and the data-dir lock")
+struct PipesAndPathsTests {
+    /// The SIGNET_* settings of the shared fixtures, for the default pipeline.
+    private func settings(dataDir: String) throws -> [String: String] {
+        let fixtures = try GeneratedFixtures.shared()
+        return [
+            "SIGNET_ROOT_CERTS": fixtures.root, "SIGNET_ENVIRONMENT": "Sandbox",
+            "SIGNET_BUNDLE_ID": GeneratedFixtures.bundleId, "SIGNET_DATA_DIR": dataDir,
+        ]
+    }
+
+    @Test("signet run | head -1 stops at once on the closed pipe, exit 1, one clear line")
+    func runIntoClosedPipe() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var env = try settings(dataDir: dir.path("data"))
+        env["INPUT"] = fixtures.notifications
+        // A sink retry timeout of minutes: only treating EPIPE as permanent ends the run before the test's limit.
+        let result = try SignetProcess.shell(
+            #""$SIGNET" run < "$INPUT" | head -1 > /dev/null; echo "status=${PIPESTATUS[0]}""#, environment: env, timeout: 60)
+        #expect(result.stdoutText.contains("status=1"), CLI.describe(result))
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("signet: ") }
+        #expect(lines.contains { $0.contains("stdout is closed") }, CLI.describe(result))
+        #expect(!result.stderr.contains("retrying"), CLI.describe(result))
+    }
+
+    @Test("signet verify FILE | head -2 and decode | head -1 exit quietly")
+    func verifyIntoClosedPipe() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let copy = try CLI.write(Data(contentsOf: URL(fileURLWithPath: fixtures.notifications)), to: dir, name: "in.ndjson")
+        let result = try SignetProcess.shell(
+            // Fifty copies of the input: more output than a pipe buffer holds, so the writer meets the closed pipe.
+            #"for _ in $(seq 50); do cat "$INPUT"; done > "$INPUT.many"; "#
+                + #""$SIGNET" verify --root "$ROOT" "$INPUT.many" | head -2 > /dev/null; echo "verify=${PIPESTATUS[0]}"; "#
+                + #""$SIGNET" decode "$INPUT.many" | head -1 > /dev/null; echo "decode=${PIPESTATUS[0]}""#,
+            environment: ["ROOT": fixtures.root, "INPUT": copy])
+        #expect(result.stdoutText.contains("verify=141"), CLI.describe(result))
+        #expect(result.stdoutText.contains("decode=141"), CLI.describe(result))
+        #expect(!result.stderr.contains("Fatal error"), CLI.describe(result))
+        #expect(result.stderr.isEmpty, CLI.describe(result))
+    }
+
+    @Test("a second writer on one data dir exits 2 naming the first one's pid; a reader stays allowed")
+    func dataDirLock() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var env = try settings(dataDir: dir.path("data"))
+        env["INPUT"] = try GeneratedFixtures.shared().notifications
+        // The first run holds its stdin open (a FIFO nobody writes to yet), so it keeps the lock
+        // until the script feeds and closes it.
+        let script = #"""
+            mkfifo "$SIGNET_DATA_DIR.in"
+            "$SIGNET" run < "$SIGNET_DATA_DIR.in" > /dev/null 2>&1 &
+            first=$!
+            exec 3> "$SIGNET_DATA_DIR.in"
+            for _ in $(seq 1 600); do [ -s "$SIGNET_DATA_DIR/signet.lock" ] && [ -e "$SIGNET_DATA_DIR/signet.sqlite" ] && break; sleep 0.05; done
+            echo "first=$first"
+            "$SIGNET" run < "$INPUT" > /dev/null 2> "$SIGNET_DATA_DIR.err"; echo "second=$?"
+            cat "$SIGNET_DATA_DIR.err"
+            "$SIGNET" entitlements --original-transaction-id 1 > /dev/null; echo "reader=$?"
+            cat "$INPUT" >&3; exec 3>&-
+            wait $first; echo "firstexit=$?"
+            """#
+        let result = try SignetProcess.shell(script, environment: env, timeout: 90)
+        let out = result.stdoutText
+        let pid = try #require(out.split(separator: "\n").first { $0.hasPrefix("first=") }?.dropFirst(6), CLI.describe(result))
+        #expect(out.contains("second=2"), CLI.describe(result))
+        #expect(out.contains("in use by pid \(pid)"), CLI.describe(result))
+        #expect(out.contains("reader=0"), CLI.describe(result))
+        #expect(out.contains("firstexit=0"), CLI.describe(result))
+    }
+
+    @Test("a file, a missing parent or a bad path as SIGNET_DATA_DIR: one usage line, exit 2, before the run")
+    func badDataDir() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir.path("file")))
+        for (path, expected) in [(dir.path("file"), "is a file, not a directory"), (dir.path("none/data"), "does not exist")] {
+            let result = try CLI.run(["run"], stdin: Data(), environment: try settings(dataDir: path))
+            #expect(result.exitCode == 2, CLI.describe(result))
+            #expect(result.stderr.split(separator: "\n").count == 1, CLI.describe(result))
+            #expect(result.stderr.contains(expected), CLI.describe(result))
+        }
+    }
+
+    @Test("signet fixtures --out D --stdout leaves D's files as they were")
+    func fixturesStdoutKeepsFiles() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path("fx")
+        #expect(try CLI.run(["fixtures", "--out", out, "--count", "5"]).exitCode == 0)
+        let names = ["notifications.ndjson", "transactions.ndjson", "forged.ndjson", "root.pem"]
+        let before = try names.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) }
+        let streamed = try CLI.run(["fixtures", "--out", out, "--count", "3", "--stdout"])
+        #expect(streamed.exitCode == 0, CLI.describe(streamed))
+        #expect(streamed.lines.count == 3)
+        let after = try names.map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) }
+        #expect(before == after)
+        #expect(try CLI.fileLines(out + "/notifications.ndjson").count == 5)
+    }
+
+    @Test("signet verify takes SIGNET_ROOT_CERTS and the other SIGNET_* settings like signet run")
+    func verifyReadsSettings() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let trusted = try CLI.run(["verify", fixtures.notifications], environment: try settings(dataDir: "unused"))
+        #expect(trusted.exitCode == 0, CLI.describe(trusted))
+        let builtInRoot = try CLI.run(["verify", fixtures.notifications])
+        #expect(builtInRoot.exitCode == 1)
+        var otherApp = try settings(dataDir: "unused")
+        otherApp["SIGNET_BUNDLE_ID"] = "com.example.other"
+        let wrongBundle = try CLI.run(["verify", fixtures.notifications], environment: otherApp)
+        #expect(wrongBundle.exitCode == 1)
+        #expect(try wrongBundle.jsonLines().allSatisfy { $0["ok"] as? Bool == false })
+        // A flag still wins over the variable.
+        let flag = try CLI.run(["verify", "--bundle-id", GeneratedFixtures.bundleId, fixtures.notifications], environment: otherApp)
+        #expect(flag.exitCode == 0, CLI.describe(flag))
+    }
+
+    @Test("a run that rejects everything warns with the top reason; --fail-on-reject-ratio exits 1")
+    func allRejected() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let env = try settings(dataDir: dir.path("data"))
+        let garbage = Data("not json\nnot json either\n{}\n".utf8)
+        let warned = try CLI.run(["run"], stdin: garbage, environment: env)
+        #expect(warned.exitCode == 0, CLI.describe(warned))
+        #expect(warned.stderr.contains("warning: every record (3) was rejected; top reason: "), CLI.describe(warned))
+        let failed = try CLI.run(["run", "--fail-on-reject-ratio", "0.5"], stdin: garbage, environment: env)
+        #expect(failed.exitCode == 1, CLI.describe(failed))
+        #expect(failed.stderr.contains("more than --fail-on-reject-ratio 0.5"), CLI.describe(failed))
+        let good = try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications))
+        let passed = try CLI.run(["run", "--fail-on-reject-ratio", "0.5"], stdin: good, environment: try settings(dataDir: dir.path("data2")))
+        #expect(passed.exitCode == 0, CLI.describe(passed))
+        #expect(!passed.stderr.contains("every record"), CLI.describe(passed))
+    }
+
+    @Test("a full disk under a file sink: one line naming the path, the reason in the summary, exit 1")
+    func fullDisk() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fixtures = try GeneratedFixtures.shared()
+        let pipeline = """
+            source: { type: stdin }
+            stages:
+              - { type: decode }
+              - { type: verify, roots: \(fixtures.root), environment: Sandbox, bundle_id: \(GeneratedFixtures.bundleId) }
+            sinks:
+              out: { type: file, path: /dev/full }
+            dead_letter: { type: file, path: \(dir.path("dead.ndjson")) }
+            settings: { sink_retry_timeout: 1s }
+            """
+        let file = try CLI.write(Data(pipeline.utf8), to: dir, name: "full.yaml")
+        let input = try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications))
+        let summary = dir.path("summary.json")
+        let result = try CLI.run(["run", "--pipeline", file, "--summary-json", summary], stdin: input)
+        #expect(result.exitCode == 1, CLI.describe(result))
+        #expect(result.stderr.contains("signet: no space left on device writing /dev/full"), CLI.describe(result))
+        #expect(!result.stderr.contains("Error Domain"), CLI.describe(result))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: summary))) as? [String: Any])
+        #expect((object["failure"] as? String)?.contains("no space left on device") == true)
+    }
+
+    @Test("dead-letter records carry an id that is the same on every re-run of the same input")
+    func stableDeadLetterIds() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let garbage = Data("not json\n{}\nnot json\n".utf8)
+        for _ in 0..<2 {
+            #expect(try CLI.run(["run"], stdin: garbage, environment: try settings(dataDir: dir.path("data"))).exitCode == 0)
+        }
+        let records = try CLI.jsonObjects(String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8))
+        let ids = records.compactMap { $0["id"] as? String }
+        #expect(ids.count == 6)
+        // Lines 1 and 3 are the same bytes with the same reason: one id; a re-run repeats all three.
+        #expect(ids[0] == ids[2] && ids[0] != ids[1])
+        #expect(Array(ids[0..<3]) == Array(ids[3..<6]))
+        #expect(ids.allSatisfy { $0.count == 32 })
+    }
+
+    @Test("entitlements and state show read a read-only copy of the data dir, leave no side files, and say asOf")
+    func readOnlyCopy() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let run = try CLI.run(
+            ["run"], stdin: try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications)),
+            environment: try settings(dataDir: dir.path("data")))
+        #expect(run.exitCode == 0, CLI.describe(run))
+        let event = try #require(try run.jsonLines().first)
+        let id = try #require(event["originalTransactionId"] as? String)
+        // Root ignores file modes, so a read-only bind mount stands in for a read-only copy there.
+        let script = #"""
+            cp -r "$DATA" "$COPY.src" && mkdir "$COPY"
+            if [ "$(id -u)" = 0 ]; then
+              mount --bind "$COPY.src" "$COPY" && mount -o remount,ro,bind "$COPY" || { echo "nomount"; exit 0; }
+            else
+              rmdir "$COPY" && mv "$COPY.src" "$COPY" && chmod -R a-w "$COPY"
+            fi
+            touch "$COPY/probe" 2>/dev/null && echo "writable"
+            SIGNET_DATA_DIR="$COPY" "$SIGNET" entitlements --original-transaction-id "$ID" > "$OUT.entitlements"; echo "entitlements=$?"
+            SIGNET_DATA_DIR="$COPY" "$SIGNET" state show --original-transaction-id "$ID" > "$OUT.state"; echo "state=$?"
+            ls -a "$COPY" | tr '\n' ' '; echo
+            if [ "$(id -u)" = 0 ]; then umount "$COPY"; else chmod -R u+w "$COPY"; fi
+            """#
+        let result = try SignetProcess.shell(
+            script, environment: ["DATA": dir.path("data"), "COPY": dir.path("copy"), "OUT": dir.path("out"), "ID": id])
+        if result.stdoutText.contains("nomount") { return }  // no mount permission here: nothing to check
+        #expect(!result.stdoutText.contains("writable"), CLI.describe(result))
+        #expect(result.stdoutText.contains("entitlements=0"), CLI.describe(result))
+        #expect(result.stdoutText.contains("state=0"), CLI.describe(result))
+        #expect(!result.stdoutText.contains("-wal") && !result.stdoutText.contains("-shm"), CLI.describe(result))
+        let entitlements = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.entitlements")))) as? [[String: Any]])
+        #expect(entitlements.count == 1)
+        #expect((entitlements.first?["asOf"] as? [String: Any])?["at"] is Int)
+        let snapshot = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.state")))) as? [String: Any])
+        #expect(snapshot["originalTransactionId"] as? String == id)
+        #expect(((snapshot["asOf"] as? [String: Any])?["meaning"] as? String)?.contains("stored snapshot") == true)
+    }
+}
