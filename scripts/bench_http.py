@@ -66,6 +66,7 @@ def environment(folder, data, port=None):
                SIGNET_DATA_DIR=os.path.join(folder, data))
     if port:
         env["SIGNET_HTTP_ADDRESS"] = "127.0.0.1:%d" % port
+        env["SIGNET_ADMIN_ADDRESS"] = "127.0.0.1:0"  # the admin listener is not what is measured
     return env
 
 

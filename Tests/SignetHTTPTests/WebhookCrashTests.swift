@@ -15,7 +15,7 @@ struct WebhookCrashTests {
         bodies = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()
         probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
-        env.update(SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"),
+        env.update(SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ADMIN_ADDRESS="127.0.0.1:0", SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"),
                    SIGNET_BUNDLE_ID="com.example.signet", SIGNET_DATA_DIR=os.path.join(folder, "data"))
 
         def start(events):
