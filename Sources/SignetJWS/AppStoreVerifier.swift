@@ -445,7 +445,7 @@ public final class AppStoreVerifier: Sendable {
         if !overflow && signedDate > limit {
             throw RecordRejection(
                 .signedDateInFuture,
-                "\(role.field): signedDate \(Self.iso(signedDate)) is \(Self.span(signedDate - now)) ahead of this host's clock (\(Self.iso(now))); at most \(Self.span(maxFutureSkewMilliseconds)) is allowed — forged, or this host's clock is wrong")
+                "\(role.field): signedDate \(Self.iso(signedDate)) is \(Self.span(signedDate.subtractingReportingOverflow(now).partialValue)) ahead of this host's clock (\(Self.iso(now))); at most \(Self.span(maxFutureSkewMilliseconds)) is allowed — forged, or this host's clock is wrong")
         }
     }
 
@@ -528,8 +528,11 @@ public final class AppStoreVerifier: Sendable {
         return Array(bytes).withUnsafeBytes(body)
     }
 
+    /// Whole seconds, rounded toward negative infinity. Written with `/` and `%` only, which
+    /// cannot overflow for a divisor of 1000, because `milliseconds` is untrusted (an attacker's
+    /// self-signed payload may say Int64.min, and this runs before the chain is judged).
     static func floorSeconds(_ milliseconds: Int64) -> Int64 {
-        milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0)
     }
 
     static func date(_ milliseconds: Int64) -> Date {
@@ -546,6 +549,7 @@ public final class AppStoreVerifier: Sendable {
 
     private static func span(_ milliseconds: Int64) -> String {
         let seconds = Double(milliseconds) / 1000
+        // A Double day count of any Int64 span fits in Int (|x| < 1.1e11), so `Int(_:)` cannot trap.
         if seconds < 120 { return "\(Int(seconds.rounded()))s" }
         if seconds < 7200 { return "\(Int((seconds / 60).rounded()))min" }
         if seconds < 172_800 { return "\(Int((seconds / 3600).rounded()))h" }
