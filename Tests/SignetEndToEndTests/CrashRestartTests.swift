@@ -82,6 +82,8 @@ struct CrashRestartTests {
         // The embedded default pipeline (stdin, batch 256, stdout) on the same input emits the same
         // events in the same order: batch boundaries do not change what is derived.
         let dataDir = corpus.directory.appendingPathComponent("runs/stdin-\(UUID().uuidString.prefix(8))")
+        // The data dir's parent must exist (a missing parent is a usage error); the run creates the rest.
+        try FileManager.default.createDirectory(at: dataDir.deletingLastPathComponent(), withIntermediateDirectories: true)
         let stdin = try Data(contentsOf: corpus.mixedInput)
         let run = try StateE2E.signet(["run"], stdin: stdin, corpus: corpus, extra: ["SIGNET_DATA_DIR": dataDir.path])
         #expect(run.exitCode == 0, "\(run.stderr)")
@@ -162,6 +164,8 @@ struct CrashRestartTests {
         let corpus = try StateCorpus.get()
         let clean = try Self.cleanOutcome()
         let dataDir = corpus.directory.appendingPathComponent("runs/stdin-crash-\(UUID().uuidString.prefix(8))")
+        // The data dir's parent must exist (a missing parent is a usage error); the run creates the rest.
+        try FileManager.default.createDirectory(at: dataDir.deletingLastPathComponent(), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dataDir) }
         let env = ["SIGNET_DATA_DIR": dataDir.path]
         let input = try Data(contentsOf: corpus.mixedInput)

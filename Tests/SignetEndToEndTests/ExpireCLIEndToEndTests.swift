@@ -10,6 +10,8 @@ struct ExpireCLIEndToEndTests {
     func expireOnceAfterARun() throws {
         let corpus = try StateCorpus.get()
         let dataDir = corpus.directory.appendingPathComponent("runs/expire-\(UUID().uuidString.prefix(8))")
+        // The data dir's parent must exist (a missing parent is a usage error); the run creates the rest.
+        try FileManager.default.createDirectory(at: dataDir.deletingLastPathComponent(), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dataDir) }
         let env = ["SIGNET_DATA_DIR": dataDir.path]
         let input = Data((corpus.customers.flatMap(\.lines).joined(separator: "\n") + "\n").utf8)
