@@ -84,7 +84,10 @@ public final class PipelineRunner: Sendable {
         } catch {
             health.enter(.stopped)
             await closeAll(opened.reversed())
-            logger.error("pipeline stopped: \(error)", metadata: ["progress": "\(currentSummary)"])
+            // A permanent sink error (closed stdout, full disk) is one line the caller prints;
+            // repeating it here at error level would bury that line.
+            let level: Logger.Level = (error as? SinkError)?.isPermanent == true ? .debug : .error
+            logger.log(level: level, "pipeline stopped: \(error)", metadata: ["progress": "\(currentSummary)"])
             throw error
         }
         health.enter(.draining)
@@ -295,7 +298,9 @@ public final class PipelineRunner: Sendable {
                 let willRetry = !permanent && ContinuousClock.now + backoff < deadline && !Task.isCancelled
                 metrics.sinkFailed(name, willRetry: willRetry)
                 guard willRetry else {
-                    logger.error("sink '\(name)' failed, giving up after \(attempt) attempts: \(error)")
+                    logger.log(
+                        level: permanent ? .debug : .error,
+                        "sink '\(name)' failed, giving up after \(attempt) attempts: \(error)")
                     throw error
                 }
                 logger.warning("sink '\(name)' failed (attempt \(attempt)), retrying in \(backoff): \(error)")
