@@ -11,6 +11,7 @@ import PackageDescription
 /// - `SignetFixtures`  a private Apple-shaped test PKI and signed sample notifications
 /// - `SignetState`     dedupe, subscription state machine, SQLite store, outbox
 /// - `SignetKafka`     librdkafka source/sink and the local mock broker
+/// - `SignetPostgres`  the PostgreSQL state store (postgres-nio), for several instances
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
@@ -25,6 +26,7 @@ let package = Package(
         .library(name: "SignetState", targets: ["SignetState"]),
         .library(name: "SignetKafka", targets: ["SignetKafka"]),
         .library(name: "SignetHTTP", targets: ["SignetHTTP"]),
+        .library(name: "SignetPostgres", targets: ["SignetPostgres"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -39,6 +41,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // C libraries from Debian packages, each behind a thin Swift wrapper module.
@@ -78,6 +82,17 @@ let package = Package(
         .target(
             name: "SignetKafka",
             dependencies: ["SignetCore", "CRdKafka", .product(name: "Metrics", package: "swift-metrics")]),
+        // The `postgres` store: state shared by several instances (postgres-nio, no hand-written protocol).
+        .target(
+            name: "SignetPostgres",
+            dependencies: [
+                "SignetCore", "SignetState",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // HTTP: the webhook source, the http sink, the admin listener (metrics, health,
         // entitlement API) and the service lifecycle.
         .target(
@@ -97,12 +112,12 @@ let package = Package(
         // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres"]),
         // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
         .executableTarget(
             name: "signet",
             dependencies: [
-                "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL",
+                "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
                 "AppStoreModels", "SignetFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -120,7 +135,7 @@ let package = Package(
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),
         .testTarget(
             name: "SignetStateTests",
-            dependencies: ["SignetState", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
+            dependencies: ["SignetState", "SignetPostgres", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(
             name: "SignetHTTPTests",
@@ -135,7 +150,7 @@ let package = Package(
         .testTarget(
             name: "SignetEndToEndTests",
             dependencies: [
-                "Signet", "SignetKafka", "SignetState", "SignetFixtures", "AppStoreModels", "CSQLite", "SignetTestSupport",
+                "Signet", "SignetKafka", "SignetState", "SignetPostgres", "SignetFixtures", "AppStoreModels", "CSQLite", "SignetTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

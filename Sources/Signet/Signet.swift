@@ -2,6 +2,7 @@ import SignetCore
 import SignetHTTP
 import SignetJWS
 import SignetKafka
+import SignetPostgres
 import SignetState
 
 /// The whole of Signet behind one import: every built-in stage, source and sink in one
@@ -11,6 +12,7 @@ public enum Signet {
     public static let version = "0.1.0"
 
     /// A registry with every built-in component: sources `stdin`, `file`, `kafka`, `http`;
+    /// stores `sqlite`, `memory`, `postgres`, `auto`;
     /// stages `decode`, `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`,
     /// `file`, `kafka`. Add your own before loading a pipeline.
     public static func makeRegistry() -> ComponentRegistry {
@@ -18,6 +20,7 @@ public enum Signet {
         registry.registerCoreComponents()
         registry.registerJWSComponents()
         registry.registerStateComponents()
+        registry.registerPostgresComponents()
         registry.registerKafkaComponents()
         registry.registerWebhookComponents()
         registry.registerHTTPComponents()

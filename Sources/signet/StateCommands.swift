@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import SignetPostgres
 import SignetState
 
 /// Options shared by the commands that read the state store.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The state database. Default: $SIGNET_DATA_DIR/signet.sqlite (SIGNET_DATA_DIR: signet-data).")
+    @Option(help: "The state database (SQLite file). Default: PostgreSQL at $SIGNET_DATABASE_URL when set, else $SIGNET_DATA_DIR/signet.sqlite (SIGNET_DATA_DIR: signet-data).")
     var database: String?
 
     var path: String {
@@ -13,8 +14,22 @@ struct StoreOptions: ParsableArguments {
         return (dataDirectory as NSString).appendingPathComponent("signet.sqlite")
     }
 
+    /// The PostgreSQL URL `signet run`'s default pipelines use, unless --database names a file.
+    var databaseURL: String? {
+        guard database == nil, let url = Terminal.environment["SIGNET_DATABASE_URL"], !url.isEmpty else { return nil }
+        return url
+    }
+
+    /// What messages name: the file, or the database URL without its password.
+    var location: String {
+        guard let databaseURL else { return path }
+        return (try? PostgresURL(databaseURL).redacted) ?? "SIGNET_DATABASE_URL"
+    }
+
     /// Opens the store read-only; a missing file is a clear error, not an empty answer.
-    func open() throws -> SQLiteStateStore {
+    /// SIGNET_DATABASE_URL selects PostgreSQL, as it does for the default pipelines.
+    func open() throws -> any StateStore {
+        if let databaseURL { return try PostgresStateStore.openReadOnly(url: databaseURL) }
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigurationFailure(description: "signet: no state database at '\(path)' (set --database or SIGNET_DATA_DIR)")
         }
@@ -49,7 +64,7 @@ struct StateCommand: ParsableCommand {
             let database = try store.open()
             defer { try? database.close() }
             guard let json = try StateJSON.subscription(originalTransactionId, in: database) else {
-                Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.path)")
+                Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.location)")
                 throw ExitCode.failure
             }
             try Terminal.printLine(json)

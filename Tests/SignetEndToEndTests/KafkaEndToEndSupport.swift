@@ -535,6 +535,11 @@ func stateSnapshots(dataDir: URL, keys: [String]) throws -> [String: String] {
     options.readOnly = true
     let store = try SQLiteStateStore(path: dataDir.appendingPathComponent("signet.sqlite").path, options: options)
     defer { try? store.close() }
+    return try stateSnapshots(store: store, keys: keys)
+}
+
+/// Each purchase's stored snapshot as sorted-key JSON ("none" when absent), from any store.
+func stateSnapshots(store: any StateStore, keys: [String]) throws -> [String: String] {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     var result: [String: String] = [:]

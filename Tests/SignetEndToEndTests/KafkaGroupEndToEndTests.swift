@@ -1,16 +1,35 @@
 import Foundation
 import SignetKafka
+import SignetPostgres
+import SignetState
 import SignetTestSupport
 import Testing
 
-/// Two `signet run` processes in one consumer group. They must share the state (a purchase's
-/// partition moves between them), so both use the same SIGNET_DATA_DIR: one SQLite file on one
-/// machine, opened by two writer processes. The data-dir lock now refuses the second writer, so
-/// these tests are disabled until they run on a store built for sharing (PostgreSQL).
+/// Two `signet run` processes in one consumer group, as on two machines: each has its own
+/// SIGNET_DATA_DIR, and they share only the state in PostgreSQL (SIGNET_DATABASE_URL switches
+/// the shipped kafka pipeline to it), because a purchase's partition moves between them.
+/// The server is the test process's ``PostgresServer``; each test has a database of its own.
 extension KafkaEndToEndTests {
+    /// Why the group tests cannot run here (nil when they can): only missing PostgreSQL binaries.
+    static let groupSkipReason = PostgresServer.unavailableReason ?? ""
+
+    /// A fresh database on the shared test server.
+    static func groupDatabase() throws -> String { try PostgresServer.shared.get().makeDatabase("group") }
+
+    /// Compares the shared PostgreSQL state with the single-instance reference run's SQLite state.
+    static func checkSharedState(_ url: String, reference: KafkaReference, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let keys = reference.originalTransactionIds
+        let want = try stateSnapshots(dataDir: reference.dataDir, keys: keys)
+        let store = try PostgresStateStore.openReadOnly(url: url)
+        defer { try? store.close() }
+        let got = try stateSnapshots(store: store, keys: keys)
+        let differing = keys.filter { want[$0] != got[$0] }
+        #expect(differing.isEmpty, "state differs from the reference for \(differing.count) of \(keys.count) purchases, e.g. \(differing.prefix(1).map { "\($0): want \(want[$0] ?? "") got \(got[$0] ?? "")" })", sourceLocation: sourceLocation)
+    }
+
     /// The second instance joins mid-stream (a cooperative rebalance moves partitions to it)
     /// and stays: no loss, duplicates only byte-identical, per-key order, state as the reference's.
-    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
     func secondInstanceJoinsMidStreamSharingTheDataDir() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("join")
@@ -18,17 +37,18 @@ extension KafkaEndToEndTests {
         let reference = try KafkaReference(lines: input.lines.map(\.value), scope: scope, name: "join")
         let cluster = try scope.cluster(topics: [("notifications", 4), ("entitlements", 4), ("dead-letters", 1)])
         let brokers = cluster.bootstrapServers
-        let dataDir = scope.url.appendingPathComponent("data")
-        let settings = PipelineSettings(brokers: brokers, group: "join", dataDir: dataDir.path)
+        let database = try Self.groupDatabase()
+        let settings = PipelineSettings(brokers: brokers, group: "join", dataDir: scope.path("data-first"))
+        let other = ["SIGNET_DATABASE_URL": database, "SIGNET_DATA_DIR": scope.path("data-second")]
         let third = input.lines.count / 3
 
-        let first = try scope.startPipeline("first", settings)
+        let first = try scope.startPipeline("first", settings, extraEnvironment: ["SIGNET_DATABASE_URL": database])
         try Kcat.produce(brokers: brokers, topic: settings.input, Array(input.lines[..<third]))
         let flowing = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
             try Kcat.readAll(brokers: brokers, topic: settings.output).count >= 10 || !first.isRunning
         }
         try #require(flowing, "the first instance never published: \(first.stderrTail())")
-        let second = try scope.startPipeline("second", settings)
+        let second = try scope.startPipeline("second", settings, extraEnvironment: other)
         // Keep the stream going through the rebalance (a join takes about 3 s on the mock).
         try await producePaced(
             brokers: brokers, topic: settings.input, Array(input.lines[third...]), chunk: 10, pause: .milliseconds(250))
@@ -46,10 +66,9 @@ extension KafkaEndToEndTests {
         first.send(SIGTERM)
         #expect(try await second.waitForExit(timeout: .seconds(30)) == 0, "second: \(second.stderrTail())")
         #expect(try await first.waitForExit(timeout: .seconds(30)) == 0, "first: \(first.stderrTail())")
-        #expect(!first.stderr.contains("database is locked") && !second.stderr.contains("database is locked"))
         output = try Kcat.readAll(brokers: brokers, topic: settings.output)
         try checkEvents(output, against: reference, allowDuplicates: true)
-        try checkState(dataDir: dataDir, reference: reference)
+        try Self.checkSharedState(database, reference: reference)
         let delivered = try ["first", "second"].map { try scope.summary($0)["delivered"] as? Int ?? 0 }
         #expect(delivered[1] > 0, "the second instance delivered nothing after the rebalance")
     }
@@ -60,7 +79,7 @@ extension KafkaEndToEndTests {
     /// Regression: each process once trusted its snapshot cache after another process had
     /// written the shared file, overwriting that member's changes. The store now clears the
     /// cache whenever `PRAGMA data_version` shows another connection committed.
-    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
     func instanceLeavesAndPartitionsReturnWithSharedDataDir() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("leave")
@@ -68,8 +87,9 @@ extension KafkaEndToEndTests {
         let reference = try KafkaReference(lines: input.lines.map(\.value), scope: scope, name: "leave")
         let cluster = try scope.cluster(topics: [("notifications", 4), ("entitlements", 4), ("dead-letters", 1)])
         let brokers = cluster.bootstrapServers
-        let dataDir = scope.url.appendingPathComponent("data")
-        let settings = PipelineSettings(brokers: brokers, group: "leave", dataDir: dataDir.path)
+        let database = try Self.groupDatabase()
+        let settings = PipelineSettings(brokers: brokers, group: "leave", dataDir: scope.path("data-first"))
+        let other = ["SIGNET_DATABASE_URL": database, "SIGNET_DATA_DIR": scope.path("data-second")]
         let third = input.lines.count / 3
         let phases = [Array(input.lines[..<third]), Array(input.lines[third..<(2 * third)]), Array(input.lines[(2 * third)...])]
 
@@ -80,12 +100,12 @@ extension KafkaEndToEndTests {
             }
         }
 
-        let first = try scope.startPipeline("first", settings)
+        let first = try scope.startPipeline("first", settings, extraEnvironment: ["SIGNET_DATABASE_URL": database])
         try Kcat.produce(brokers: brokers, topic: settings.input, phases[0])
         try #require(try await waitFor(phases[0]), "phase 1 incomplete: \(first.stderrTail())")
 
         // The second member joins and owns half the partitions for phase 2.
-        let second = try scope.startPipeline("second", settings)
+        let second = try scope.startPipeline("second", settings, extraEnvironment: other)
         let joined = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
             second.stderr.contains("kafka: assigned") && first.stderr.contains("kafka: revoked")
         }
@@ -105,7 +125,7 @@ extension KafkaEndToEndTests {
         #expect(try await first.waitForExit(timeout: .seconds(30)) == 0, "first: \(first.stderrTail())")
         let output = try Kcat.readAll(brokers: brokers, topic: settings.output)
         try checkEvents(output, against: reference, allowDuplicates: true)
-        try checkState(dataDir: dataDir, reference: reference)
+        try Self.checkSharedState(database, reference: reference)
     }
 
     /// One member crashes between committing its state (transition stage: snapshot, dedupe key
@@ -115,7 +135,7 @@ extension KafkaEndToEndTests {
     /// Regression: the survivor once dropped the re-read records as duplicates, so events the
     /// crashed member had committed but not delivered stayed in the outbox. Now a duplicate
     /// whose outbox rows are undelivered (and not in flight in this process) re-emits them.
-    @Test(.disabled("two writers on one SQLite data dir are refused now (signet.lock, issue 8 §5); group members share state through the PostgreSQL store (issue 10), where these tests belong"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
     func survivorDeliversWhatACrashedMemberCommittedToTheSharedState() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("crash-member")
@@ -123,13 +143,17 @@ extension KafkaEndToEndTests {
         let reference = try KafkaReference(lines: input.lines.map(\.value), scope: scope, name: "crash-member")
         let cluster = try scope.cluster(topics: [("notifications", 4), ("entitlements", 4), ("dead-letters", 1)])
         let brokers = cluster.bootstrapServers
-        let dataDir = scope.url.appendingPathComponent("data")
-        let settings = PipelineSettings(brokers: brokers, group: "crash-member", dataDir: dataDir.path)
+        let database = try Self.groupDatabase()
+        let settings = PipelineSettings(brokers: brokers, group: "crash-member", dataDir: scope.path("data-victim"))
+        // A short lease: the survivor redelivers the killed member's events once it expired.
+        let pipeline = try scope.shortLeasePipeline()
 
         // The victim dies right after its first state commit (before any delivery).
-        let victim = try scope.startPipeline("victim", settings, extraEnvironment: ["SIGNET_FAULT": "after_state_commit:1"])
+        let victim = try scope.startPipeline(
+            "victim", settings, pipeline: pipeline, extraEnvironment: ["SIGNET_FAULT": "after_state_commit:1", "SIGNET_DATABASE_URL": database])
         try await eventually(timeout: .seconds(20), interval: .milliseconds(100)) { victim.stderr.contains("kafka: assigned") }
-        let survivor = try scope.startPipeline("survivor", settings)
+        let survivor = try scope.startPipeline(
+            "survivor", settings, pipeline: pipeline, extraEnvironment: ["SIGNET_DATABASE_URL": database, "SIGNET_DATA_DIR": scope.path("data-survivor")])
         let joined = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
             survivor.stderr.contains("kafka: assigned") && victim.stderr.contains("kafka: revoked")
         }
@@ -154,6 +178,18 @@ extension KafkaEndToEndTests {
             Issue.record("survivor dropped \(duplicates) re-read records as duplicates and committed them; the victim's outbox rows stay undelivered until some process restarts")
         }
         try checkEvents(output, against: reference, allowDuplicates: true)
-        try checkState(dataDir: dataDir, reference: reference)
+        try Self.checkSharedState(database, reference: reference)
+    }
+}
+
+extension KafkaScope {
+    /// Pipelines/kafka.yaml with a 3 s outbox lease (the default 30 s would outlast the test).
+    func shortLeasePipeline() throws -> String {
+        let text = try String(contentsOfFile: KafkaInput.kafkaPipeline, encoding: .utf8)
+        let marker = "    url: ${SIGNET_DATABASE_URL:}\n"
+        guard text.contains(marker) else { throw KafkaE2EFailure("Pipelines/kafka.yaml has no 'url: ${SIGNET_DATABASE_URL:}' store line") }
+        let path = path("kafka-short-lease.yaml")
+        try text.replacingOccurrences(of: marker, with: marker + "    lease: 3s\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 }

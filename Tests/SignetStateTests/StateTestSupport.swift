@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 @testable import SignetJWS
 import SignetState
+import SignetTestSupport
 import Synchronization
 import Testing
 
@@ -111,7 +112,9 @@ struct BatchResult {
 }
 
 /// A store the behaviour tests run against. Every parameterised test takes each of
-/// ``all``; a PostgreSQL store joins by adding its factory here.
+/// ``all``: memory, SQLite and a real PostgreSQL (a fresh database per store on the
+/// test process's one server, ``PostgresServer/shared``; left out only when the
+/// PostgreSQL binaries are not installed, which ``PostgresStoreTests`` reports).
 struct StoreFactory: Sendable, CustomTestStringConvertible {
     let name: String
     let make: @Sendable () throws -> any StateStore
@@ -119,7 +122,8 @@ struct StoreFactory: Sendable, CustomTestStringConvertible {
 
     static let memory = StoreFactory(name: "memory") { InMemoryStateStore() }
     static let sqlite = StoreFactory(name: "sqlite") { try SQLiteStateStore(path: Fixture.temporaryDatabase()) }
-    static let all = [memory, sqlite]
+    static let postgres = StoreFactory(name: "postgres") { try StoreKind.postgres.makeLocation().open() }
+    static let all = [memory, sqlite] + (PostgresServer.unavailableReason == nil ? [postgres] : [])
 }
 
 /// A clock the test moves by hand (ms since 1970): no test waits for real periods.

@@ -10,7 +10,7 @@ import Testing
     let t0 = Fixture.t0, day = Fixture.day
 
     static func stores() throws -> [any StateStore] {
-        [InMemoryStateStore(), try SQLiteStateStore(path: Fixture.temporaryDatabase())]
+        try StoreFactory.all.map { try $0.make() }
     }
 
     @Test func sameNotificationThreeTimesHasOneEffect() async throws {

@@ -1,0 +1,175 @@
+import PostgresNIO
+
+/// The versioned schema of ``PostgresStateStore``: numbered migrations, each applied once,
+/// in order, recorded in `signet_schema_migrations`.
+///
+/// Applied at every start and by `signet migrate`. Several instances starting at once
+/// serialise on a session advisory lock, so each migration runs exactly once; a second
+/// run finds every version recorded and does nothing (idempotent). A migration is never
+/// edited once released: changes come as a new version. docs/postgres.md documents the
+/// schema, and `signet_entitlements` is the stable interface for app backends.
+public enum PostgresMigrations {
+    /// One migration: its version and its statements (run in one transaction).
+    public struct Migration: Sendable {
+        public var version: Int
+        public var summary: String
+        public var statements: [String]
+    }
+
+    /// `pg_advisory_lock` key held while migrating ("signet" in ASCII, so it does not
+    /// collide with an application's small integers).
+    static let lockKey: Int64 = 0x7369_676E_6574
+
+    /// Every migration, oldest first.
+    public static let all: [Migration] = [
+        Migration(version: 1, summary: "subscriptions, dedupe keys, outbox with leases, signet_entitlements view", statements: [
+            """
+            CREATE TABLE signet_subscriptions (
+                original_transaction_id TEXT PRIMARY KEY,
+                state TEXT NOT NULL,
+                entitled BOOLEAN NOT NULL,
+                transaction_id TEXT,
+                product_id TEXT,
+                product_type TEXT,
+                bundle_id TEXT,
+                environment TEXT,
+                app_account_token TEXT,
+                ownership TEXT,
+                purchase_date BIGINT,
+                expires_date BIGINT,
+                transaction_signed_date BIGINT,
+                revocation_date BIGINT,
+                revocation_reason BIGINT,
+                revocation_type TEXT,
+                auto_renew BOOLEAN,
+                auto_renew_product_id TEXT,
+                billing_retry BOOLEAN,
+                grace_period_expires_date BIGINT,
+                expiration_intent BIGINT,
+                renewal_signed_date BIGINT,
+                evaluated_at BIGINT NOT NULL,
+                last_notification_type TEXT,
+                last_subtype TEXT,
+                last_notification_uuid TEXT,
+                expires_date_source TEXT,
+                renewal_date BIGINT,
+                next_boundary BIGINT,
+                version BIGINT NOT NULL DEFAULT 1,
+                updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )
+            """,
+            """
+            CREATE INDEX signet_subscriptions_app_account_token
+                ON signet_subscriptions (app_account_token) WHERE app_account_token IS NOT NULL
+            """,
+            """
+            CREATE INDEX signet_subscriptions_next_boundary
+                ON signet_subscriptions (next_boundary) WHERE next_boundary IS NOT NULL
+            """,
+            "CREATE TABLE signet_dedupe_keys (key TEXT PRIMARY KEY, seen_at BIGINT NOT NULL)",
+            "CREATE INDEX signet_dedupe_keys_seen_at ON signet_dedupe_keys (seen_at)",
+            """
+            CREATE TABLE signet_instances (
+                id TEXT PRIMARY KEY,
+                lease_expires_at TIMESTAMPTZ NOT NULL,
+                started_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )
+            """,
+            """
+            CREATE TABLE signet_outbox (
+                seq BIGSERIAL PRIMARY KEY,
+                event_id TEXT NOT NULL,
+                event_type TEXT NOT NULL,
+                message_key TEXT NOT NULL,
+                environment TEXT,
+                product_id TEXT,
+                payload BYTEA NOT NULL,
+                created_at BIGINT NOT NULL,
+                delivered_at BIGINT,
+                input_key TEXT,
+                owner TEXT
+            )
+            """,
+            "CREATE INDEX signet_outbox_undelivered_input_key ON signet_outbox (input_key) WHERE delivered_at IS NULL",
+            "CREATE INDEX signet_outbox_undelivered ON signet_outbox (seq) WHERE delivered_at IS NULL",
+            // The read-only interface for app backends: state and entitlement as of now().
+            // Time-driven changes (a period or grace period ending) are applied here; what the
+            // stored row says otherwise was decided by the pipeline's policy.
+            """
+            CREATE VIEW signet_entitlements AS
+            SELECT
+                s.original_transaction_id,
+                s.transaction_id,
+                s.app_account_token,
+                s.bundle_id,
+                s.environment,
+                s.product_id,
+                s.product_type,
+                CASE
+                    WHEN s.state = 'active' AND s.expires_date IS NOT NULL AND s.expires_date <= n.now_ms THEN 'expired'
+                    WHEN s.state = 'grace_period' AND s.grace_period_expires_date IS NOT NULL
+                        AND s.grace_period_expires_date <= n.now_ms THEN 'billing_retry'
+                    ELSE s.state
+                END AS state,
+                CASE
+                    WHEN s.state = 'active' THEN s.entitled AND (s.expires_date IS NULL OR s.expires_date > n.now_ms)
+                    WHEN s.state = 'grace_period' THEN s.entitled AND (s.grace_period_expires_date IS NULL
+                        OR s.grace_period_expires_date > n.now_ms OR COALESCE(s.expires_date > n.now_ms, FALSE))
+                    ELSE s.entitled
+                END AS entitled,
+                to_timestamp(s.expires_date / 1000.0) AS expires_date,
+                to_timestamp(s.grace_period_expires_date / 1000.0) AS grace_period_expires_date,
+                s.ownership,
+                s.auto_renew AS auto_renew_enabled,
+                to_timestamp(s.revocation_date / 1000.0) AS revocation_date,
+                s.updated_at
+            FROM signet_subscriptions s
+            CROSS JOIN (SELECT (extract(epoch FROM now()) * 1000)::BIGINT AS now_ms) n
+            """,
+        ]),
+    ]
+
+    /// The newest version this build knows.
+    public static var latestVersion: Int { all.last?.version ?? 0 }
+
+    /// Applies every migration not yet recorded; returns the versions it applied.
+    @discardableResult
+    static func apply(on session: PostgresSession) throws -> [Int] {
+        try session.query("SELECT pg_advisory_lock(\(lockKey))")
+        var applied: [Int] = []
+        do {
+            try session.execute("""
+                CREATE TABLE IF NOT EXISTS signet_schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    summary TEXT NOT NULL,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                """)
+            var done: Set<Int> = []
+            for row in try session.query("SELECT version FROM signet_schema_migrations") {
+                if let version = try? row.decode(Int.self) { done.insert(version) }
+            }
+            if let newest = done.max(), newest > latestVersion {
+                throw PostgresStoreError(
+                    "the database schema is version \(newest), newer than this Signet knows (\(latestVersion)); upgrade Signet")
+            }
+            for migration in all where !done.contains(migration.version) {
+                try session.execute("BEGIN")
+                do {
+                    for statement in migration.statements { try session.execute(statement) }
+                    try session.query(
+                        "INSERT INTO signet_schema_migrations (version, summary) VALUES (\(migration.version), \(migration.summary))")
+                    try session.execute("COMMIT")
+                } catch {
+                    try? session.execute("ROLLBACK")
+                    throw error
+                }
+                applied.append(migration.version)
+            }
+        } catch {
+            _ = try? session.query("SELECT pg_advisory_unlock(\(lockKey))")
+            throw error
+        }
+        try session.query("SELECT pg_advisory_unlock(\(lockKey))")
+        return applied
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SignetState
+import Synchronization
+
+/// A ``StateStore`` in PostgreSQL, shared by several Signet instances on several machines.
+///
+/// Same contract as ``SQLiteStateStore``: one transaction per batch holds its dedupe keys,
+/// snapshots and outbox events; outbox rows are marked (or deleted) once the sinks
+/// acknowledged them; retention prunes keys and delivered rows. Across instances:
+/// snapshots are locked and compare-and-set on a version, dedupe keys are a primary key,
+/// and each instance holds a lease (``PostgresLease``) on the outbox rows it emitted, so
+/// another instance redelivers them only once the first is gone.
+///
+/// Faults: a batch whose transaction loses a race is rerun; one that cannot reach the
+/// server is retried with capped exponential backoff for up to ``PostgresStoreOptions``'
+/// `outageTimeout`, which blocks the calling stage thread and so pauses the pipeline. The
+/// source is committed only after delivery, so no position passes what was stored.
+/// Calls are serialised on one connection (see ``PostgresSession`` for why waiting is safe).
+public final class PostgresStateStore: StateStore {
+    /// The connection of batches (the lease has its own) and what is in flight.
+    /// `@unchecked Sendable`: reached only inside `state.withLock`, so one thread at a time
+    /// uses it, and no reference escapes the lock.
+    private final class State: @unchecked Sendable {
+        let session: PostgresSession
+        /// Outbox rows emitted or claimed by this instance and not yet acknowledged.
+        var inFlight: Set<Int64> = []
+
+        init(session: PostgresSession) { self.session = session }
+    }
+
+    public let options: PostgresStoreOptions
+    /// This instance's id (`signet_instances.id`, `signet_outbox.owner`).
+    public let instanceId: String
+    private let state: Mutex<State?>
+    /// The last outage error while a call is retrying one; nil once a call succeeds.
+    /// Readiness (`containedKeys([])`) reports it without waiting for the server.
+    private let outage = Mutex<PostgresStoreError?>(nil)
+    private let lease: PostgresLease
+    private let logger: Logger
+
+    /// Connects, applies pending migrations (under an advisory lock) and takes a lease.
+    public init(options: PostgresStoreOptions, logger: Logger = Logger(label: "signet.postgres")) throws {
+        self.options = options
+        self.logger = logger
+        instanceId = UUID().uuidString.lowercased()
+        let session = PostgresSession(options: options, applicationName: "signet", logger: logger)
+        lease = PostgresLease(instanceId: instanceId, options: options, logger: logger)
+        if !options.readOnly {
+            try PostgresMigrations.apply(on: session)
+            try lease.start()
+        }
+        state = Mutex(State(session: session))
+    }
+
+    /// A store for queries only (no migrations, no lease), failing fast when unreachable.
+    public static func openReadOnly(url: String) throws -> PostgresStateStore {
+        var options = PostgresStoreOptions(url: try PostgresURL(url))
+        options.readOnly = true
+        options.outageTimeout = .zero
+        return try PostgresStateStore(options: options)
+    }
+
+    /// Applies pending migrations without opening a store (`signet migrate`); returns them.
+    public static func migrate(options: PostgresStoreOptions, logger: Logger = Logger(label: "signet.postgres")) throws -> [Int] {
+        let session = PostgresSession(options: options, applicationName: "signet-migrate", logger: logger)
+        defer { session.drop() }
+        return try PostgresMigrations.apply(on: session)
+    }
+
+    /// Runs `body` with the connection, retrying conflicts and outages with backoff.
+    private func withSession<Result>(_ what: String, _ body: (State) throws -> Result) throws -> Result {
+        let deadline = ContinuousClock.now + options.outageTimeout
+        var backoff = Duration.milliseconds(50)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let result = try state.withLock { state in
+                    guard let state else { throw PostgresStoreError("the PostgreSQL state store is closed") }
+                    return try body(state)
+                }
+                outage.withLock { $0 = nil }
+                return result
+            } catch let error as PostgresStoreError where error.isConflict || error.isUnavailable {
+                if error.isUnavailable { outage.withLock { $0 = error } }
+                guard ContinuousClock.now + backoff < deadline, error.message != "the PostgreSQL state store is closed" else { throw error }
+                if error.isConflict {
+                    logger.debug("\(what): conflict with another instance, retrying (attempt \(attempt))")
+                } else {
+                    logger.warning("\(what): PostgreSQL unavailable (attempt \(attempt)), retrying in \(backoff): \(error)")
+                }
+                Thread.sleep(forTimeInterval: Double(PostgresStoreOptions.milliseconds(backoff)) / 1000)
+                backoff = error.isConflict ? min(backoff * 2, .milliseconds(500)) : min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+        try withSession("batch") { state in
+            let transaction = PostgresStateTransaction(session: state.session, instanceId: instanceId, inFlight: state.inFlight)
+            try state.session.execute("BEGIN")
+            let result: Result
+            do {
+                result = try body(transaction)
+                try state.session.execute("COMMIT")
+            } catch {
+                _ = try? state.session.execute("ROLLBACK")
+                throw error
+            }
+            state.inFlight.formUnion(transaction.claimed)
+            return result
+        }
+    }
+
+    /// With no keys: throws the current outage, if a call is retrying one (readiness false
+    /// while the pipeline is paused), without touching the server.
+    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+        guard !keys.isEmpty else {
+            if let error = outage.withLock({ $0 }) { throw error }
+            return []
+        }
+        return try withSession("dedupe lookup") { state in
+            let rows = try state.session.query("""
+                SELECT k.key, o.seq FROM signet_dedupe_keys k
+                LEFT JOIN signet_outbox o ON o.input_key = k.key AND o.delivered_at IS NULL
+                WHERE k.key = ANY(\(keys))
+                """)
+            var found: Set<String> = []
+            var unhandled: Set<String> = []
+            for row in rows {
+                let (key, sequence) = try row.decode((String, Int64?).self)
+                found.insert(key)
+                // Undelivered and not in flight here: `transition` decides (it waits for a live
+                // owner, or redelivers a gone one's rows), so the input is not dropped here.
+                if let sequence, !state.inFlight.contains(sequence) { unhandled.insert(key) }
+            }
+            return found.subtracting(unhandled)
+        }
+    }
+
+    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+        guard !keys.isEmpty else { return }
+        _ = try withSession("record keys") { state in
+            try state.session.query("""
+                INSERT INTO signet_dedupe_keys (key, seen_at) SELECT unnest(\(keys)::text[]), \(seenAt)
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+
+    public func undeliveredEvents() throws -> [OutboxEntry] {
+        try withSession("outbox redelivery") { state in
+            let columns = PostgresSchema.outboxColumns.split(separator: ",")
+                .map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+            let rows = try state.session.query(PostgresQuery(unsafeSQL: """
+                UPDATE signet_outbox o SET owner = $1
+                WHERE o.delivered_at IS NULL AND NOT \(PostgresSchema.ownedByAnotherLiveInstance)
+                RETURNING \(columns)
+                """, binds: Self.binds(instanceId)))
+            let entries = try rows.map(PostgresSchema.outboxEntry(from:)).sorted { $0.sequence < $1.sequence }
+            state.inFlight.formUnion(entries.map(\.sequence))
+            return entries
+        }
+    }
+
+    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+        guard !sequences.isEmpty else { return }
+        let deleting = options.outboxRetention <= .zero
+        try withSession("delivery mark") { state in
+            if deleting {
+                try state.session.query("DELETE FROM signet_outbox WHERE seq = ANY(\(sequences))")
+            } else {
+                try state.session.query(
+                    "UPDATE signet_outbox SET delivered_at = \(instant) WHERE seq = ANY(\(sequences)) AND delivered_at IS NULL")
+            }
+            state.inFlight.subtract(sequences)
+        }
+    }
+
+    public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        try withSession("subscription lookup") { state in
+            let rows = try state.session.query(PostgresQuery(
+                unsafeSQL: "SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions WHERE original_transaction_id = $1",
+                binds: Self.binds(originalTransactionId)))
+            return try rows.first.map { try PostgresSchema.snapshot(from: $0).0 }
+        }
+    }
+
+    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+        try withSession("account lookup") { state in
+            let rows = try state.session.query(PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions
+                    WHERE app_account_token = $1 ORDER BY original_transaction_id
+                    """,
+                binds: Self.binds(appAccountToken)))
+            return try rows.map { try PostgresSchema.snapshot(from: $0).0 }
+        }
+    }
+
+    public func prune(keysBefore: Int64, now: Int64) throws {
+        let deliveredBefore = now - PostgresStoreOptions.milliseconds(options.outboxRetention)
+        let pruneEvents = options.outboxRetention > .zero
+        try withSession("prune") { state in
+            // Bounded chunks keep one prune from stalling a batch.
+            try state.session.query("""
+                DELETE FROM signet_dedupe_keys WHERE key IN (
+                    SELECT key FROM signet_dedupe_keys WHERE seen_at < \(keysBefore) LIMIT 20000)
+                """)
+            if pruneEvents {
+                try state.session.query(
+                    "DELETE FROM signet_outbox WHERE delivered_at IS NOT NULL AND delivered_at < \(deliveredBefore)")
+            }
+            _ = try state.session.query("DELETE FROM signet_instances WHERE lease_expires_at < now() - interval '1 day'")
+        }
+    }
+
+    public func close() throws {
+        lease.stop()
+        state.withLock { state in
+            state?.session.drop()
+            state = nil
+        }
+    }
+
+    private static func binds(_ first: String, _ rest: [String]? = nil) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(first)
+        if let rest { binds.append(rest) }
+        return binds
+    }
+}

@@ -1,0 +1,74 @@
+import SignetCore
+import SignetState
+
+/// Settings of ``PostgresStateStore`` (`store: postgres` in YAML).
+public struct PostgresStoreOptions: Sendable, Hashable {
+    public var url: PostgresURL
+    /// Connections the store keeps. One is used for batches (they are serialised by the
+    /// stages anyway) and one, separately, for renewing the lease.
+    public var poolSize: Int = 1
+    /// The server aborts a statement running longer (`SET statement_timeout`).
+    public var statementTimeout: Duration = .seconds(30)
+    /// How long this instance's claim on its undelivered outbox rows outlives its last
+    /// renewal; renewed every third of it. Another instance redelivers them only after that.
+    public var lease: Duration = .seconds(30)
+    /// How long delivered outbox rows are kept; zero deletes them on acknowledgement.
+    public var outboxRetention: Duration = .zero
+    /// Queries only: no migrations, no lease (the CLI's `state show`, `entitlements`).
+    public var readOnly = false
+    /// How long a call keeps retrying while PostgreSQL is unreachable before it fails
+    /// (the pipeline pauses meanwhile).
+    public var outageTimeout: Duration = .seconds(600)
+    /// How long connecting may take before the attempt fails (the batch is retried).
+    public var connectTimeout: Duration = .seconds(10)
+
+    public init(url: PostgresURL) {
+        self.url = url
+    }
+
+    /// Reads a `postgres` (or `auto`) store's settings; a malformed url is a configuration error.
+    public init(_ config: ParsedConfig) throws(ConfigError) {
+        do {
+            url = try PostgresURL(try config.string("url"))
+        } catch let error as PostgresStoreError {
+            throw config.error(error.message, key: "url")
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw config.error("\(error)", key: "url")
+        }
+        poolSize = try config.int("pool_size")
+        statementTimeout = try config.duration("statement_timeout")
+        lease = try config.duration("lease")
+        outageTimeout = try config.duration("outage_timeout")
+        outboxRetention = try config.duration("outbox_retention")
+    }
+
+    /// The YAML keys of a postgres store (`url` required or defaulted, as `auto` needs).
+    static func fields(urlRequirement: ConfigField.Requirement) -> [ConfigField] {
+        let defaults = PostgresStoreOptions(url: PostgresURL.localDefault)
+        return [
+            ConfigField(
+                "url", .string, urlRequirement,
+                "postgres://user:password@host:5432/database?sslmode=disable|prefer|require|verify-ca|verify-full (the password is never logged)",
+                example: "${SIGNET_DATABASE_URL}"),
+            ConfigField("pool_size", .int(1...64), .default(String(defaults.poolSize)), "connections for batches (one more renews the lease)", advanced: true),
+            ConfigField(
+                "statement_timeout", .duration(.milliseconds(1)...(.seconds(3600))), .default(ConfigDuration.format(defaults.statementTimeout)),
+                "the server aborts a statement running longer", advanced: true),
+            ConfigField(
+                "lease", .duration(.seconds(1)...(.seconds(3600))), .default(ConfigDuration.format(defaults.lease)),
+                "how long another instance waits before redelivering this one's undelivered events after it is gone", advanced: true),
+            ConfigField(
+                "outage_timeout", .duration(.zero...(.seconds(86400))), .default(ConfigDuration.format(defaults.outageTimeout)),
+                "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable before it fails", advanced: true),
+            ConfigField(
+                "outbox_retention", .duration(nil), .default(ConfigDuration.format(defaults.outboxRetention)),
+                "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),
+        ]
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import SignetCore
+import SignetPostgres
+@testable import SignetState
+import SignetTestSupport
+import Synchronization
+import Testing
+
+/// What only the shared PostgreSQL store promises: migrations, the entitlements view,
+/// several instances writing at once, outbox leases, and riding out a server restart.
+@Suite(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing: \(PostgresServer.unavailableReason ?? "")"))
+struct PostgresStoreTests {
+    typealias F = Fixture
+
+    static func options(_ url: String) throws -> PostgresStoreOptions {
+        var options = PostgresStoreOptions(url: try PostgresURL(url))
+        options.lease = .seconds(2)
+        options.outageTimeout = .seconds(60)
+        return options
+    }
+
+    static func server() throws -> PostgresServer { try PostgresServer.shared.get() }
+
+    /// Runs `count` copies of `body` on their own threads at once; returns their results.
+    static func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+        let results = Mutex<[Int: Result<T, any Error>]>([:])
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                let result = Result { try body(index) }
+                results.withLock { $0[index] = result }
+                group.leave()
+            }
+        }
+        group.wait()
+        return try (0..<count).map { index in try results.withLock { $0[index] }!.get() }
+    }
+
+    @Test func urlParsingKeepsThePasswordOutOfMessages() throws {
+        let url = try PostgresURL("postgres://signet:s3cr%40t@db.internal:6543/prod?sslmode=require")
+        #expect(url.host == "db.internal")
+        #expect(url.port == 6543)
+        #expect(url.user == "signet")
+        #expect(url.password == "s3cr@t")
+        #expect(url.database == "prod")
+        #expect(url.sslMode == .require)
+        #expect(!url.redacted.contains("s3cr"))
+        #expect(!"\(url)".contains("s3cr"))
+        #expect(throws: PostgresStoreError.self) { try PostgresURL("postgres://db/prod?sslmode=sometimes") }
+        #expect(throws: PostgresStoreError.self) { try PostgresURL("mysql://db/prod") }
+    }
+
+    @Test func anUnreachableServerFailsWithoutThePassword() throws {
+        var options = try Self.options("postgres://signet:hunter2@127.0.0.1:1/none?sslmode=disable")
+        options.outageTimeout = .milliseconds(300)
+        do {
+            _ = try PostgresStateStore(options: options)
+            Issue.record("connecting to a closed port must fail")
+        } catch {
+            #expect(!"\(error)".contains("hunter2"))
+        }
+    }
+
+    @Test func migrationsRunOnceWhenInstancesStartTogether() throws {
+        let server = try Self.server()
+        let url = try server.makeDatabase()
+        let options = try Self.options(url)
+        let applied = try Self.concurrently(4) { _ in try PostgresStateStore.migrate(options: options) }
+        #expect(applied.flatMap { $0 } == [PostgresMigrations.latestVersion])
+        let database = PostgresServer.databaseName(url)
+        #expect(try server.psql(database, "SELECT count(*) FROM signet_schema_migrations") == "1")
+        // Opening stores (which migrate too) changes nothing further.
+        let stores = try Self.concurrently(3) { _ in try PostgresStateStore(options: options) }
+        for store in stores { try store.close() }
+        #expect(try PostgresStateStore.migrate(options: options).isEmpty)
+        #expect(try server.psql(database, "SELECT max(version) FROM signet_schema_migrations") == "\(PostgresMigrations.latestVersion)")
+    }
+
+    @Test func theEntitlementsViewAnswersAsOfNowWithAnIndexedQuery() async throws {
+        let server = try Self.server()
+        let url = try server.makeDatabase()
+        let store = try PostgresStateStore(options: Self.options(url))
+        defer { try? store.close() }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let current = F.notification(
+            .subscribed, .initialBuy, uuid: "cur", signed: now - F.day,
+            transaction: F.transaction(otid: "2000", id: "2000", purchase: now - F.day, expires: now + 29 * F.day, signed: now - F.day, token: "acct-1"),
+            renewal: F.renewal(otid: "2000", signed: now - F.day))
+        let lapsed = F.notification(
+            .subscribed, .initialBuy, uuid: "old", signed: now - 40 * F.day,
+            transaction: F.transaction(otid: "3000", id: "3000", purchase: now - 40 * F.day, expires: now - 10 * F.day,
+                                       signed: now - 40 * F.day, token: "acct-1"),
+            renewal: F.renewal(otid: "3000", signed: now - 40 * F.day))
+        _ = try await StateHarness(store: store).run([current, lapsed])
+        // The stored row of 3000 still says active (as of its last notification); the view says expired now.
+        #expect(try store.subscription(originalTransactionId: "3000")?.state == .active)
+        let database = PostgresServer.databaseName(url)
+        let rows = try server.psql(database, """
+            SELECT original_transaction_id, product_id, state, entitled, ownership, expires_date IS NOT NULL
+            FROM signet_entitlements WHERE app_account_token = 'acct-1' ORDER BY original_transaction_id
+            """)
+        #expect(rows == "2000|pro.monthly|active|t|PURCHASED|t\n3000|pro.monthly|expired|f|PURCHASED|t")
+        let plan = try server.psql(database, """
+            SET enable_seqscan = off;
+            EXPLAIN SELECT entitled FROM signet_entitlements WHERE app_account_token = 'acct-1' AND product_id = 'pro.monthly'
+            """)
+        #expect(plan.contains("signet_subscriptions_app_account_token"), "plan: \(plan)")
+    }
+
+    @Test func concurrentWritersLoseNoUpdate() throws {
+        let url = try Self.server().makeDatabase()
+        let options = try Self.options(url)
+        let writers = 4, rounds = 40, subscriptions = 3
+        let stores = try (0..<writers).map { _ in try PostgresStateStore(options: options) }
+        defer { for store in stores { try? store.close() } }
+        // Every round bumps a counter (evaluatedAt) on every subscription, in a different
+        // order per writer (so batches also deadlock and retry), and records one event.
+        _ = try Self.concurrently(writers) { writer in
+            for round in 0..<rounds {
+                try stores[writer].withTransaction { transaction in
+                    let order = writer % 2 == 0 ? Array(0..<subscriptions) : Array((0..<subscriptions).reversed())
+                    for index in order {
+                        let id = "sub-\(index)"
+                        var snapshot = try transaction.subscription(originalTransactionId: id)
+                            ?? SubscriptionSnapshot(originalTransactionId: id, state: .active, entitled: true, evaluatedAt: 0)
+                        snapshot.evaluatedAt += 1
+                        try transaction.save(snapshot)
+                    }
+                    let key = "w\(writer)-r\(round)"
+                    try transaction.recordKey(key, seenAt: 1)
+                    var event = EntitlementEvent(eventId: key, type: .granted, entitled: true, source: .notification)
+                    event.originalTransactionId = "sub-0"
+                    _ = try transaction.appendEvent(event, payload: Array(key.utf8), inputKey: key, createdAt: 1)
+                }
+            }
+        }
+        for index in 0..<subscriptions {
+            #expect(try stores[0].subscription(originalTransactionId: "sub-\(index)")?.evaluatedAt == Int64(writers * rounds))
+        }
+        let events = try stores[0].undeliveredEvents()
+        #expect(events.count == writers * rounds)
+        #expect(Set(events.map(\.eventId)).count == writers * rounds)
+    }
+
+    @Test func dedupeIsExactAcrossInstances() throws {
+        let url = try Self.server().makeDatabase()
+        let options = try Self.options(url)
+        let stores = try (0..<4).map { _ in try PostgresStateStore(options: options) }
+        defer { for store in stores { try? store.close() } }
+        // Every instance sees the same 30 inputs at once; each must be applied exactly once.
+        let applied = try Self.concurrently(stores.count) { writer in
+            var mine: [String] = []
+            for index in 0..<30 {
+                let key = "n:\(index)"
+                let fresh = try stores[writer].withTransaction { transaction -> Bool in
+                    guard try !transaction.containsKey(key) else { return false }
+                    try transaction.recordKey(key, seenAt: 1)
+                    return true
+                }
+                if fresh { mine.append(key) }
+            }
+            return mine
+        }
+        let all = applied.flatMap { $0 }
+        #expect(all.count == 30)
+        #expect(Set(all).count == 30)
+    }
+
+    @Test func anotherInstanceRedeliversOnlyOnceTheOwnerIsGone() async throws {
+        let url = try Self.server().makeDatabase()
+        let options = try Self.options(url)
+        let first = try PostgresStateStore(options: options)
+        let harness = StateHarness(store: first)
+        let unacked = try await harness.run([Table.subscribed], acknowledge: false)
+        #expect(unacked.events.map(\.type) == ["granted"])
+
+        let second = try PostgresStateStore(options: options)
+        defer { try? second.close() }
+        let other = StateHarness(store: second)
+        // Longer than the lease: the first instance renews it, so its rows stay its own.
+        try await Task.sleep(for: .seconds(3))
+        #expect(try second.undeliveredEvents().isEmpty)
+        // The same input reaches the second instance (a rebalance): it waits for the owner,
+        // which goes away; then the second instance delivers the first one's events.
+        let closer = Task.detached {
+            try await Task.sleep(for: .seconds(1))
+            try first.close()
+        }
+        let retry = try await other.run([Table.subscribed])
+        try await closer.value
+        #expect(retry.events.map(\.bytes) == unacked.events.map(\.bytes))
+        #expect(try second.undeliveredEvents().isEmpty)
+        #expect(try await other.run([Table.subscribed]).dropped == 1)
+    }
+
+    @Test func aServerRestartMidRunLosesNothing() async throws {
+        let server = try PostgresServer.launch()
+        defer { try? server.stop() }
+        let options = try Self.options(try server.makeDatabase())
+        let store = try PostgresStateStore(options: options)
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        #expect(try await harness.run([Table.subscribed]).events.map(\.type) == ["granted"])
+        try server.stop()
+        // The database comes back while the next batch is waiting for it.
+        let restart = Thread { try? server.start() }
+        let restarted = Task.detached { () -> Bool in
+            try await Task.sleep(for: .seconds(2))
+            // Meanwhile the batch is retrying: readiness (containedKeys([])) reports the outage.
+            let readyDuringOutage = (try? store.containedKeys([])) != nil
+            restart.start()
+            return readyDuringOutage
+        }
+        let during = try await harness.run([Table.disabled, Table.expiredVoluntary])
+        #expect(try await restarted.value == false, "readiness stayed true while PostgreSQL was down")
+        #expect(try store.containedKeys([]).isEmpty, "readiness is true again once a call succeeded")
+        #expect(during.events.map(\.type) == ["auto_renew_disabled", "expired"])
+        #expect(try store.subscription(originalTransactionId: "1000")?.state == .expired)
+        #expect(try store.undeliveredEvents().isEmpty)
+        #expect(try await harness.run([Table.disabled]).dropped == 1)
+    }
+}

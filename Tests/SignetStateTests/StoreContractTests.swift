@@ -1,0 +1,100 @@
+import Foundation
+import SignetCore
+import SignetState
+import Testing
+
+/// The store contract (outbox, redelivery, retention, lookups) on every store kind.
+@Suite struct StoreContractTests {
+    typealias F = Fixture
+
+    @Test(arguments: StoreKind.durable)
+    func restartRedeliversExactlyTheUndeliveredEvents(_ kind: StoreKind) async throws {
+        let location = try kind.makeLocation()
+        var store = try location.open()
+        var harness = StateHarness(store: store)
+        _ = try await harness.run([Table.subscribed])
+        let unacked = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
+        #expect(unacked.events.map(\.type) == ["auto_renew_disabled", "expired"])
+        try store.close()
+
+        store = try location.open()
+        harness = StateHarness(store: store)
+        let redelivery = try #require(try await harness.transition.undeliveredOutputs())
+        let again = StateHarness.result(of: redelivery)
+        #expect(again.events.map(\.bytes) == unacked.events.map(\.bytes))
+        #expect(again.events.map(\.headers) == unacked.events.map(\.headers))
+        let replay = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
+        #expect(replay.events.isEmpty)
+        #expect(replay.dropped == 2)
+        try await harness.transition.acknowledge(redelivery)
+        try await harness.dedupe.acknowledge(redelivery)
+        #expect(try await harness.transition.undeliveredOutputs() == nil)
+        try store.close()
+        let reopened = try location.open()
+        #expect(try reopened.undeliveredEvents().isEmpty)
+        #expect(try reopened.subscription(originalTransactionId: "1000")?.state == .expired)
+        try reopened.close()
+    }
+
+    @Test(arguments: StoreKind.available)
+    func outboxRetentionKeepsDeliveredRowsUntilPruned(_ kind: StoreKind) async throws {
+        let store = try kind.makeLocation(outboxRetention: .seconds(3600)).open()
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        _ = try await harness.run([Table.subscribed])
+        #expect(try store.undeliveredEvents().isEmpty)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try store.prune(keysBefore: 0, now: now + 7_200_000)
+        #expect(try await harness.run([Table.subscribed]).dropped == 1)
+        try store.prune(keysBefore: now + 1_000_000, now: now)
+        #expect(try await harness.run([Table.subscribed]).dropped == 0)
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aBatchThatFailsCommitsNothing(_ kind: StoreKind) async throws {
+        struct Boom: Error {}
+        let store = try kind.makeLocation().open()
+        defer { try? store.close() }
+        #expect(throws: Boom.self) {
+            try store.withTransaction { transaction in
+                try transaction.recordKey("k1", seenAt: 1)
+                try transaction.save(SubscriptionSnapshot(originalTransactionId: "9", state: .active, entitled: true, evaluatedAt: 5))
+                throw Boom()
+            }
+        }
+        #expect(try store.containedKeys(["k1"]).isEmpty)
+        #expect(try store.subscription(originalTransactionId: "9") == nil)
+        // The transaction sees its own writes.
+        let seen = try store.withTransaction { transaction in
+            try transaction.recordKey("k2", seenAt: 1)
+            var snapshot = SubscriptionSnapshot(originalTransactionId: "9", state: .active, entitled: true, evaluatedAt: 5)
+            snapshot.appAccountToken = "acct"
+            try transaction.save(snapshot)
+            return (try transaction.containsKey("k2"), try transaction.subscription(originalTransactionId: "9"))
+        }
+        #expect(seen.0)
+        #expect(seen.1?.evaluatedAt == 5)
+        #expect(try store.containedKeys(["k1", "k2"]) == ["k2"])
+        #expect(try store.subscriptions(appAccountToken: "acct").map(\.originalTransactionId) == ["9"])
+    }
+
+    @Test(arguments: StoreKind.available)
+    func aSnapshotRoundTripsEveryField(_ kind: StoreKind) throws {
+        let store = try kind.makeLocation().open()
+        defer { try? store.close() }
+        var snapshot = SubscriptionSnapshot(originalTransactionId: "77", state: .gracePeriod, entitled: true, evaluatedAt: 42)
+        snapshot.transactionId = "t"; snapshot.productId = "p"; snapshot.productType = "Auto-Renewable Subscription"
+        snapshot.bundleId = "b"; snapshot.environment = "Sandbox"; snapshot.appAccountToken = "a"; snapshot.ownership = "PURCHASED"
+        snapshot.purchaseDate = 1; snapshot.expiresDate = 2; snapshot.transactionSignedDate = 3; snapshot.revocationDate = 4
+        snapshot.revocationReason = 5; snapshot.revocationType = "REFUND_FULL"; snapshot.autoRenewEnabled = false
+        snapshot.autoRenewProductId = "q"; snapshot.isInBillingRetryPeriod = true; snapshot.gracePeriodExpiresDate = 6
+        snapshot.expirationIntent = 7; snapshot.renewalSignedDate = 8; snapshot.lastNotificationType = "DID_FAIL_TO_RENEW"
+        snapshot.lastSubtype = "GRACE_PERIOD"; snapshot.lastNotificationUUID = "u"
+        try store.withTransaction { try $0.save(snapshot) }
+        #expect(try store.subscription(originalTransactionId: "77") == snapshot)
+        snapshot.state = .expired
+        snapshot.expiresDate = nil
+        try store.withTransaction { try $0.save(snapshot) }
+        #expect(try store.subscription(originalTransactionId: "77") == snapshot)
+    }
+}
