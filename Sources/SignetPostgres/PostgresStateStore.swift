@@ -217,6 +217,15 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
+    /// A store dropped without ``close()`` still gives its connections and lease back.
+    deinit {
+        lease.stop()
+        state.withLock { state in
+            state?.session.drop()
+            state = nil
+        }
+    }
+
     public func close() throws {
         lease.stop()
         state.withLock { state in
