@@ -35,23 +35,19 @@ final class PostgresSession: @unchecked Sendable {
     @discardableResult
     func query(_ query: PostgresQuery) throws(PostgresStoreError) -> [PostgresRow] {
         let connection = try connected()
-        do {
-            return try connection.query(query, logger: logger).wait().rows
-        } catch let error as PSQLError {
-            let failure = Self.failure(error)
-            if failure.sqlState == nil { drop() }
-            throw failure
-        } catch {
-            drop()
-            throw PostgresStoreError("PostgreSQL at \(options.url.redacted): \(error)")
-        }
+        return try failing { try connection.query(query, logger: logger).wait().rows }
     }
 
     /// Runs one statement without parameters (DDL, transaction control).
     func execute(_ sql: String) throws(PostgresStoreError) {
         let connection = try connected()
+        _ = try failing { try connection.simpleQuery(sql).wait() }
+    }
+
+    /// Runs `body`, mapping its error; a failure of the connection (no SQLSTATE) drops it.
+    private func failing<Result>(_ body: () throws -> Result) throws(PostgresStoreError) -> Result {
         do {
-            _ = try connection.simpleQuery(sql).wait()
+            return try body()
         } catch let error as PSQLError {
             let failure = Self.failure(error)
             if failure.sqlState == nil { drop() }
