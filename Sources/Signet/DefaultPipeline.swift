@@ -26,6 +26,9 @@ extension Signet {
     #   SIGNET_APP_APPLE_ID  your app's Apple ID; required for Production   (default: unset)
     #   SIGNET_DATA_DIR      where the state database (signet.sqlite) and dead letters are kept
     #                                                                       (default: signet-data)
+    #   SIGNET_DATABASE_URL  postgres://user:password@host:5432/db?sslmode=require: keep state in
+    #                        PostgreSQL, shared by several instances (docs/postgres.md), instead
+    #                        of SIGNET_DATA_DIR/signet.sqlite                   (default: unset)
     #   SIGNET_BILLING_RETRY_ENTITLED  keep access during billing retry without grace period (default: false)
     #   SIGNET_VERIFY_WORKERS  threads verifying signatures, 0 = every core (default: 0)
     description: stdin NDJSON -> decode -> verify -> dedupe -> transition -> fanout -> stdout; rejects -> dead-letter file
@@ -34,7 +37,8 @@ extension Signet {
     # dedupe and transition share; `store: default` on a stage names it.
     stores:
       default:
-        type: sqlite
+        type: auto            # PostgreSQL when SIGNET_DATABASE_URL is set, else the SQLite file below
+        url: ${SIGNET_DATABASE_URL:}
         path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
 
     source:

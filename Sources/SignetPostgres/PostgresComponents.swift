@@ -9,7 +9,7 @@ extension ComponentSpec {
         description: "Subscriptions, dedupe keys and the outbox in one PostgreSQL database; migrations run at start "
             + "(under an advisory lock); the view signet_entitlements is the app backend's read interface (docs/postgres.md).",
         fields: PostgresStoreOptions.fields(urlRequirement: .required),
-        examples: ["stores:\n  default:\n    type: postgres\n    url: ${SIGNET_DATABASE_URL}"],
+        examples: ["stores:\n  default:\n    type: postgres\n    url: ${SIGNET_DATABASE_URL:postgres://signet@127.0.0.1:5432/signet?sslmode=disable}"],
         testSubstitute: "memory")
 
     /// `stores: { NAME: { type: auto } }`: what the shipped pipelines use, so that setting
