@@ -120,31 +120,35 @@ public final class PostgresServer: Sendable {
             .first { FileManager.default.isExecutableFile(atPath: $0 + "/pg_ctl") }
     }
 
+    /// Runs a command to its end, output to a file (not a pipe: the server started by pg_ctl
+    /// inherits the descriptor and would keep a pipe open for its whole life).
+    ///
+    /// posix_spawn and waitpid on that pid rather than Foundation's Process: Process left
+    /// `runuser pg_ctl start` a zombie it never reaped here, so `waitUntilExit()` never returned.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String], asPostgres: Bool) throws(PostgresServerError) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: asPostgres ? "/usr/sbin/runuser" : executable)
-        process.arguments = asPostgres ? ["-u", "postgres", "--", executable] + arguments : arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory())
-        // A file, not a pipe: the server started by pg_ctl inherits the descriptor and would
-        // keep a pipe open for its whole life.
+        let argv = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let outputPath = NSTemporaryDirectory() + "signet-pg-output-\(UUID().uuidString)"
-        guard FileManager.default.createFile(atPath: outputPath, contents: nil),
-              let output = FileHandle(forWritingAtPath: outputPath)
-        else { throw PostgresServerError(description: "cannot create \(outputPath)") }
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            try? output.close()
-            throw PostgresServerError(description: "cannot run \(executable): \(error)")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
+        guard spawned == 0 else {
+            throw PostgresServerError(description: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))")
         }
-        process.waitUntilExit()
-        try? output.close()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw PostgresServerError(description: "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed: \(text)")
+        // WIFEXITED && WEXITSTATUS == 0, spelled out (the C macros are not imported).
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw PostgresServerError(description: "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
