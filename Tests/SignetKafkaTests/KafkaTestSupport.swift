@@ -111,7 +111,7 @@ let testLogger: Logger = {
 /// Polls `source` until `done` says so or `timeout` passes; returns every batch polled.
 /// With `commit`, commits each batch right away (as the runner would after the sinks acked).
 func drain(
-    _ source: KafkaSource, commit: Bool, timeout: Duration = .seconds(20), maxRecords: Int = 100,
+    _ source: KafkaSource, commit: Bool, timeout: Duration = .seconds(60), maxRecords: Int = 100,
     until done: ([Record]) -> Bool
 ) async throws -> [Record] {
     var all: [Record] = []
@@ -126,7 +126,7 @@ func drain(
 
 /// Waits until the broker's committed offsets match `expected` (commits are async).
 func awaitCommitted(
-    _ source: KafkaSource, _ expected: [TopicPartition: Int64], timeout: Duration = .seconds(10)
+    _ source: KafkaSource, _ expected: [TopicPartition: Int64], timeout: Duration = .seconds(30)
 ) async throws -> [TopicPartition: Int64] {
     let deadline = ContinuousClock.now + timeout
     var last: [TopicPartition: Int64] = [:]
