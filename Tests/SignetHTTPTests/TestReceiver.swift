@@ -31,6 +31,7 @@ class Handler(BaseHTTPRequestHandler):
                  "content_type": self.headers.get("Content-Type"), "event_id": self.headers.get("X-Signet-Event-Id")}
         if action == "timeout": time.sleep(2); action = "200"
         if action == "hold":
+            open(release_path + ".held", "a").close()
             deadline = time.time() + 60
             while not os.path.exists(release_path) and time.time() < deadline: time.sleep(0.05)
             action = "200"
@@ -77,6 +78,9 @@ server.serve_forever()
         let path = releaseFile.path
         return { _ = FileManager.default.createFile(atPath: path, contents: Data()) }
     }
+
+    /// Whether a request is being held (a "hold" step of the plan was reached).
+    var isHolding: Bool { FileManager.default.fileExists(atPath: releaseFile.path + ".held") }
 
     /// Every request received so far, in order of answer.
     func requests() throws -> [[String: Any]] {
