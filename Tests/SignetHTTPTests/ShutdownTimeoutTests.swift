@@ -19,29 +19,21 @@ struct ShutdownTimeoutTests {
         let file = bed.directory.appendingPathComponent("pipeline.yaml")
         try yaml.write(to: file, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = SignetProcess.executable
-        process.arguments = ["run", "--pipeline", file.path]
-        let input = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let child = try ChildProcess.signet(["run", "--pipeline", file.path])
+        defer { child.stop() }
         // stdin stays open: only the signal ends the run.
-        try input.fileHandleForWriting.write(contentsOf: Data(contentsOf: bed.notifications))
+        try child.write(Data(contentsOf: bed.notifications))
 
-        for _ in 0..<600 where !receiver.isHolding { try await Task.sleep(for: .milliseconds(50)) }
-        try #require(receiver.isHolding, "the event never reached the receiver")
+        let holding = await child.waitUntil(timeout: .seconds(30)) { receiver.isHolding }
+        try #require(holding, "the event never reached the receiver; stderr: \(child.stderrText)")
         let signalled = ContinuousClock.now
-        kill(process.processIdentifier, SIGTERM)
-        let stderr = await Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
+        child.send(SIGTERM)
+        let status = await child.exit(within: .seconds(30))
         let elapsed = ContinuousClock.now - signalled
-        let text = String(decoding: stderr, as: UTF8.self)
+        let text = child.stderrText
 
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 1, "stderr: \(text)")
+        #expect(!child.killedBySignal)
+        #expect(status == 1, "stderr: \(text)")
         // 1 s of drain plus the cancellation; far below the receiver's 60 s hold.
         #expect(elapsed < .seconds(15))
         #expect(text.contains("settings.shutdown_timeout (1s)"), "stderr names the setting: \(text)")
