@@ -28,6 +28,11 @@ import Testing
         for json in cases {
             #expect(kind(ResponseBodyV2DecodedPayload.self, json) == .duplicateKey, "\(json)")
         }
+        // The detail names the key and points at its second occurrence.
+        let json = #"{"notificationUUID":"a", "notificationUUID":"b"}"#
+        #expect(throws: AppStoreJSONError(.duplicateKey, offset: 25, #"the object names "notificationUUID" twice"#)) {
+            try AppStoreJSON.decode(ResponseBodyV2DecodedPayload.self, from: Array(json.utf8))
+        }
         let transaction = #"{"advancedCommerceInfo":{"items":[{"SKU":"a"},{"SKU":"b","price":1,"SKU":"c"}]}}"#
         #expect(kind(JWSTransactionDecodedPayload.self, transaction) == .duplicateKey)
         #expect(kind(JWSRenewalInfoDecodedPayload.self, #"{"autoRenewStatus":1,"autoRenewStatus":0}"#) == .duplicateKey)

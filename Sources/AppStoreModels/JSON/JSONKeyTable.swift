@@ -20,6 +20,9 @@ struct JSONKeyTable<Key: RawRepresentable & CaseIterable & Sendable>: Sendable w
 
     init() {
         let all = Array(Key.allCases)
+        // The reader's duplicate check gives each key one bit of a UInt64 (JSONReader.noteKey).
+        // This depends only on the model's CodingKeys, never on input: any test catches it.
+        precondition(all.count <= UInt64.bitWidth, "\(Key.self) has more than 64 keys")
         let utf8 = all.map { Array($0.rawValue.utf8) }
         let maxLength = utf8.map(\.count).max() ?? 0
         var bytes: [UInt8] = []

@@ -125,8 +125,8 @@ struct JSONReader {
 
     /// Records that the current object names the key at `index` of its table; throws if it did before.
     @inline(__always)
-    private mutating func noteKey(_ index: Int, at offset: Int) throws {
-        // Tables hold at most 34 keys today; a key beyond bit 63 would simply go untracked.
+    private mutating func noteKey(_ index: Int, name: @autoclosure () -> String, at offset: Int) throws {
+        // JSONKeyTable guarantees at most 64 keys; the guard only keeps the shift total.
         guard index < UInt64.bitWidth else { return }
         let bit: UInt64 = 1 << UInt64(index)
         var repeated = false
@@ -134,7 +134,7 @@ struct JSONReader {
             repeated = mask & bit != 0
             mask |= bit
         }
-        if repeated { throw error(.duplicateKey, "the object names this key twice", at: offset) }
+        if repeated { throw error(.duplicateKey, "the object names \"\(name())\" twice", at: offset) }
     }
 
     /// Advances to the next member's key (returns true, positioned at its opening quote) or
@@ -207,14 +207,14 @@ struct JSONReader {
                 pos = index + 1
                 try expectColon()
                 guard let found = table.lookup(raw) else { return nil }
-                try noteKey(found.index, at: start - 1)
+                try noteKey(found.index, name: found.key.rawValue, at: start - 1)
                 return found.key
             }
             if byte == UInt8(ascii: "\\") {
                 let bytes = try readEscapedString()
                 try expectColon()
                 guard let found = bytes.withUnsafeBufferPointer({ table.lookup($0) }) else { return nil }
-                try noteKey(found.index, at: start - 1)
+                try noteKey(found.index, name: found.key.rawValue, at: start - 1)
                 return found.key
             }
             if byte < 0x20 { throw error(.invalidString, "control character in key", at: index) }
