@@ -24,7 +24,7 @@ mkdir -p "$artifacts" .fuzz/corpus
 
 build_started=$(date +%s)
 swift build --package-path Tests/Fuzz --scratch-path "$scratch" -c "$configuration" \
-    -Xswiftc "-sanitize=$sanitizers" -Xswiftc -parse-as-library
+    -Xswiftc "-sanitize=$sanitizers"
 binary="$scratch/$configuration/SignetFuzz"
 echo "fuzz: built $binary in $(( $(date +%s) - build_started )) s"
 
@@ -112,7 +112,8 @@ fork=()
 "$binary" .fuzz/corpus "$seeds" "${fork[@]}" \
     -max_total_time="$seconds" -max_len=16384 -timeout=20 -rss_limit_mb=4096 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
-grep -v '^#[0-9]*\s*\(NEW\|REDUCE\|pulse\)' "$log" | tail -40 || true
+# The log without the progress lines and libFuzzer's suggested dictionary.
+awk '/Recommended dictionary/ {skip = 1} !skip && !/^#[0-9]+[ \t]+(NEW|REDUCE|pulse)/ {print} /End of recommended dictionary/ {skip = 0}' "$log" | tail -40
 
 executed=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | awk '{s+=$1} END {print s+0}')
 if [[ "$executed" == 0 ]]; then

@@ -16,9 +16,11 @@ let package = Package(
         .package(path: "../.."),
     ],
     targets: [
+        .target(name: "CLibFuzzer"),
         .executableTarget(
             name: "SignetFuzz",
             dependencies: [
+                "CLibFuzzer",
                 .product(name: "AppStoreModels", package: rootIdentity),
                 .product(name: "SignetCore", package: rootIdentity),
                 .product(name: "SignetFixtures", package: rootIdentity),

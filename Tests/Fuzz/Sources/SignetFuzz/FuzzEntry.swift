@@ -1,5 +1,5 @@
-/// libFuzzer's entry point: called once per input, on one thread. libFuzzer provides `main`
-/// (the target is built with `-sanitize=fuzzer -parse-as-library`).
+/// libFuzzer's entry point: called once per input, on one thread (main.swift hands it to
+/// libFuzzer's driver).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
