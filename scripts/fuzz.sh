@@ -29,7 +29,9 @@ binary="$scratch/$configuration/SignetFuzz"
 echo "fuzz: built $binary in $(( $(date +%s) - build_started )) s"
 
 if [[ $# -gt 0 ]]; then
-    exec "$binary" "$@"
+    # Replay: leave SIGILL/SIGTRAP (Swift traps) to the Swift runtime, which prints the
+    # trap message and a symbolicated backtrace.
+    exec "$binary" -handle_ill=0 -handle_trap=0 "$@"
 fi
 
 seeds=$(mktemp -d)
@@ -109,16 +111,18 @@ before=$(ls "$artifacts" | sort)
 status=0
 fork=()
 [[ "$jobs" -gt 1 ]] && fork=(-fork="$jobs" -ignore_crashes=0)
-"$binary" .fuzz/corpus "$seeds" "${fork[@]}" \
+# libFuzzer must see the trap's signal to save the input: the Swift runtime's own
+# backtracer would take it first and exit.
+SWIFT_BACKTRACE=enable=no "$binary" .fuzz/corpus "$seeds" "${fork[@]}" \
     -max_total_time="$seconds" -max_len=16384 -timeout=20 -rss_limit_mb=4096 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
 # The log without the progress lines and libFuzzer's suggested dictionary.
 awk '/Recommended dictionary/ {skip = 1} !skip && !/^#[0-9]+[ \t]+(NEW|REDUCE|pulse)/ {print} /End of recommended dictionary/ {skip = 0}' "$log" | tail -40
 
-executed=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | awk '{s+=$1} END {print s+0}')
+executed=$( (grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" || true) | awk '{s+=$2} END {print s+0}')
 if [[ "$executed" == 0 ]]; then
     # fork mode prints no final stats; take the last status line's count.
-    executed=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#' || echo 0)
+    executed=$( (grep -o '^#[0-9]*' "$log" || true) | tail -1 | tr -d '#')
 fi
 echo "fuzz: executed ${executed:-0} inputs in $seconds s"
 
