@@ -18,7 +18,9 @@ seconds=${FUZZ_SECONDS:-120}
 sanitizers=${FUZZ_SANITIZERS:-fuzzer}
 jobs=${FUZZ_JOBS:-1}
 configuration=${FUZZ_CONFIGURATION:-release}
+# Each sanitizer set builds into its own scratch path (.build-fuzz, .build-fuzz-fuzzer-address).
 scratch=.build-fuzz
+[[ "$sanitizers" != fuzzer ]] && scratch=".build-fuzz-${sanitizers//,/-}"
 artifacts=.fuzz/artifacts
 mkdir -p "$artifacts" .fuzz/corpus
 
