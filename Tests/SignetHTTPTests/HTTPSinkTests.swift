@@ -26,13 +26,14 @@ struct HTTPSinkTests {
     func singleModeRecovers() async throws {
         let bed = try ServiceTestBed(count: 20)
         defer { bed.remove() }
-        // 503, 503, then an answer slower than the timeout, then a 400 (permanent), then 200s.
+        // 503, 503, then an answer slower than the timeout (2 s against 1 s: a loaded machine does not
+        // make an ordinary answer that slow), then a 400 (permanent), then 200s.
         let receiver = try TestReceiver(plan: ["503", "503", "timeout", "400"], secret: Self.secret, directory: bed.directory)
         defer { receiver.stop() }
         let sink = """
             type: http
             url: \(receiver.url)
-            timeout: 500ms
+            timeout: 1s
             initial_backoff: 10ms
             signing_secret: \(Self.secret)
             """

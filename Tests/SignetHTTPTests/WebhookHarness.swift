@@ -103,14 +103,8 @@ enum Curl {
             arguments += ["--data-binary", "@" + folder.path("request")]
         }
         arguments.append(url)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let result = try SignetProcess.run(executable: ChildProcess.env, ["curl"] + arguments, timeout: 60)
+        let output = result.stdout
         let read = { (name: String) in (try? String(contentsOfFile: folder.path(name), encoding: .utf8)) ?? "" }
         return Reply(status: Int(String(decoding: output, as: UTF8.self)) ?? 0, headers: read("headers"), body: read("body"))
     }
