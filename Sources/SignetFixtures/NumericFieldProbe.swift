@@ -54,44 +54,20 @@ private final class ProbeRecorder {
         if fields[key] == nil || kind != .object { fields[key] = kind }
     }
 
-    func kind(of type: Any.Type) -> NumericFieldProbe.Kind? {
-        switch type {
-        case is Bool.Type: .bool
-        case is String.Type: .string
-        case is Double.Type, is Float.Type, is Int.Type, is Int8.Type, is Int16.Type, is Int32.Type, is Int64.Type,
-            is UInt.Type, is UInt8.Type, is UInt16.Type, is UInt32.Type, is UInt64.Type:
-            .number
-        default: nil
-        }
-    }
-
-    /// A placeholder value of a primitive type (the probe never keeps it).
-    func placeholder<T>(_ type: T.Type) -> T? {
-        switch type {
-        case is Bool.Type: false as? T
-        case is String.Type: "" as? T
-        case is Double.Type: Double(0) as? T
-        case is Float.Type: Float(0) as? T
-        case is Int.Type: Int(0) as? T
-        case is Int8.Type: Int8(0) as? T
-        case is Int16.Type: Int16(0) as? T
-        case is Int32.Type: Int32(0) as? T
-        case is Int64.Type: Int64(0) as? T
-        case is UInt.Type: UInt(0) as? T
-        case is UInt8.Type: UInt8(0) as? T
-        case is UInt16.Type: UInt16(0) as? T
-        case is UInt32.Type: UInt32(0) as? T
-        case is UInt64.Type: UInt64(0) as? T
-        default: nil
-        }
-    }
-
     /// Visits one value at `path`: a primitive is noted, anything else is probed through its
     /// own `init(from:)`.
     func visit<T: Decodable>(_ type: T.Type, at path: [String]) throws -> T {
-        if let kind = kind(of: type) {
+        // A primitive is noted and answered with a placeholder (the probe never keeps it).
+        let primitive: (NumericFieldProbe.Kind, Any)? =
+            switch type {
+            case is Bool.Type: (.bool, false)
+            case is String.Type: (.string, "")
+            case let numeric as any AdditiveArithmetic.Type: (.number, numeric.zero)
+            default: nil
+            }
+        if let (kind, placeholder) = primitive, let value = placeholder as? T {
             note(path, kind)
-            if let value = placeholder(type) { return value }
+            return value
         }
         note(path, .object)
         return try T(from: ProbeDecoder(recorder: self, path: path))
