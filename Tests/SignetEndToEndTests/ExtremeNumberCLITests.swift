@@ -2,25 +2,44 @@ import Foundation
 import SignetFixtures
 import SignetOpenSSL
 import SignetTestSupport
+import Synchronization
 import Testing
 
 /// Issue 12 through the real binary: the whole extreme-number corpus (trusted and attacker
 /// signers) through `signet verify`, `signet decode` and `signet run` on stdin, one process
 /// per command. Each must end with an exit code (never a signal), account for every line,
-/// and name a known reason for every rejection.
-@Suite("Extreme numbers through the signet CLI", .timeLimit(.minutes(10)))
+/// and name a known reason for every rejection. One corpus, built once, and one command at a
+/// time: the corpus is large and `signet verify` uses every core.
+@Suite("Extreme numbers through the signet CLI", .serialized, .timeLimit(.minutes(10)))
 struct ExtremeNumberCLITests {
     static let bundleId = "com.example.signet"
 
     /// The corpus file and the root that trusts half of it.
-    struct Input {
-        let dir: TemporaryDirectory
+    struct Input: Sendable {
+        let directory: URL
         let lines: [ExtremeNumberCorpus.Line]
         let trustedCount: Int
-        var corpusPath: String { dir.path("corpus.ndjson") }
-        var rootPath: String { dir.path("root.der") }
+        var corpusPath: String { path("corpus.ndjson") }
+        var rootPath: String { path("root.der") }
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         var corpusData: Data { Data(lines.flatMap { $0.bytes + [UInt8(ascii: "\n")] }) }
     }
+
+    /// The shared input, removed when the test process exits.
+    static let shared: Result<Input, InputFailure> = {
+        do {
+            let input = try makeInput()
+            let path = input.directory.path
+            cleanupPath.withLock { $0 = path }
+            atexit { if let path = ExtremeNumberCLITests.cleanupPath.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) } }
+            return .success(input)
+        } catch {
+            return .failure(InputFailure(description: "cannot build the corpus: \(error)"))
+        }
+    }()
+    private static let cleanupPath = Mutex<String?>(nil)
+
+    struct InputFailure: Error, CustomStringConvertible { var description: String }
 
     static func makeInput() throws -> Input {
         let dir = try TemporaryDirectory(prefix: "signet-extreme")
@@ -29,7 +48,7 @@ struct ExtremeNumberCLITests {
         let corpus = ExtremeNumberCorpus(bundleId: bundleId, now: Int64(Date().timeIntervalSince1970) * 1000 - 1000)
         let good = try corpus.lines(signedBy: trusted.signer)
         let bad = try corpus.lines(signedBy: attacker.signer)
-        let input = Input(dir: dir, lines: good + bad, trustedCount: good.count)
+        let input = Input(directory: dir.url, lines: good + bad, trustedCount: good.count)
         try Data(trusted.root.derEncoded).write(to: URL(fileURLWithPath: input.rootPath))
         try input.corpusData.write(to: URL(fileURLWithPath: input.corpusPath))
         return input
@@ -47,8 +66,7 @@ struct ExtremeNumberCLITests {
 
     @Test("signet verify: one verdict per line, attacker lines all rejected, reasons known, exit 1")
     func verify() throws {
-        let input = try Self.makeInput()
-        defer { input.dir.remove() }
+        let input = try Self.shared.get()
         let result = try SignetProcess.run(
             ["verify", "--root", input.rootPath, "--environment", "Sandbox", "--bundle-id", Self.bundleId,
              "--app-apple-id", "4242", input.corpusPath],
@@ -76,8 +94,7 @@ struct ExtremeNumberCLITests {
 
     @Test("signet decode: one document per line, decoded or refused with a known reason, exit 0 or 1")
     func decode() throws {
-        let input = try Self.makeInput()
-        defer { input.dir.remove() }
+        let input = try Self.shared.get()
         let result = try SignetProcess.run(["decode"], stdin: input.corpusData, timeout: 480)
         // 1: some payloads are not representable JSON numbers for the renderer (1e999...).
         #expect(result.exitCode == 0 || result.exitCode == 1, Self.describe(result))
@@ -98,18 +115,17 @@ struct ExtremeNumberCLITests {
 
     @Test("signet run on stdin (default pipeline, test root trusted): every line passed or dead-lettered with a known reason")
     func runOnStdin() throws {
-        let input = try Self.makeInput()
-        defer { input.dir.remove() }
-        let data = input.dir.path("data")
+        let input = try Self.shared.get()
+        let data = input.path("data")
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let summaryPath = input.dir.path("summary.json")
+        let summaryPath = input.path("summary.json")
         let result = try SignetProcess.run(
             ["run", "--summary-json", summaryPath], stdin: input.corpusData,
             environment: [
                 "SIGNET_ROOT_CERTS": input.rootPath, "SIGNET_ENVIRONMENT": "Sandbox", "SIGNET_BUNDLE_ID": Self.bundleId,
                 "SIGNET_APP_APPLE_ID": "4242", "SIGNET_DATA_DIR": data,
             ],
-            currentDirectory: input.dir.url, timeout: 480)
+            currentDirectory: input.directory, timeout: 480)
         #expect(result.exitCode == 0, "the run goes on past bad lines: \(Self.describe(result))")
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: summaryPath))) as? [String: Any])
