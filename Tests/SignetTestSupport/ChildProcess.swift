@@ -26,6 +26,9 @@ public final class ChildProcess: @unchecked Sendable {
         let bytes = Mutex(Data())
     }
 
+    /// Writing to a child that already exited must fail that write, not kill the test process.
+    private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     /// The PATH-resolved `env`, for tools looked up by name (`curl`, `python3`).
     public static let env = URL(fileURLWithPath: "/usr/bin/env")
 
@@ -37,6 +40,7 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: URL, _ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil,
         stdin: Bool = true
     ) throws {
+        _ = Self.ignoreSIGPIPE
         process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment

@@ -79,8 +79,19 @@ public final class HTTPSink: Sink {
         let configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))
-        let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        client.withLock { $0 = made }
+        client.withLock { current in
+            // Opening twice keeps the first client: replacing it would drop one never shut down.
+            if current == nil { current = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration) }
+        }
+    }
+
+    deinit {
+        // A sink dropped without close() (a run abandoned at its shutdown timeout, a caller that
+        // threw) must not trip AsyncHTTPClient's "not shut down before deinit" precondition,
+        // which would end the process: shut the client down in the background instead.
+        if let leftover = client.withLock({ $0 }) {
+            leftover.shutdown(queue: .global()) { _ in }
+        }
     }
 
     public func close() async throws {
