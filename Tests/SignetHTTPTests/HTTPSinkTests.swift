@@ -6,7 +6,7 @@ import SignetTestSupport
 import Testing
 import Prometheus
 
-@Suite("http sink against a real local server that fails, times out and recovers")
+@Suite("http sink against a real local server that fails, times out and recovers", .ownThread)
 struct HTTPSinkTests {
     static let secret = "shared-secret-for-tests"
 

@@ -34,8 +34,8 @@ struct ShutdownTimeoutTests {
 
         #expect(!child.killedBySignal)
         #expect(status == 1, "stderr: \(text)")
-        // 1 s of drain plus the cancellation; far below the receiver's 60 s hold.
-        #expect(elapsed < .seconds(15))
+        // 1 s of drain plus the cancellation (slow on a loaded machine); far below the receiver's 60 s hold.
+        #expect(elapsed < .seconds(40))
         #expect(text.contains("settings.shutdown_timeout (1s)"), "stderr names the setting: \(text)")
         #expect(try receiver.requests().isEmpty, "the held request was never answered")
     }

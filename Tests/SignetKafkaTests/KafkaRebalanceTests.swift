@@ -1,10 +1,11 @@
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source rebalances")
+@Suite("Kafka source rebalances", .ownThread)
 struct KafkaRebalanceTests {
     /// A reads every partition and keeps all its records in flight (as a runner stuck on
     /// a slow sink would) while B joins mid-stream and acknowledges at once. After the

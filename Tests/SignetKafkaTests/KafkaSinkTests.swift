@@ -1,11 +1,12 @@
 import CRdKafka
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka sink on the mock broker")
+@Suite("Kafka sink on the mock broker", .ownThread)
 struct KafkaSinkTests {
     @Test func deliversKeysValuesAndHeaders() async throws {
         let cluster = try MockCluster(brokers: 1)

@@ -1,10 +1,11 @@
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source on the mock broker")
+@Suite("Kafka source on the mock broker", .ownThread)
 struct KafkaSourceTests {
     @Test func mockClusterIsLoopbackOnly() throws {
         let cluster = try MockCluster(brokers: 3)

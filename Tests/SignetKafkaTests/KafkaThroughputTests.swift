@@ -1,10 +1,11 @@
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source + sink throughput on the mock")
+@Suite("Kafka source + sink throughput on the mock", .ownThread)
 struct KafkaThroughputTests {
     /// Consumes a topic and republishes every record through the sink, committing each
     /// batch only after the sink acked it (what the runner does). Prints messages/s.

@@ -57,11 +57,15 @@ public final class ChildProcess: @unchecked Sendable {
         for (pipe, buffer) in [(outputPipe, output), (errorPipe, errors)] {
             drained.enter()
             DispatchQueue.global().async { [drained] in
-                let handle = pipe.fileHandleForReading
+                // read(2) directly: FileHandle.availableData traps on EINTR (swift-corelibs-foundation),
+                // and the tests send signals.
+                let descriptor = pipe.fileHandleForReading.fileDescriptor
+                var chunk = [UInt8](repeating: 0, count: 65_536)
                 while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { break }
-                    buffer.bytes.withLock { $0.append(chunk) }
+                    let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    if count <= 0 { break }
+                    buffer.bytes.withLock { $0.append(contentsOf: chunk[0..<count]) }
                 }
                 drained.leave()
             }
