@@ -1,9 +1,10 @@
 import Synchronization
+import SignetTestSupport
 import Testing
 
 @testable import SignetCore
 
-@Suite("BatchHandoff", .timeLimit(.minutes(1)))
+@Suite("BatchHandoff", .ownThread, .timeLimit(.minutes(1)))
 struct BatchHandoffTests {
     func batch(_ offsets: ClosedRange<Int>) -> RecordBatch {
         RecordBatch(records: offsets.map { Record(raw: [], position: SourcePosition(stream: "s", offset: Int64($0))) })

@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import SignetFixtures
 import SignetOpenSSL
@@ -96,18 +97,19 @@ struct ExtremeNumberCLITests {
     func decode() throws {
         let input = try Self.shared.get()
         let result = try SignetProcess.run(["decode"], stdin: input.corpusData, timeout: 480)
-        // 1: some payloads are not representable JSON numbers for the renderer (1e999...).
         #expect(result.exitCode == 0 || result.exitCode == 1, Self.describe(result))
-        let documents = try Self.objects(result.stdoutText)
+        // decode echoes payloads verbatim, and `1e999` is valid RFC 8259 JSON that Foundation's
+        // reader refuses: read the output with Signet's strict reader.
+        let documents = try result.stdoutText.split(separator: "\n").map { try JSONElement.parse(Array($0.utf8)) }
         try #require(documents.count == input.lines.count, Self.describe(result))
         var decoded = 0
         for (document, line) in zip(documents, input.lines) {
-            if let error = document["error"] as? String {
+            if let error = document["error"]?.stringValue {
                 #expect(KnownReasonCodes.all.contains(error), "\(line): \(document)")
                 #expect(line.value != nil, "base line not decoded: \(line) \(document)")
             } else {
                 decoded += 1
-                #expect(document["payload"] is [String: Any], "\(line)")
+                #expect(document["payload"]?.isObject == true, "\(line)")
             }
         }
         #expect(decoded > documents.count / 2, "decoded \(decoded) of \(documents.count)")

@@ -51,7 +51,9 @@ struct HTTPSinkTests {
         let events = parsePrometheus(registry.emitToString()).filter { $0.key.hasPrefix("signet_events_total{") }.values.reduce(0, +)
         #expect(events > 2)
         // Every event but the refused one reached the receiver with a 2xx (at least once).
-        #expect(Set(delivered).count == Int(events) - 1)
+        #expect(
+            Set(delivered).count == Int(events) - 1,
+            "requests (n, action, event): \(requests.map { "\($0["n"] ?? "?") \($0["action"] ?? "?") \($0["event_id"] ?? "?")" })")
         #expect(!delivered.contains(refusedId))
 
         let deadLetters = try bed.lines("dead-letter.ndjson")

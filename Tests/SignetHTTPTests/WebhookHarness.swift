@@ -51,8 +51,8 @@ final class WebhookHarness {
         self.runner = runner
         run = start(runner)
         var bound = source.boundAddress
-        // Waits for the listener (open happens inside run); gives up after 10 s.
-        for _ in 0..<500 where bound == nil {
+        // Waits for the listener (open happens inside run); gives up after 60 s (a loaded machine).
+        for _ in 0..<3000 where bound == nil {
             try await Task.sleep(for: .milliseconds(20))
             bound = source.boundAddress
         }
