@@ -38,7 +38,7 @@ struct FailingOpenSink: Sink {
     func write(_ messages: [OutputMessage]) async throws {}
 }
 
-@Suite("PipelineRunner", .ownThread, .timeLimit(.minutes(2)))
+@Suite("PipelineRunner", .timeLimit(.minutes(2)))
 struct PipelineRunnerTests {
     func lines(_ count: Int) -> [String] { (1...count).map { "r\($0)" } }
 
@@ -438,7 +438,7 @@ final class SlowStage: Stage {
     }
 }
 
-@Suite("PipelineRunner adaptive batches", .ownThread, .timeLimit(.minutes(2)))
+@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(2)))
 struct AdaptiveBatchTests {
     @Test func recordsQueuedBehindABusyStageTravelTogetherInOrder() async throws {
         let lines = (1...200).map { "r\($0)" }
@@ -484,7 +484,7 @@ final class TimestampedSource: Source {
     func stop() async { await inner.stop() }
 }
 
-@Suite("PipelineRunner latency", .ownThread)
+@Suite("PipelineRunner latency")
 struct RunnerLatencyTests {
     @Test func sourceTimestampsGiveEndToEndLatencyInTheSummary() async throws {
         let source = TimestampedSource(MemorySource(lines: ["a", "bad", "b"]), age: 2_000)

@@ -4,7 +4,7 @@ import SignetHTTP
 import SignetTestSupport
 import Testing
 
-@Suite("Admin listener: /metrics, /healthz, /readyz", .ownThread)
+@Suite("Admin listener: /metrics, /healthz, /readyz")
 struct AdminServerTests {
     @Test("metrics scraped and parsed during and after a run match what the pipeline did")
     func metricsDuringRun() async throws {

@@ -4,7 +4,7 @@ import SignetHTTP
 import SignetTestSupport
 import Testing
 
-@Suite("Entitlement API: same JSON as the CLI, bearer token off the default", .ownThread)
+@Suite("Entitlement API: same JSON as the CLI, bearer token off the default")
 struct EntitlementAPITests {
     /// A bed whose pipeline ran once over all notifications but the last, with its events on file.
     static func ranBed() async throws -> (ServiceTestBed, events: [[String: Any]]) {

@@ -5,7 +5,7 @@ import SignetHTTP
 import SignetTestSupport
 import Testing
 
-@Suite("http sink: per-request retries are counted", .ownThread)
+@Suite("http sink: per-request retries are counted")
 struct HTTPSinkRetryMetricTests {
     @Test("two 503s then a 200: one message delivered, signet_http_sink_request_retries_total{sink} is 2")
     func retriesAreCounted() async throws {

@@ -6,7 +6,7 @@ import SignetTestSupport
 import Testing
 import Prometheus
 
-@Suite("http sink against a real local server that fails, times out and recovers", .ownThread)
+@Suite("http sink against a real local server that fails, times out and recovers")
 struct HTTPSinkTests {
     static let secret = "shared-secret-for-tests"
 

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source rebalances", .ownThread)
+@Suite("Kafka source rebalances")
 struct KafkaRebalanceTests {
     /// A reads every partition and keeps all its records in flight (as a runner stuck on
     /// a slow sink would) while B joins mid-stream and acknowledges at once. After the

@@ -6,7 +6,7 @@ import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka sink on the mock broker", .ownThread)
+@Suite("Kafka sink on the mock broker")
 struct KafkaSinkTests {
     @Test func deliversKeysValuesAndHeaders() async throws {
         let cluster = try MockCluster(brokers: 1)

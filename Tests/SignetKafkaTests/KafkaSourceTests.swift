@@ -5,7 +5,7 @@ import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source on the mock broker", .ownThread)
+@Suite("Kafka source on the mock broker")
 struct KafkaSourceTests {
     @Test func mockClusterIsLoopbackOnly() throws {
         let cluster = try MockCluster(brokers: 3)

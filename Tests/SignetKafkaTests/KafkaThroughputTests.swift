@@ -5,7 +5,7 @@ import Testing
 
 @testable import SignetKafka
 
-@Suite("Kafka source + sink throughput on the mock", .ownThread)
+@Suite("Kafka source + sink throughput on the mock")
 struct KafkaThroughputTests {
     /// Consumes a topic and republishes every record through the sink, committing each
     /// batch only after the sink acked it (what the runner does). Prints messages/s.
