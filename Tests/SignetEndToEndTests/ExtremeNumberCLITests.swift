@@ -66,9 +66,9 @@ struct ExtremeNumberCLITests {
     }
 
     @Test("signet verify: one verdict per line, attacker lines all rejected, reasons known, exit 1")
-    func verify() throws {
+    func verify() async throws {
         let input = try Self.shared.get()
-        let result = try SignetProcess.run(
+        let result = try await SignetProcess.output(
             ["verify", "--root", input.rootPath, "--environment", "Sandbox", "--bundle-id", Self.bundleId,
              "--app-apple-id", "4242", input.corpusPath],
             timeout: 480)
@@ -94,9 +94,9 @@ struct ExtremeNumberCLITests {
     }
 
     @Test("signet decode: one document per line, decoded or refused with a known reason, exit 0 or 1")
-    func decode() throws {
+    func decode() async throws {
         let input = try Self.shared.get()
-        let result = try SignetProcess.run(["decode"], stdin: input.corpusData, timeout: 480)
+        let result = try await SignetProcess.output(["decode"], stdin: input.corpusData, timeout: 480)
         #expect(result.exitCode == 0 || result.exitCode == 1, Self.describe(result))
         // decode echoes payloads verbatim, and `1e999` is valid RFC 8259 JSON that Foundation's
         // reader refuses: read the output with Signet's strict reader.
@@ -116,12 +116,12 @@ struct ExtremeNumberCLITests {
     }
 
     @Test("signet run on stdin (default pipeline, test root trusted): every line passed or dead-lettered with a known reason")
-    func runOnStdin() throws {
+    func runOnStdin() async throws {
         let input = try Self.shared.get()
         let data = input.path("data")
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         let summaryPath = input.path("summary.json")
-        let result = try SignetProcess.run(
+        let result = try await SignetProcess.output(
             ["run", "--summary-json", summaryPath], stdin: input.corpusData,
             environment: [
                 "SIGNET_ROOT_CERTS": input.rootPath, "SIGNET_ENVIRONMENT": "Sandbox", "SIGNET_BUNDLE_ID": Self.bundleId,

@@ -50,6 +50,22 @@ public struct SignetProcess {
             currentDirectory: currentDirectory, timeout: timeout)
     }
 
+    /// ``run(_:stdin:environment:currentDirectory:timeout:)`` waited for on a Dispatch thread,
+    /// for async tests: a long run then holds no thread of Swift's cooperative pool (two on two
+    /// cores), which every async test in the process shares.
+    public static func output(
+        _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
+        currentDirectory: URL? = nil, timeout: TimeInterval = 120
+    ) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result {
+                    try run(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory, timeout: timeout)
+                })
+            }
+        }
+    }
+
     /// Runs `bash -c script` with `$SIGNET` set to the `signet` binary: for the cases a user
     /// meets in a shell (`signet run | head -1`, two runs at once).
     @discardableResult
