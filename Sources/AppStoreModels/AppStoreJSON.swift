@@ -5,8 +5,11 @@ import Foundation
 /// Signet's own models (``ResponseBodyV2DecodedPayload``, ``JWSTransactionDecodedPayload``,
 /// ``JWSRenewalInfoDecodedPayload`` and everything nested in them) are read by a hand-written
 /// UTF-8 scanner, several times faster than `JSONDecoder`, with the same results: unknown
-/// keys are ignored, `null` means absent, a wrong value type throws. Any other `Decodable`
-/// goes through one consistently configured `JSONDecoder`.
+/// keys are ignored, `null` means absent, a wrong value type throws; unlike `JSONDecoder`, a
+/// key the model reads may appear only once per object, and only RFC 8259 JSON is accepted
+/// (docs/json.md). Any other `Decodable` goes through one consistently configured `JSONDecoder`,
+/// which is more lenient: use it only for trusted input (untrusted JSON without a model goes
+/// through ``JSONElement/parse(_:duplicateKeys:)``).
 public enum AppStoreJSON {
     /// Deepest allowed nesting of objects and arrays. Apple's payloads nest at most five levels;
     /// the cap bounds stack use on hostile input.
@@ -38,6 +41,7 @@ public enum AppStoreJSON {
 
     private static func decodeFast(_ type: any JSONFastDecodable.Type, from buffer: UnsafeBufferPointer<UInt8>) throws -> any JSONFastDecodable {
         var reader = JSONReader(buffer, maxDepth: maximumDepth)
+        try reader.checkEncoding()
         let value = try type.init(json: &reader)
         try reader.expectEnd()
         return value

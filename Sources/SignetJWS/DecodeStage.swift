@@ -36,25 +36,32 @@ public struct DecodeStage: RecordStage {
         guard let first = trimmed.first else {
             throw RecordRejection(.malformedJSON, "the line is empty")
         }
-        if first != UInt8(ascii: "{") {
-            if isCompactJWS(trimmed), trimmed.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
-                return SignedEnvelope(kind: .notification, jws: String(decoding: trimmed, as: UTF8.self))
-            }
-            throw RecordRejection(.malformedJSON, "the line is neither a JSON object nor a compact JWS")
+        let isObject = first == UInt8(ascii: "{")
+        if !isObject, isCompactJWS(trimmed), trimmed.count(where: { $0 == UInt8(ascii: ".") }) == 2 {
+            return SignedEnvelope(kind: .notification, jws: String(decoding: trimmed, as: UTF8.self))
         }
-        if let fast = fastEnvelope(trimmed) { return fast }
-        let body: InputLine
+        if isObject, let fast = fastEnvelope(trimmed) { return fast }
+        // Signet's strict reader, not Foundation: exactly RFC 8259, duplicate names rejected, so
+        // the envelope means the same to Signet as to any conforming JSON parser. A line that is
+        // not an object is parsed too, so the detail says why (a byte-order mark, UTF-16, ...).
+        let body: JSONElement
         do {
-            body = try AppStoreJSON.decode(InputLine.self, from: trimmed)
+            body = try JSONElement.parse(trimmed, duplicateKeys: .reject)
         } catch {
-            throw RecordRejection(.malformedJSON, "the line is not a valid JSON object: \(error)")
+            let what = isObject ? "the line is not valid JSON" : "the line is neither a JSON object nor a compact JWS"
+            throw RecordRejection(.malformedJSON, "\(what): \(error)")
         }
-        let candidates: [(String?, SignedEnvelope.Kind, String)] = [
-            (body.signedPayload, .notification, "signedPayload"),
-            (body.signedTransaction, .transaction, "signedTransaction"),
-            (body.signedTransactionInfo, .transaction, "signedTransactionInfo"),
-            (body.signedRenewalInfo, .renewalInfo, "signedRenewalInfo"),
-        ]
+        guard body.isObject else {
+            throw RecordRejection(.malformedJSON, "the line is JSON but not an object; expected an object or a compact JWS")
+        }
+        var candidates: [(String?, SignedEnvelope.Kind, String)] = []
+        for (field, kind) in Self.signedFields {
+            switch body[field] {
+            case nil, .null?: candidates.append((nil, kind, field))
+            case .string(let text)?: candidates.append((text, kind, field))
+            case .some: throw RecordRejection(.malformedJSON, "\"\(field)\" is not a string")
+            }
+        }
         let present = candidates.filter { $0.0 != nil }
         guard let chosen = present.first, let jws = chosen.0 else {
             throw RecordRejection(
@@ -100,12 +107,13 @@ public struct DecodeStage: RecordStage {
         }
     }
 
-    private struct InputLine: Decodable {
-        var signedPayload: String?
-        var signedTransaction: String?
-        var signedTransactionInfo: String?
-        var signedRenewalInfo: String?
-    }
+    /// The members that may carry the signed object, and what each one holds.
+    private static let signedFields: [(String, SignedEnvelope.Kind)] = [
+        ("signedPayload", .notification),
+        ("signedTransaction", .transaction),
+        ("signedTransactionInfo", .transaction),
+        ("signedRenewalInfo", .renewalInfo),
+    ]
 }
 
 extension Array where Element == UInt8 {

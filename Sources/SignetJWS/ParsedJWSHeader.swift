@@ -1,4 +1,4 @@
-import Foundation
+import AppStoreModels
 import SignetCore
 import SignetOpenSSL
 
@@ -41,7 +41,8 @@ final class ParsedJWSHeader: Sendable {
     }
 
     /// Applies the header rules, in this order:
-    /// 1. base64url (strict) → `malformed_jws`; JSON object → `malformed_jws`
+    /// 1. base64url (strict) → `malformed_jws`; an RFC 8259 JSON object (UTF-8, no
+    ///    trailing comma, no repeated member name) → `malformed_jws`
     /// 2. `alg` exactly "ES256" → `unsupported_algorithm`
     /// 3. no `crit` → `unsupported_header` (Signet understands no header extension)
     /// 4. `x5c`: exactly 3 strings, standard base64, each one DER certificate → `invalid_x5c`
@@ -55,22 +56,23 @@ final class ParsedJWSHeader: Sendable {
         } catch {
             throw RecordRejection(.malformedJWS, "\(role.field): the header segment is not strict base64url (\(error))")
         }
-        let object: [String: Any]
+        // Signet's strict reader, not Foundation (which on Linux accepts trailing commas, raw
+        // control characters and UTF-16): exactly RFC 8259, and a repeated member name is
+        // rejected (RFC 7515 §4), so no two JWS libraries can read a different `alg`.
+        let object: JSONElement
         do {
-            guard let parsed = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
-                throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is JSON but not an object")
-            }
-            object = parsed
-        } catch let rejection as RecordRejection {
-            throw rejection
+            object = try JSONElement.parse(json, duplicateKeys: .reject)
         } catch {
-            throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is not valid JSON")
+            throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is not valid JSON (\(error))")
+        }
+        guard object.isObject else {
+            throw RecordRejection(.malformedJWS, "\(role.field): the JWS header is JSON but not an object")
         }
 
         guard let algValue = object["alg"] else {
             throw RecordRejection(.unsupportedAlgorithm, "\(role.field): the JWS header has no \"alg\"; App Store data is always ES256")
         }
-        guard let alg = algValue as? String, alg == "ES256" else {
+        guard let alg = algValue.stringValue, alg == "ES256" else {
             throw RecordRejection(
                 .unsupportedAlgorithm,
                 "\(role.field): JWS alg is \(describe(algValue)); only \"ES256\" is accepted (App Store data is always ES256; anything else is forged or not from Apple)")
@@ -84,7 +86,7 @@ final class ParsedJWSHeader: Sendable {
         guard let x5cValue = object["x5c"] else {
             throw RecordRejection(.invalidX5C, "\(role.field): the JWS header has no \"x5c\" certificate chain")
         }
-        guard let x5c = x5cValue as? [Any] else {
+        guard let x5c = x5cValue.arrayValue else {
             throw RecordRejection(.invalidX5C, "\(role.field): \"x5c\" is not an array")
         }
         guard x5c.count == 3 else {
@@ -94,7 +96,7 @@ final class ParsedJWSHeader: Sendable {
         var certificates: [X509Certificate] = []
         let names = ["leaf", "intermediate", "root"]
         for (index, element) in x5c.enumerated() {
-            guard let text = element as? String else {
+            guard let text = element.stringValue else {
                 throw RecordRejection(.invalidX5C, "\(role.field): x5c[\(index)] (\(names[index])) is not a string")
             }
             let der: [UInt8]
@@ -112,10 +114,12 @@ final class ParsedJWSHeader: Sendable {
         return ParsedJWSHeader(leaf: certificates[0], intermediate: certificates[1], claimedRoot: certificates[2])
     }
 
-    private static func describe(_ value: Any) -> String {
-        if let string = value as? String { return "\"\(string)\"" }
-        if value is NSNull { return "null" }
-        return "a non-string value"
+    private static func describe(_ value: JSONElement) -> String {
+        switch value {
+        case .string(let text): "\"\(text)\""
+        case .null: "null"
+        default: "a non-string value"
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import AppStoreModels
 import ArgumentParser
 import Foundation
 import SignetCore
@@ -68,15 +69,23 @@ struct DecodeCommand: AsyncParsableCommand {
         } catch {
             throw RecordRejection(.malformedJWS, "a segment is not base64url: \(error)")
         }
-        guard let headerObject = Self.jsonObject(header), let payloadObject = Self.jsonObject(payload) else {
-            throw RecordRejection(.malformedJWS, "the header or payload is not a JSON object")
+        // The strict RFC 8259 reader (docs/json.md), as in `verify`: what this prints verbatim
+        // is then valid UTF-8 JSON, and a header `verify` would refuse is refused here too.
+        let payloadObject: JSONElement
+        do {
+            guard try JSONElement.parse(header).isObject else { throw RecordRejection(.malformedJWS, "the header is not a JSON object") }
+            payloadObject = try JSONElement.parse(payload)
+            guard payloadObject.isObject else { throw RecordRejection(.malformedJWS, "the payload is not a JSON object") }
+        } catch let rejection as RecordRejection {
+            throw rejection
+        } catch {
+            throw RecordRejection(.malformedJWS, "the header or payload is not valid JSON (\(error))")
         }
         json.key("header"); json.raw(header)
         json.key("payload"); json.raw(payload)
-        _ = headerObject
-        guard nested, let data = payloadObject["data"] as? [String: Any] else { return }
+        guard nested, let data = payloadObject["data"], data.isObject else { return }
         for field in ["signedTransactionInfo", "signedRenewalInfo"] {
-            guard let inner = data[field] as? String else { continue }
+            guard let inner = data[field]?.stringValue else { continue }
             json.key(field); json.beginObject()
             do throws(RecordRejection) {
                 try writeParts(of: inner, into: &json, nested: false)
@@ -85,9 +94,5 @@ struct DecodeCommand: AsyncParsableCommand {
             }
             json.endObject()
         }
-    }
-
-    private static func jsonObject(_ bytes: [UInt8]) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
     }
 }

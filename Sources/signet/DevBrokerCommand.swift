@@ -24,8 +24,8 @@ struct DevBrokerCommand: ParsableCommand {
         guard (1...32).contains(brokers) else { throw ValidationError("--brokers must be between 1 and 32") }
         for topic in topics {
             let parts = topic.split(separator: ":")
-            guard parts.count == 2, !parts[0].isEmpty, let partitions = Int(parts[1]), partitions >= 1 else {
-                throw ValidationError("--topic '\(topic)' must be NAME:PARTITIONS, e.g. notifications:3")
+            guard parts.count == 2, !parts[0].isEmpty, let partitions = Int(parts[1]), (1...10_000).contains(partitions) else {
+                throw ValidationError("--topic '\(topic)' must be NAME:PARTITIONS with 1 to 10000 partitions, e.g. notifications:3")
             }
         }
     }
@@ -33,8 +33,10 @@ struct DevBrokerCommand: ParsableCommand {
     func run() throws {
         let cluster = try MockCluster(brokers: brokers, tcpNoDelay: true)
         for topic in topics {
+            // validate() checked the shape and range.
             let parts = topic.split(separator: ":")
-            try cluster.createTopic(String(parts[0]), partitions: Int(parts[1])!)
+            guard parts.count == 2, let partitions = Int(parts[1]) else { continue }
+            try cluster.createTopic(String(parts[0]), partitions: partitions)
         }
         // Unbuffered, so `| head -1` sees the address at once.
         FileHandle.standardOutput.write(Data((cluster.bootstrapServers + "\n").utf8))

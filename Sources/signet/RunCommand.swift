@@ -76,8 +76,11 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         guard case .finished(let summary) = outcome else {
-            Terminal.error("shutdown timeout passed: exiting; uncommitted input will be read again")
+            let limit = ConfigDuration.format(runner.pipeline.settings.shutdownTimeout)
+            let failure = "the drain did not finish within settings.shutdown_timeout (\(limit)); uncommitted input will be read again"
+            Terminal.error("\(failure): exiting 1")
             Terminal.error("progress: \(runner.currentSummary)")
+            try? writeSummary(runner.currentSummary, failure: failure)
             throw ExitCode.failure
         }
         Terminal.note(summary.description)

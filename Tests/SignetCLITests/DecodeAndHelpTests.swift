@@ -31,6 +31,26 @@ struct DecodeAndHelpTests {
         }
     }
 
+    /// decode reads headers and payloads with the same strict RFC 8259 reader as verify: JSON
+    /// that Linux Foundation would take (a trailing comma, UTF-16) is an error, never echoed.
+    @Test func decodeRefusesWhatIsNotJSON() throws {
+        func segment(_ bytes: [UInt8]) -> String {
+            Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let payload = segment(Array(#"{"notificationType":"TEST"}"#.utf8))
+        let trailingComma = segment(Array(#"{"alg":"ES256","x5c":[],}"#.utf8))
+        let utf16 = segment(Array(#"{"alg":"ES256"}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+        let good = segment(Array(#"{"alg":"ES256"}"#.utf8))
+        let lines = [trailingComma, utf16].map { #"{"signedPayload":"\#($0).\#(payload).c2ln"}"# }
+            + [#"{"signedPayload":"\#(good).\#(segment(Array(#"{"a":1,}"#.utf8))).c2ln"}"#]
+        let result = try CLI.run(["decode"], stdin: Data((lines.joined(separator: "\n") + "\n").utf8))
+        #expect(result.exitCode == 1, CLI.describe(result))
+        let objects = try CLI.jsonObjects(result.stdoutText)
+        #expect(objects.count == 3)
+        #expect(objects.allSatisfy { $0["error"] as? String == "malformed_jws" && $0["header"] == nil }, "\(objects)")
+    }
+
     /// decode shows even what verify would reject (it verifies nothing), still "verified": false;
     /// undecodable lines get an error and exit 1.
     @Test func decodeShowsForgedLinesAndReportsBrokenOnes() throws {

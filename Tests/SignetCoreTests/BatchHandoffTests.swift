@@ -1,4 +1,5 @@
 import Synchronization
+import SignetTestSupport
 import Testing
 
 @testable import SignetCore

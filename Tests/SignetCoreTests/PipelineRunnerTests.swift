@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SignetTestSupport
 import Testing
 
 @testable import SignetCore
@@ -437,7 +438,7 @@ final class SlowStage: Stage {
     }
 }
 
-@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(1)))
+@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(2)))
 struct AdaptiveBatchTests {
     @Test func recordsQueuedBehindABusyStageTravelTogetherInOrder() async throws {
         let lines = (1...200).map { "r\($0)" }

@@ -35,68 +35,35 @@ func eventually(
 
 // MARK: - Child processes
 
-/// A process a test started. ``KafkaScope`` SIGKILLs whatever is still running when the
-/// test ends, also when it fails or throws, so nothing outlives the test.
-final class KafkaChild: @unchecked Sendable {
-    // `process` is only used from the test's task; Process itself is thread-safe for these calls.
+/// A `signet run` started by a Kafka test: a ``ChildProcess`` under a name for messages.
+/// ``KafkaScope`` SIGKILLs whatever still runs when the test ends, also when it fails.
+final class KafkaChild: Sendable {
     let name: String
-    let process = Process()
-    let stdoutURL: URL
-    let stderrURL: URL
-    private(set) var startedAt = ContinuousClock.now
+    let process: ChildProcess
 
     init(name: String, executable: URL, arguments: [String], environment: [String: String], directory: URL) throws {
         self.name = name
-        stdoutURL = directory.appendingPathComponent("\(name).stdout")
-        stderrURL = directory.appendingPathComponent("\(name).stderr")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for key in env.keys where key.hasPrefix("SIGNET_") { env[key] = nil }
-        env.merge(environment) { $1 }
-        process.environment = env
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
-        try process.run()
-        startedAt = .now
+        process = try ChildProcess(executable, arguments, environment: environment, currentDirectory: directory, stdin: false)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     var isRunning: Bool { process.isRunning }
-    var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+    var stdout: String { process.stdoutText }
+    var stderr: String { process.stderrText }
+    /// Whether it was killed by a signal (the status is then the signal number).
+    var killedBySignal: Bool { process.killedBySignal }
 
     /// Sends `signal` if the process still runs.
-    func send(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-    }
+    func send(_ signal: Int32) { process.send(signal) }
 
     /// Waits up to `timeout` for the exit; the exit status (or signal number), nil on timeout.
-    func waitForExit(timeout: Duration) async throws -> Int32? {
-        let exited = try await eventually(timeout: timeout, interval: .milliseconds(20)) { !process.isRunning }
-        guard exited else { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// Whether it was killed by a signal (terminationStatus is then the signal number).
-    var killedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
+    func waitForExit(timeout: Duration) async throws -> Int32? { await process.exit(within: timeout) }
 
     /// SIGKILL and reap (idempotent).
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    func stop() { process.stop() }
 
     /// The last `count` lines of stderr, for failure messages.
-    func stderrTail(_ count: Int = 15) -> String {
-        stderr.split(separator: "\n").suffix(count).joined(separator: "\n")
-    }
+    func stderrTail(_ count: Int = 15) -> String { process.stderrTail(count) }
 }
 
 /// Everything one test owns: a temporary directory, child processes, in-process clusters.
@@ -195,41 +162,11 @@ enum Kcat {
     static let executable = URL(fileURLWithPath: "/usr/bin/kcat")
     static let common = ["-X", "broker.address.family=v4", "-X", "log_level=3"]
 
-    /// Runs kcat with a hard timeout (SIGTERM, then SIGKILL); returns status, stdout, stderr.
+    /// Runs kcat with a hard timeout (then SIGKILL, status -1); returns status, stdout, stderr.
     static func run(_ arguments: [String], input: Data = Data(), timeout: Duration = .seconds(30)) throws -> (Int32, Data, String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe(), stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin
-        try process.run()
-        let group = DispatchGroup()
-        nonisolated(unsafe) var out = Data()
-        nonisolated(unsafe) var err = Data()
-        group.enter()
-        DispatchQueue.global().async { out = output.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        group.enter()
-        DispatchQueue.global().async { err = errors.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        DispatchQueue.global().async {
-            try? stdin.fileHandleForWriting.write(contentsOf: input)
-            try? stdin.fileHandleForWriting.close()
-        }
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
-        var timedOut = false
-        if process.isRunning {
-            timedOut = true
-            process.terminate()
-            let grace = ContinuousClock.now + .seconds(5)
-            while process.isRunning, ContinuousClock.now < grace { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-        group.wait()
-        let status = timedOut ? -1 : process.terminationStatus
-        return (status, out, String(decoding: err, as: UTF8.self))
+        let result = try SignetProcess.run(
+            executable: executable, arguments, stdin: input, timeout: Double(timeout.components.seconds))
+        return (result.exitCode, result.stdout, result.stderr)
     }
 
     /// Produces `key<TAB>value` lines (values never contain tabs or newlines).

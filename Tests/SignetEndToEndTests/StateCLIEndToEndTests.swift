@@ -14,8 +14,12 @@ struct StateCLIEndToEndTests {
 
     static func ndjson(_ lines: [String]) -> Data { Data((lines.joined(separator: "\n") + "\n").utf8) }
 
+    /// A data dir path that does not exist yet (signet creates it); its parent does, as a
+    /// user's would (a missing parent is a usage error).
     static func freshDataDir(_ corpus: StateCorpus, _ name: String) -> URL {
-        corpus.directory.appendingPathComponent("runs/\(name)-\(UUID().uuidString.prefix(8))")
+        let runs = corpus.directory.appendingPathComponent("runs")
+        try? FileManager.default.createDirectory(at: runs, withIntermediateDirectories: true)
+        return runs.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
     }
 
     /// `signet run` on the default pipeline with `--summary-json`; returns the result and the summary.

@@ -26,11 +26,13 @@ struct EntitlementAPITests {
     static func whileRunning<T: Sendable>(
         _ bed: ServiceTestBed, http: String, environment: [String: String] = [:], _ body: @Sendable (Int) async throws -> T
     ) async throws -> T {
+        // The held request keeps the pipeline (and its store) running until the body is done;
+        // the sink's timeout is longer than the hold, so a slow machine cannot end it early.
         let receiver = try TestReceiver(plan: ["hold"], directory: bed.directory)
         defer { receiver.stop() }
         let release = receiver.releaser
         let yaml = bed.pipelineYAML(
-            input: bed.directory.appendingPathComponent("last.ndjson"), sink: "type: http\nurl: \(receiver.url)", http: http)
+            input: bed.directory.appendingPathComponent("last.ndjson"), sink: "type: http\nurl: \(receiver.url)\ntimeout: 120s", http: http)
         let (runner, admin, _) = try bed.service(try bed.load(yaml), environment: environment)
         return try await withListening(try #require(admin)) { port in
             let run = Task { try await runner.run() }

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import SignetTestSupport
 import Testing
@@ -14,29 +13,13 @@ struct SignetRunServiceTests {
         let file = bed.directory.appendingPathComponent("pipeline.yaml")
         try yaml.write(to: file, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = SignetProcess.executable
-        process.arguments = ["run", "--pipeline", file.path, "--log-format", "json", "--log-level", "debug"]
-        let input = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        try input.fileHandleForWriting.write(contentsOf: Data(contentsOf: bed.notifications))
+        let child = try ChildProcess.signet(["run", "--pipeline", file.path, "--log-format", "json", "--log-level", "debug"])
+        defer { child.stop() }
+        try child.write(Data(contentsOf: bed.notifications))
 
         // The first stderr lines are JSON; one says where the listener is.
-        let stderr = errors.fileHandleForReading
-        var port: Int?
-        var collected = Data()
-        while port == nil, let chunk = try stderr.read(upToCount: 1), !chunk.isEmpty {
-            collected += chunk
-            if chunk.first == 0x0A, let line = String(data: collected, encoding: .utf8)?.split(separator: "\n").last,
-                line.contains("listening on"), let range = line.range(of: #":(\d+)""#, options: .regularExpression)
-            {
-                port = Int(line[range].dropFirst().dropLast())
-            }
-        }
+        _ = await child.waitUntil(timeout: .seconds(60)) { Self.listenerPort(in: child.stderrText) != nil }
+        let port = Self.listenerPort(in: child.stderrText)
         let listening = try #require(port)
 
         var samples: [String: Double] = [:]
@@ -51,11 +34,9 @@ struct SignetRunServiceTests {
         let readiness = try await curl("http://127.0.0.1:\(listening)/readyz")
         #expect(readiness.contains("stores.default: ready"))
 
-        try input.fileHandleForWriting.close()
-        let rest = stderr.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let lines = String(decoding: collected + rest, as: UTF8.self).split(separator: "\n")
+        child.closeInput()
+        #expect(await child.exit(within: .seconds(60)) == 0)
+        let lines = child.stderrText.split(separator: "\n")
         let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         // The final summary goes through the terminal, not the logger; every logger line is JSON.
         #expect(objects.count >= lines.count - 2, "non-JSON log lines: \(lines.filter { !$0.hasPrefix("{") })")
@@ -63,24 +44,21 @@ struct SignetRunServiceTests {
         #expect(!batches.isEmpty)
         #expect(batches.allSatisfy { ($0["metadata"] as? [String: Any])?["records"] != nil && $0["level"] as? String == "debug" })
     }
+
+    /// The port in the "listening on 127.0.0.1:PORT" log line, once it was written.
+    static func listenerPort(in stderr: String) -> Int? {
+        guard let line = stderr.split(separator: "\n").first(where: { $0.contains("listening on") }),
+            let range = line.range(of: #":(\d+)""#, options: .regularExpression)
+        else { return nil }
+        return Int(line[range].dropFirst().dropLast())
+    }
 }
 
 /// GET with curl (an independent client), off the cooperative pool.
 func curl(_ url: String) async throws -> String {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["curl", "-sS", "--max-time", "10", url]
-                let output = Pipe()
-                process.standardOutput = output
-                try process.run()
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                guard process.terminationStatus == 0 else { throw TestFailure("curl \(url) failed") }
-                return String(decoding: data, as: UTF8.self)
-            })
-        }
+    try await Blocking.run {
+        let result = try SignetProcess.run(executable: ChildProcess.env, ["curl", "-sS", "--max-time", "10", url], timeout: 20)
+        guard result.exitCode == 0 else { throw TestFailure("curl \(url) failed: \(result.stderr)") }
+        return result.stdoutText
     }
 }

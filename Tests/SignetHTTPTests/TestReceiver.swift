@@ -1,4 +1,5 @@
 import Foundation
+import SignetTestSupport
 
 /// A real HTTP server on 127.0.0.1 (Python's http.server) that plays a scripted list
 /// of answers to the http sink: `"503"`, `"400"`, `"timeout"` (answers 200 after 2 s,
@@ -9,7 +10,7 @@ final class TestReceiver {
     let port: Int
     let log: URL
     private let releaseFile: URL
-    private let process: Process
+    private let process: ChildProcess
 
     static let script = #"""
 import hmac, hashlib, json, os, sys, threading, time
@@ -31,6 +32,7 @@ class Handler(BaseHTTPRequestHandler):
                  "content_type": self.headers.get("Content-Type"), "event_id": self.headers.get("X-Signet-Event-Id")}
         if action == "timeout": time.sleep(2); action = "200"
         if action == "hold":
+            open(release_path + ".held", "a").close()
             deadline = time.time() + 60
             while not os.path.exists(release_path) and time.time() < deadline: time.sleep(0.05)
             action = "200"
@@ -53,20 +55,14 @@ server.serve_forever()
         releaseFile = directory.appendingPathComponent("release-\(UUID().uuidString.prefix(6))")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let planJSON = String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, planJSON, log.path, releaseFile.path, secret]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), let first = byte.first, first != 0x0A {
-            line.append(first)
+        let child = try ChildProcess(
+            ChildProcess.env, ["python3", "-c", Self.script, planJSON, log.path, releaseFile.path, secret], stdin: false)
+        let started = child.blockingWaitUntil(timeout: .seconds(30)) { child.firstStdoutLine != nil }
+        guard started, let port = child.firstStdoutLine.flatMap({ Int($0) }) else {
+            child.stop()
+            throw TestFailure("the receiver did not print its port; stderr: \(child.stderrText)")
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            kill(process.processIdentifier, SIGKILL)
-            throw TestFailure("the receiver did not print its port")
-        }
+        process = child
         self.port = port
     }
 
@@ -77,6 +73,9 @@ server.serve_forever()
         let path = releaseFile.path
         return { _ = FileManager.default.createFile(atPath: path, contents: Data()) }
     }
+
+    /// Whether a request is being held (a "hold" step of the plan was reached).
+    var isHolding: Bool { FileManager.default.fileExists(atPath: releaseFile.path + ".held") }
 
     /// Every request received so far, in order of answer.
     func requests() throws -> [[String: Any]] {
@@ -91,8 +90,7 @@ server.serve_forever()
 
     /// Kills the server (SIGKILL: a child spawned from a test thread may inherit a mask that blocks SIGTERM).
     func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.stop()
     }
 }
 

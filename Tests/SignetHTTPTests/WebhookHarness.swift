@@ -51,8 +51,8 @@ final class WebhookHarness {
         self.runner = runner
         run = start(runner)
         var bound = source.boundAddress
-        // Waits for the listener (open happens inside run); gives up after 10 s.
-        for _ in 0..<500 where bound == nil {
+        // Waits for the listener (open happens inside run); gives up after 60 s (a loaded machine).
+        for _ in 0..<3000 where bound == nil {
             try await Task.sleep(for: .milliseconds(20))
             bound = source.boundAddress
         }
@@ -103,14 +103,8 @@ enum Curl {
             arguments += ["--data-binary", "@" + folder.path("request")]
         }
         arguments.append(url)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let result = try SignetProcess.run(executable: ChildProcess.env, ["curl"] + arguments, timeout: 60)
+        let output = result.stdout
         let read = { (name: String) in (try? String(contentsOfFile: folder.path(name), encoding: .utf8)) ?? "" }
         return Reply(status: Int(String(decoding: output, as: UTF8.self)) ?? 0, headers: read("headers"), body: read("body"))
     }

@@ -1,6 +1,7 @@
 import CRdKafka
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka

@@ -1,5 +1,6 @@
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
@@ -90,7 +91,8 @@ struct KafkaSourceTests {
         // Read part of the stream; commit all but the last batch (still "in flight" at close).
         var committed: [Record] = []
         var inFlight: [Record] = []
-        let deadline = ContinuousClock.now + .seconds(20)
+        // Generous: on a loaded machine the group join alone can take many seconds.
+        let deadline = ContinuousClock.now + .seconds(60)
         while committed.count < 100, ContinuousClock.now < deadline {
             let batch = try await first.nextBatch(maxRecords: 20) ?? []
             guard !batch.isEmpty else { continue }

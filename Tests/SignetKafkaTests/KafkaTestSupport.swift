@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka
@@ -14,47 +15,13 @@ struct CommandResult {
 
 /// Runs kcat (an independent Kafka client) with a hard timeout; kills it on expiry.
 func kcat(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(20)) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/kcat")
-    process.arguments = arguments
-    let output = Pipe(), errors = Pipe(), stdin = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try stdin.fileHandleForWriting.close()
-    // Drain both pipes concurrently so a chatty kcat cannot block on a full pipe.
-    let collected = Collected()
-    let group = DispatchGroup()
-    for (pipe, isOut) in [(output, true), (errors, false)] {
-        group.enter()
-        DispatchQueue.global().async {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            collected.set(data, stdout: isOut)
-            group.leave()
-        }
+    let result = try SignetProcess.run(
+        executable: URL(fileURLWithPath: "/usr/bin/kcat"), arguments, stdin: Data((input ?? "").utf8),
+        timeout: Double(timeout.components.seconds))
+    guard result.exitCode != -1 else {
+        throw KafkaError("kcat \(arguments.joined(separator: " ")) timed out; stderr: \(result.stderr)")
     }
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
-    if process.isRunning {
-        process.terminate()
-        process.waitUntilExit()
-        _ = group.wait(timeout: .now() + 5)
-        throw KafkaError("kcat \(arguments.joined(separator: " ")) timed out; stderr: \(collected.stderr)")
-    }
-    process.waitUntilExit()
-    _ = group.wait(timeout: .now() + 5)
-    return CommandResult(status: process.terminationStatus, stdout: collected.stdout, stderr: collected.stderr)
-}
-
-private final class Collected: @unchecked Sendable {
-    // Guarded by `lock`; written once per pipe from the draining threads.
-    private let lock = NSLock()
-    private var out = Data(), err = Data()
-    func set(_ data: Data, stdout: Bool) { lock.withLock { if stdout { out = data } else { err = data } } }
-    var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    return CommandResult(status: result.exitCode, stdout: result.stdoutText, stderr: result.stderr)
 }
 
 /// Produces `key:value` lines into one partition with kcat.
@@ -111,7 +78,7 @@ let testLogger: Logger = {
 /// Polls `source` until `done` says so or `timeout` passes; returns every batch polled.
 /// With `commit`, commits each batch right away (as the runner would after the sinks acked).
 func drain(
-    _ source: KafkaSource, commit: Bool, timeout: Duration = .seconds(20), maxRecords: Int = 100,
+    _ source: KafkaSource, commit: Bool, timeout: Duration = .seconds(60), maxRecords: Int = 100,
     until done: ([Record]) -> Bool
 ) async throws -> [Record] {
     var all: [Record] = []
@@ -126,7 +93,7 @@ func drain(
 
 /// Waits until the broker's committed offsets match `expected` (commits are async).
 func awaitCommitted(
-    _ source: KafkaSource, _ expected: [TopicPartition: Int64], timeout: Duration = .seconds(10)
+    _ source: KafkaSource, _ expected: [TopicPartition: Int64], timeout: Duration = .seconds(30)
 ) async throws -> [TopicPartition: Int64] {
     let deadline = ContinuousClock.now + timeout
     var last: [TopicPartition: Int64] = [:]

@@ -1,5 +1,6 @@
 import Foundation
 import SignetCore
+import SignetTestSupport
 import Testing
 
 @testable import SignetKafka

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Runs the built `signet` executable as a user would, for end-to-end tests.
@@ -49,6 +50,22 @@ public struct SignetProcess {
             currentDirectory: currentDirectory, timeout: timeout)
     }
 
+    /// ``run(_:stdin:environment:currentDirectory:timeout:)`` waited for on a Dispatch thread,
+    /// for async tests: a long run then holds no thread of Swift's cooperative pool (two on two
+    /// cores), which every async test in the process shares.
+    public static func output(
+        _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
+        currentDirectory: URL? = nil, timeout: TimeInterval = 120
+    ) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result {
+                    try run(arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory, timeout: timeout)
+                })
+            }
+        }
+    }
+
     /// Runs `bash -c script` with `$SIGNET` set to the `signet` binary: for the cases a user
     /// meets in a shell (`signet run | head -1`, two runs at once).
     @discardableResult
@@ -62,56 +79,24 @@ public struct SignetProcess {
             currentDirectory: currentDirectory, timeout: timeout)
     }
 
-    /// Runs any executable with the test process's environment minus its SIGNET_* variables,
-    /// plus `environment`.
+    /// Runs any executable (through ``ChildProcess``) with the test process's environment minus
+    /// its SIGNET_* variables, plus `environment`.
     @discardableResult
     public static func run(
         executable: URL, _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:],
         currentDirectory: URL? = nil, timeout: TimeInterval = 120
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for key in env.keys where key.hasPrefix("SIGNET_") && key != "SIGNET_BINARY" { env[key] = nil }
-        env.merge(environment) { $1 }
-        process.environment = env
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-
-        // Drain both pipes concurrently so a chatty child never blocks on a full pipe.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var stdoutData = Data()
-        nonisolated(unsafe) var stderrData = Data()
-        group.enter()
+        let child = try ChildProcess(executable, arguments, environment: environment, currentDirectory: currentDirectory)
+        // Written from another thread: a child that writes before reading must not deadlock with us.
         DispatchQueue.global().async {
-            stdoutData = output.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
+            try? child.write(stdin)
+            child.closeInput()
         }
-        group.enter()
-        DispatchQueue.global().async {
-            stderrData = errors.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
+        guard let status = child.blockingExit(within: .milliseconds(Int64(timeout * 1000))) else {
+            child.stop()
+            return Result(exitCode: -1, stdout: child.stdout, stderr: "timed out after \(timeout) s\n" + child.stderrText)
         }
-        DispatchQueue.global().async {
-            try? input.fileHandleForWriting.write(contentsOf: stdin)
-            try? input.fileHandleForWriting.close()
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            group.wait()
-            return Result(exitCode: -1, stdout: stdoutData, stderr: "timed out after \(timeout) s\n" + String(decoding: stderrData, as: UTF8.self))
-        }
-        process.waitUntilExit()
-        group.wait()
-        return Result(exitCode: process.terminationStatus, stdout: stdoutData, stderr: String(decoding: stderrData, as: UTF8.self))
+        return Result(exitCode: status, stdout: child.stdout, stderr: child.stderrText)
     }
 }
 

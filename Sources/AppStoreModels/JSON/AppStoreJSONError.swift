@@ -21,6 +21,10 @@ public struct AppStoreJSONError: Error, Hashable, Sendable, CustomStringConverti
         case tooDeep
         /// Non-whitespace bytes follow the top-level value.
         case trailingData
+        /// The text is not UTF-8 (RFC 8259 §8.1): a byte-order mark, or UTF-16/UTF-32 input.
+        case encoding
+        /// An object names the same member twice where Signet requires unique names (see docs/json.md).
+        case duplicateKey
         /// Foundation's `JSONDecoder` rejected the input (types without a fast decoder).
         case foundation
     }

@@ -20,6 +20,9 @@ struct JSONKeyTable<Key: RawRepresentable & CaseIterable & Sendable>: Sendable w
 
     init() {
         let all = Array(Key.allCases)
+        // The reader's duplicate check gives each key one bit of a UInt64 (JSONReader.noteKey).
+        // This depends only on the model's CodingKeys, never on input: any test catches it.
+        precondition(all.count <= UInt64.bitWidth, "\(Key.self) has more than 64 keys")
         let utf8 = all.map { Array($0.rawValue.utf8) }
         let maxLength = utf8.map(\.count).max() ?? 0
         var bytes: [UInt8] = []
@@ -39,18 +42,20 @@ struct JSONKeyTable<Key: RawRepresentable & CaseIterable & Sendable>: Sendable w
         self.lengthStart = lengthStart
     }
 
-    /// The key spelled by `key`, or nil for a key the model does not know (it is skipped).
+    /// The key spelled by `key` and its position in `Key.allCases` (the reader's duplicate
+    /// bitmask uses it), or nil for a key the model does not know (it is skipped).
     @inline(__always)
-    func lookup(_ key: UnsafeBufferPointer<UInt8>) -> Key? {
+    func lookup(_ key: UnsafeBufferPointer<UInt8>) -> (key: Key, index: Int)? {
         let length = key.count
         guard length + 1 < lengthStart.count, let keyBase = key.baseAddress else { return nil }
         let lower = lengthStart[length], upper = lengthStart[length + 1]
         if lower == upper { return nil }
-        return bytes.withUnsafeBufferPointer { table -> Key? in
+        return bytes.withUnsafeBufferPointer { table -> (key: Key, index: Int)? in
+            guard let tableBase = table.baseAddress else { return nil }
             for i in lower..<upper {
                 let entry = entries[i]
-                if memcmp(table.baseAddress! + entry.offset, keyBase, length) == 0 {
-                    return keys[entry.key]
+                if memcmp(tableBase + entry.offset, keyBase, length) == 0 {
+                    return (keys[entry.key], entry.key)
                 }
             }
             return nil

@@ -24,12 +24,21 @@ protocol JSONOpenIntValue {
 /// validated, and nesting is capped at `maxDepth` so hostile input cannot exhaust the stack.
 /// Semantics match the models' `Decodable` conformances: unknown keys are skipped (but must
 /// still be valid JSON), `null` reads as absent, and a value of the wrong type throws.
+/// Unlike `JSONDecoder` (last wins), a key the model reads may appear only once per object:
+/// RFC 8259 leaves duplicate names undefined, and a signed payload whose meaning depends on
+/// which duplicate a parser keeps is a parser-differential trick (see docs/json.md).
 struct JSONReader {
     private let base: UnsafePointer<UInt8>
     private let count: Int
     private(set) var pos: Int = 0
     private var depth: Int = 0
     private let maxDepth: Int
+    /// One bit per known key for each of the innermost ``keyMaskLevels`` object levels: which
+    /// keys this object has already named. A tuple, not an array, so the hot path never allocates.
+    private var keyMasks: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    /// Model objects nest at most five levels deep (Apple's payloads); deeper objects are only
+    /// ever skipped, never read through a key table, so eight levels cover every keyed object.
+    private static let keyMaskLevels = 8
 
     /// `buffer` must stay alive and unchanged while the reader is used.
     init(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
@@ -96,6 +105,36 @@ struct JSONReader {
         guard byte == UInt8(ascii: "{") else { throw mismatch(byte, expected: "an object") }
         pos += 1
         try enterContainer()
+        _ = updateKeyMask { $0 = 0 }
+    }
+
+    /// Applies `body` to the duplicate-key mask of the current object level; false when the
+    /// level is deeper than ``keyMaskLevels`` (not tracked).
+    @inline(__always)
+    private mutating func updateKeyMask(_ body: (inout UInt64) -> Void) -> Bool {
+        let level = depth - 1
+        guard level >= 0, level < Self.keyMaskLevels else { return false }
+        withUnsafeMutableBytes(of: &keyMasks) { raw in
+            let offset = level * MemoryLayout<UInt64>.stride
+            var mask = raw.load(fromByteOffset: offset, as: UInt64.self)
+            body(&mask)
+            raw.storeBytes(of: mask, toByteOffset: offset, as: UInt64.self)
+        }
+        return true
+    }
+
+    /// Records that the current object names the key at `index` of its table; throws if it did before.
+    @inline(__always)
+    private mutating func noteKey(_ index: Int, name: @autoclosure () -> String, at offset: Int) throws {
+        // JSONKeyTable guarantees at most 64 keys; the guard only keeps the shift total.
+        guard index < UInt64.bitWidth else { return }
+        let bit: UInt64 = 1 << UInt64(index)
+        var repeated = false
+        _ = updateKeyMask { mask in
+            repeated = mask & bit != 0
+            mask |= bit
+        }
+        if repeated { throw error(.duplicateKey, "the object names \"\(name())\" twice", at: offset) }
     }
 
     /// Advances to the next member's key (returns true, positioned at its opening quote) or
@@ -167,12 +206,16 @@ struct JSONReader {
                 }
                 pos = index + 1
                 try expectColon()
-                return table.lookup(raw)
+                guard let found = table.lookup(raw) else { return nil }
+                try noteKey(found.index, name: found.key.rawValue, at: start - 1)
+                return found.key
             }
             if byte == UInt8(ascii: "\\") {
                 let bytes = try readEscapedString()
                 try expectColon()
-                return bytes.withUnsafeBufferPointer { table.lookup($0) }
+                guard let found = bytes.withUnsafeBufferPointer({ table.lookup($0) }) else { return nil }
+                try noteKey(found.index, name: found.key.rawValue, at: start - 1)
+                return found.key
             }
             if byte < 0x20 { throw error(.invalidString, "control character in key", at: index) }
             high |= byte
@@ -543,6 +586,73 @@ struct JSONReader {
             result.append(element)
         }
         return result
+    }
+
+    // MARK: Any value
+
+    /// Rejects text that is not UTF-8 with a reason a person can act on. The grammar alone
+    /// rejects it too, but as "unexpected byte at 0", which hides that the encoding is wrong.
+    func checkEncoding() throws {
+        let b0: Int = count > 0 ? Int(base[0]) : -1
+        let b1: Int = count > 1 ? Int(base[1]) : -1
+        let b2: Int = count > 2 ? Int(base[2]) : -1
+        if b0 == 0xEF, b1 == 0xBB, b2 == 0xBF {
+            throw error(.encoding, "a UTF-8 byte-order mark; JSON text must not start with one (RFC 8259 §8.1)", at: 0)
+        }
+        if (b0 == 0xFE && b1 == 0xFF) || (b0 == 0xFF && b1 == 0xFE) {
+            throw error(.encoding, "a UTF-16 byte-order mark; JSON text must be UTF-8 (RFC 8259 §8.1)", at: 0)
+        }
+        // Valid JSON holds no NUL byte outside a string and none raw inside one, so a NUL among
+        // the first two bytes is UTF-16 or UTF-32 text.
+        if b0 == 0 || b1 == 0 {
+            throw error(.encoding, "UTF-16 or UTF-32 text; JSON text must be UTF-8 (RFC 8259 §8.1)", at: b0 == 0 ? 0 : 1)
+        }
+    }
+
+    /// Reads any JSON value into a ``JSONElement``, validating it completely.
+    mutating func value(rejectingDuplicateKeys: Bool) throws -> JSONElement {
+        let byte = try peek()
+        switch byte {
+        case UInt8(ascii: "{"):
+            try beginObject()
+            var members: [JSONElement.Member] = []
+            // Only built when duplicates matter; a set keeps hostile wide objects linear.
+            var seen = Set<String>()
+            var first = true
+            while try nextMember(&first) {
+                let keyOffset = pos
+                guard let key = try string() else { throw error(.unexpectedByte, "expected a key") }
+                try expectColon()
+                if rejectingDuplicateKeys, !seen.insert(key).inserted {
+                    throw error(.duplicateKey, "the object names \"\(key)\" twice", at: keyOffset)
+                }
+                members.append(JSONElement.Member(key: key, value: try value(rejectingDuplicateKeys: rejectingDuplicateKeys)))
+            }
+            return .object(members)
+        case UInt8(ascii: "["):
+            try beginArray()
+            var elements: [JSONElement] = []
+            var first = true
+            while try nextElement(&first) {
+                elements.append(try value(rejectingDuplicateKeys: rejectingDuplicateKeys))
+            }
+            return .array(elements)
+        case UInt8(ascii: "\""):
+            guard let text = try string() else { throw error(.unexpectedByte, "expected a string") }
+            return .string(text)
+        case UInt8(ascii: "t"), UInt8(ascii: "f"):
+            guard let flag = try bool() else { throw error(.unexpectedByte, "expected a boolean") }
+            return .bool(flag)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let number = try scanNumber()
+            let text = UnsafeBufferPointer(start: base + number.start, count: number.end - number.start)
+            return .number(String(decoding: text, as: UTF8.self))
+        default:
+            throw error(.unexpectedByte, "expected a value")
+        }
     }
 
     // MARK: Skipping

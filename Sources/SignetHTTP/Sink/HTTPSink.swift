@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import CoreMetrics
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 import SignetCore
@@ -56,18 +58,40 @@ public final class HTTPSink: Sink {
     public let options: Options
     private let logger: Logger
     private let client = Mutex<HTTPClient?>(nil)
+    /// `signet_http_sink_request_retries_total{sink}`: requests sent again after a retryable
+    /// answer, before the write succeeds or fails (the runner's batch retries are counted apart).
+    private let requestRetries: Counter
 
-    public init(options: Options, logger: Logger = Logger(label: "signet.http-sink")) {
+    /// - Parameters:
+    ///   - name: the sink's name in the pipeline, the `sink` label of its metrics.
+    ///   - metrics: where the metrics go (default: the bootstrapped `MetricsSystem`).
+    public init(
+        options: Options, name: String = "http", logger: Logger = Logger(label: "signet.http-sink"),
+        metrics: any MetricsFactory = MetricsSystem.factory
+    ) {
         self.options = options
         self.logger = logger
+        self.requestRetries = Counter(
+            label: "signet_http_sink_request_retries_total", dimensions: [("sink", name)], factory: metrics)
     }
 
     public func open() async throws {
         let configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))
-        let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        client.withLock { $0 = made }
+        client.withLock { current in
+            // Opening twice keeps the first client: replacing it would drop one never shut down.
+            if current == nil { current = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration) }
+        }
+    }
+
+    deinit {
+        // A sink dropped without close() (a run abandoned at its shutdown timeout, a caller that
+        // threw) must not trip AsyncHTTPClient's "not shut down before deinit" precondition,
+        // which would end the process: shut the client down in the background instead.
+        if let leftover = client.withLock({ $0 }) {
+            leftover.shutdown(queue: .global()) { _ in }
+        }
     }
 
     public func close() async throws {
@@ -147,6 +171,7 @@ public final class HTTPSink: Sink {
                 }
                 let wait = min(max(backoff, retryAfter ?? .zero), options.maxBackoff)
                 logger.warning("http sink: \(why); retrying in \(wait) (attempt \(attempt + 1) of \(options.maxRetries + 1))")
+                requestRetries.increment()
                 try await Task.sleep(for: wait)
                 backoff = min(backoff * 2, options.maxBackoff)
                 attempt += 1

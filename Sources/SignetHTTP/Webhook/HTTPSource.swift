@@ -45,6 +45,8 @@ public final class HTTPSource: Source {
 
     public let options: Options
     private let intake: WebhookIntake
+    /// Body and answer deadlines of every request, swept by one task.
+    private let deadlines = DeadlineSweeper()
     private let logger: Logger
     private let server = Mutex(ServerState())
 
@@ -58,7 +60,7 @@ public final class HTTPSource: Source {
     public init(options: Options = Options(), logger: Logger = Logger(label: "signet.http")) {
         self.options = options
         self.logger = logger
-        self.intake = WebhookIntake(stream: "http:\(options.path)", maxInFlight: options.maxInFlight)
+        self.intake = WebhookIntake(stream: "http:\(options.path)", maxInFlight: options.maxInFlight, deadlines: deadlines)
     }
 
     /// The address the server listens on once open (the real port when 0 was asked).
@@ -76,7 +78,7 @@ public final class HTTPSource: Source {
     }
 
     public func open() async throws {
-        let responder = WebhookResponder(intake: intake, options: options, logger: logger)
+        let responder = WebhookResponder(intake: intake, options: options, deadlines: deadlines, logger: logger)
         let application = Application(
             responder: responder,
             server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: Self.timeAmount(options.readTimeout))),

@@ -48,15 +48,10 @@ final class WebhookIntake: Sendable {
         var abandoned = 0
     }
 
-    /// A request waiting for its record's commit, and the timer that ends the wait.
+    /// A request waiting for its record's commit, and the deadline that ends the wait.
     private struct Waiter {
         var continuation: CheckedContinuation<Fate, Never>
-        var timer: Task<Void, Never>
-
-        func resume(_ fate: Fate) {
-            timer.cancel()
-            continuation.resume(returning: fate)
-        }
+        var deadline: DeadlineSweeper.Token
     }
 
     private struct State: ~Copyable {
@@ -74,11 +69,13 @@ final class WebhookIntake: Sendable {
     /// The stream name in the records' positions.
     let stream: String
     private let maxInFlight: Int
+    private let deadlines: DeadlineSweeper
     private let state = Mutex(State())
 
-    init(stream: String, maxInFlight: Int) {
+    init(stream: String, maxInFlight: Int, deadlines: DeadlineSweeper = DeadlineSweeper()) {
         self.stream = stream
         self.maxInFlight = maxInFlight
+        self.deadlines = deadlines
     }
 
     var statistics: Statistics { state.withLock { $0.statistics } }
@@ -109,11 +106,8 @@ final class WebhookIntake: Sendable {
                 record.sourceTimestamp = WallClock.milliseconds()
                 state.queue.append(record)
                 state.uncommitted.insert(offset)
-                let timer = Task { [self] in
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                    expire(offset)
-                }
-                state.waiters[offset] = Waiter(continuation: continuation, timer: timer)
+                let deadline = deadlines.schedule(after: timeout) { [self] in expire(offset) }
+                state.waiters[offset] = Waiter(continuation: continuation, deadline: deadline)
                 state.statistics.accepted += 1
                 if let waiter = state.batchWaiter {
                     state.batchWaiter = nil
@@ -158,7 +152,7 @@ final class WebhookIntake: Sendable {
             for position in positions where position.stream == stream {
                 guard state.uncommitted.remove(position.offset) != nil else { continue }
                 resolved += 1
-                state.waiters.removeValue(forKey: position.offset)?.resume(.committed)
+                resume(state.waiters.removeValue(forKey: position.offset), .committed)
             }
             if resolved > 0 {
                 state.statistics.committed += resolved
@@ -184,7 +178,7 @@ final class WebhookIntake: Sendable {
             state.statistics.abandoned += state.uncommitted.count
             state.uncommitted.removeAll()
             state.queue.removeAll()
-            for (_, waiter) in state.waiters { waiter.resume(.unavailable(.stopped)) }
+            for (_, waiter) in state.waiters { resume(waiter, .unavailable(.stopped)) }
             state.waiters.removeAll()
             state.batchWaiter?.resume()
             state.batchWaiter = nil
@@ -194,7 +188,13 @@ final class WebhookIntake: Sendable {
     /// Ends one request's wait (503 `timeout`) without touching its record.
     private func expire(_ offset: Int64) {
         state.withLock { state in
-            state.waiters.removeValue(forKey: offset)?.resume(.unavailable(.timeout))
+            resume(state.waiters.removeValue(forKey: offset), .unavailable(.timeout))
         }
+    }
+
+    private func resume(_ waiter: Waiter?, _ fate: Fate) {
+        guard let waiter else { return }
+        deadlines.cancel(waiter.deadline)
+        waiter.continuation.resume(returning: fate)
     }
 }

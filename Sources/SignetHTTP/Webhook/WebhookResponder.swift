@@ -22,6 +22,8 @@ struct WebhookResponder: HTTPResponder {
 
     let intake: WebhookIntake
     let options: HTTPSource.Options
+    /// The body deadlines (shared with the intake's answer deadlines).
+    let deadlines: DeadlineSweeper
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -67,12 +69,11 @@ struct WebhookResponder: HTTPResponder {
     /// Reads at most `maxBodyBytes`; a body still incomplete after `bodyTimeout` closes the
     /// connection (the idle timeout alone would let a byte-a-second client stay forever).
     private func readBody(_ body: RequestBody, channel: any Channel) async throws -> BodyRead {
-        let watchdog = Task { [timeout = options.bodyTimeout, logger] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        let watchdog = deadlines.schedule(after: options.bodyTimeout) { [timeout = options.bodyTimeout, logger] in
             logger.notice("webhook: body not complete within \(timeout), closing the connection")
             channel.close(promise: nil)
         }
-        defer { watchdog.cancel() }
+        defer { deadlines.cancel(watchdog) }
         var bytes: [UInt8] = []
         for try await buffer in body {
             guard bytes.count + buffer.readableBytes <= options.maxBodyBytes else {

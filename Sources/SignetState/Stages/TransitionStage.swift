@@ -172,7 +172,9 @@ public final class TransitionStage: TickingStage {
     public func sweep(at instant: Int64? = nil, limit: Int) throws -> RecordBatch? {
         let store = try handle.store()
         let now = instant ?? options.clock()
-        let cutoff = now - StoreHandle.milliseconds(options.expiryLeeway)
+        // `instant` may come from a command line (`signet expire --at`): saturate, never trap.
+        let (difference, overflow) = now.subtractingReportingOverflow(StoreHandle.milliseconds(options.expiryLeeway))
+        let cutoff = overflow ? Int64.min : difference
         let policy = options.policy
         let produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = try store.withTransaction { transaction in
             var produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = []
