@@ -49,7 +49,7 @@ final class PostgresSession: @unchecked Sendable {
         do {
             return try body()
         } catch let error as PSQLError {
-            let failure = Self.failure(error)
+            let failure = Self.failure(error, url: options.url)
             if failure.sqlState == nil { drop() }
             throw failure
         } catch {
@@ -83,7 +83,7 @@ final class PostgresSession: @unchecked Sendable {
             connection = opened
             return opened
         } catch let error as PSQLError {
-            throw Self.failure(error)
+            throw Self.failure(error, url: url, connecting: true)
         } catch {
             throw PostgresStoreError("cannot connect to PostgreSQL at \(url.redacted): \(error)")
         }
@@ -105,12 +105,15 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// A server error keeps its SQLSTATE and message; a connection error has neither.
-    static func failure(_ error: PSQLError) -> PostgresStoreError {
+    /// A server error keeps its SQLSTATE and message; a connection error has neither, and
+    /// names the server (password redacted) and the cause, e.g. "connection refused".
+    static func failure(_ error: PSQLError, url: PostgresURL, connecting: Bool = false) -> PostgresStoreError {
         if let info = error.serverInfo {
             let message = info[.message] ?? "server error"
             return PostgresStoreError("PostgreSQL: \(message)", sqlState: info[.sqlState])
         }
-        return PostgresStoreError("PostgreSQL connection failed: \(error.code)")
+        let cause = error.underlying.map { "\($0)" } ?? "\(error.code)"
+        let what = connecting ? "cannot connect to PostgreSQL" : "lost the connection to PostgreSQL"
+        return PostgresStoreError("\(what) at \(url.redacted): \(cause)")
     }
 }

@@ -70,8 +70,14 @@ public final class PostgresStateStore: StateStore {
     }
 
     /// Runs `body` with the connection, retrying conflicts and outages with backoff.
-    private func withSession<Result>(_ what: String, _ body: (State) throws -> Result) throws -> Result {
-        let deadline = ContinuousClock.now + options.outageTimeout
+    ///
+    /// - Parameter waitingOutOutages: false for lookups that answer someone now (the
+    ///   entitlement API, `signet state show`): during an outage they fail at once instead
+    ///   of holding their caller for up to `outage_timeout`.
+    private func withSession<Result>(
+        _ what: String, waitingOutOutages: Bool = true, _ body: (State) throws -> Result
+    ) throws -> Result {
+        let deadline = ContinuousClock.now + (waitingOutOutages ? options.outageTimeout : .zero)
         var backoff = Duration.milliseconds(50)
         var attempt = 0
         while true {
@@ -180,7 +186,7 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        try withSession("subscription lookup") { state in
+        try withSession("subscription lookup", waitingOutOutages: false) { state in
             let rows = try state.session.query(PostgresQuery(
                 unsafeSQL: "SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions WHERE original_transaction_id = $1",
                 binds: Self.binds(originalTransactionId)))
@@ -189,7 +195,7 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
-        try withSession("account lookup") { state in
+        try withSession("account lookup", waitingOutOutages: false) { state in
             let rows = try state.session.query(PostgresQuery(
                 unsafeSQL: """
                     SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions

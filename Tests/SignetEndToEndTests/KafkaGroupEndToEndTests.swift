@@ -30,7 +30,7 @@ extension KafkaEndToEndTests {
     /// The second instance joins mid-stream (a cooperative rebalance moves partitions to it)
     /// and stays: no loss, duplicates only byte-identical, per-key order, state as the reference's.
     @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
-    func secondInstanceJoinsMidStreamSharingTheDataDir() async throws {
+    func secondInstanceJoinsMidStreamSharingPostgres() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("join")
         defer { scope.close() }
@@ -80,7 +80,7 @@ extension KafkaEndToEndTests {
     /// written the shared file, overwriting that member's changes. The store now clears the
     /// cache whenever `PRAGMA data_version` shows another connection committed.
     @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
-    func instanceLeavesAndPartitionsReturnWithSharedDataDir() async throws {
+    func instanceLeavesAndPartitionsReturnSharingPostgres() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("leave")
         defer { scope.close() }

@@ -30,6 +30,7 @@ struct PostgresCLIEndToEndTests {
             try? FileManager.default.removeItem(at: postgresDir)
         }
         let onPostgres = ["SIGNET_DATA_DIR": postgresDir.path, "SIGNET_DATABASE_URL": url]
+        for folder in [sqliteDir, postgresDir] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
 
         let reference = try StateE2E.signet(["run"], stdin: input, corpus: corpus, extra: ["SIGNET_DATA_DIR": sqliteDir.path])
         try #require(reference.exitCode == 0, "\(reference.stderr)")
@@ -69,6 +70,7 @@ struct PostgresCLIEndToEndTests {
         let corpus = try StateCorpus.get()
         let dataDir = corpus.directory.appendingPathComponent("runs/pg-down-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
+        try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true)
         // Port 1 on loopback: nothing listens; the migrate command does not retry.
         let url = "postgres://signet:\(Self.password)@127.0.0.1:1/signet?sslmode=disable"
         let result = try StateE2E.signet(["migrate"], corpus: corpus, extra: ["SIGNET_DATABASE_URL": url, "SIGNET_DATA_DIR": dataDir.path])

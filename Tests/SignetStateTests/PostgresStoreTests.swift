@@ -23,18 +23,21 @@ struct PostgresStoreTests {
     static func server() throws -> PostgresServer { try PostgresServer.shared.get() }
 
     /// Runs `count` copies of `body` on their own threads at once; returns their results.
-    static func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+    /// Waits without holding a cooperative thread (the bodies block on PostgreSQL).
+    static func concurrently<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) async throws -> [T] {
         let results = Mutex<[Int: Result<T, any Error>]>([:])
-        let group = DispatchGroup()
-        for index in 0..<count {
-            group.enter()
-            Thread.detachNewThread {
-                let result = Result { try body(index) }
-                results.withLock { $0[index] = result }
-                group.leave()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for index in 0..<count {
+                Thread.detachNewThread {
+                    let result = Result { try body(index) }
+                    let finished = results.withLock { results in
+                        results[index] = result
+                        return results.count == count
+                    }
+                    if finished { done.resume() }
+                }
             }
         }
-        group.wait()
         return try (0..<count).map { index in try results.withLock { $0[index] }!.get() }
     }
 
@@ -63,16 +66,16 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test func migrationsRunOnceWhenInstancesStartTogether() throws {
+    @Test func migrationsRunOnceWhenInstancesStartTogether() async throws {
         let server = try Self.server()
         let url = try server.makeDatabase()
         let options = try Self.options(url)
-        let applied = try Self.concurrently(4) { _ in try PostgresStateStore.migrate(options: options) }
+        let applied = try await Self.concurrently(4) { _ in try PostgresStateStore.migrate(options: options) }
         #expect(applied.flatMap { $0 } == [PostgresMigrations.latestVersion])
         let database = PostgresServer.databaseName(url)
         #expect(try server.psql(database, "SELECT count(*) FROM signet_schema_migrations") == "1")
         // Opening stores (which migrate too) changes nothing further.
-        let stores = try Self.concurrently(3) { _ in try PostgresStateStore(options: options) }
+        let stores = try await Self.concurrently(3) { _ in try PostgresStateStore(options: options) }
         for store in stores { try store.close() }
         #expect(try PostgresStateStore.migrate(options: options).isEmpty)
         #expect(try server.psql(database, "SELECT max(version) FROM signet_schema_migrations") == "\(PostgresMigrations.latestVersion)")
@@ -109,7 +112,7 @@ struct PostgresStoreTests {
         #expect(plan.contains("signet_subscriptions_app_account_token"), "plan: \(plan)")
     }
 
-    @Test func concurrentWritersLoseNoUpdate() throws {
+    @Test func concurrentWritersLoseNoUpdate() async throws {
         let url = try Self.server().makeDatabase()
         let options = try Self.options(url)
         let writers = 4, rounds = 40, subscriptions = 3
@@ -117,7 +120,7 @@ struct PostgresStoreTests {
         defer { for store in stores { try? store.close() } }
         // Every round bumps a counter (evaluatedAt) on every subscription, in a different
         // order per writer (so batches also deadlock and retry), and records one event.
-        _ = try Self.concurrently(writers) { writer in
+        _ = try await Self.concurrently(writers) { writer in
             for round in 0..<rounds {
                 try stores[writer].withTransaction { transaction in
                     let order = writer % 2 == 0 ? Array(0..<subscriptions) : Array((0..<subscriptions).reversed())
@@ -139,18 +142,20 @@ struct PostgresStoreTests {
         for index in 0..<subscriptions {
             #expect(try stores[0].subscription(originalTransactionId: "sub-\(index)")?.evaluatedAt == Int64(writers * rounds))
         }
-        let events = try stores[0].undeliveredEvents()
-        #expect(events.count == writers * rounds)
-        #expect(Set(events.map(\.eventId)).count == writers * rounds)
+        // Counted in SQL: each live writer holds the lease on its own outbox rows, so one
+        // store's undeliveredEvents() sees only its own.
+        let database = PostgresServer.databaseName(url)
+        #expect(try Self.server().psql(database, "SELECT count(*), count(DISTINCT event_id) FROM signet_outbox") == "\(writers * rounds)|\(writers * rounds)")
+        #expect(try stores[1].undeliveredEvents().count == rounds)
     }
 
-    @Test func dedupeIsExactAcrossInstances() throws {
+    @Test func dedupeIsExactAcrossInstances() async throws {
         let url = try Self.server().makeDatabase()
         let options = try Self.options(url)
         let stores = try (0..<4).map { _ in try PostgresStateStore(options: options) }
         defer { for store in stores { try? store.close() } }
         // Every instance sees the same 30 inputs at once; each must be applied exactly once.
-        let applied = try Self.concurrently(stores.count) { writer in
+        let applied = try await Self.concurrently(stores.count) { writer in
             var mine: [String] = []
             for index in 0..<30 {
                 let key = "n:\(index)"
@@ -204,17 +209,20 @@ struct PostgresStoreTests {
         let harness = StateHarness(store: store)
         #expect(try await harness.run([Table.subscribed]).events.map(\.type) == ["granted"])
         try server.stop()
-        // The database comes back while the next batch is waiting for it.
-        let restart = Thread { try? server.start() }
-        let restarted = Task.detached { () -> Bool in
-            try await Task.sleep(for: .seconds(2))
+        // The database comes back while the next batch is waiting for it. A plain thread, not
+        // a Task: the batch below blocks its cooperative thread while it retries, and other
+        // tests may hold the rest of the pool.
+        let readyDuringOutage = Mutex<Bool?>(nil)
+        let restartFailure = Mutex<String?>(nil)
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 2)
             // Meanwhile the batch is retrying: readiness (containedKeys([])) reports the outage.
-            let readyDuringOutage = (try? store.containedKeys([])) != nil
-            restart.start()
-            return readyDuringOutage
+            readyDuringOutage.withLock { $0 = (try? store.containedKeys([])) != nil }
+            do { try server.start() } catch { restartFailure.withLock { $0 = "\(error)" } }
         }
         let during = try await harness.run([Table.disabled, Table.expiredVoluntary])
-        #expect(try await restarted.value == false, "readiness stayed true while PostgreSQL was down")
+        #expect(restartFailure.withLock { $0 } == nil)
+        #expect(readyDuringOutage.withLock { $0 } == false, "readiness stayed true while PostgreSQL was down")
         #expect(try store.containedKeys([]).isEmpty, "readiness is true again once a call succeeded")
         #expect(during.events.map(\.type) == ["auto_renew_disabled", "expired"])
         #expect(try store.subscription(originalTransactionId: "1000")?.state == .expired)

@@ -143,6 +143,7 @@ final class StateHarness {
     let dedupe: DedupeStage
     let transition: TransitionStage
     private var line: Int64 = 0
+    private let executor = StageExecutor(label: "signet.test.state-harness")
 
     init(
         store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,
@@ -166,20 +167,27 @@ final class StateHarness {
             line += 1
             return Fixture.record(payload, line: line)
         })
-        if useDedupe { try await dedupe.process(&batch) }
-        try await transition.process(&batch)
-        if acknowledge {
-            try await transition.acknowledge(batch)
-            if useDedupe { try await dedupe.acknowledge(batch) }
+        // On a thread of its own, as the runner does: store calls block (a PostgreSQL store
+        // retrying through an outage blocks for seconds), which on the cooperative pool would
+        // stall the tests running beside this one.
+        try await withTaskExecutorPreference(executor) {
+            if useDedupe { try await dedupe.process(&batch) }
+            try await transition.process(&batch)
+            if acknowledge {
+                try await transition.acknowledge(batch)
+                if useDedupe { try await dedupe.acknowledge(batch) }
+            }
         }
         return Self.result(of: batch)
     }
 
     /// One expiry sweep at `instant`, acknowledged (delivered) unless told not to; its events.
     func sweep(at instant: Int64, acknowledge: Bool = true) async throws -> [PublishedEvent] {
-        guard let batch = try transition.sweep(at: instant, limit: 1000) else { return [] }
-        if acknowledge { try await transition.acknowledge(batch) }
-        return Self.result(of: batch).events
+        try await withTaskExecutorPreference(executor) {
+            guard let batch = try transition.sweep(at: instant, limit: 1000) else { return [] }
+            if acknowledge { try await transition.acknowledge(batch) }
+            return Self.result(of: batch).events
+        }
     }
 
     /// Runs each payload as its own batch; returns all events.

@@ -70,9 +70,15 @@ public final class AdminServer: Service {
         }
         if let store {
             let api = EntitlementAPI(store: store, token: token, logger: logger)
-            router.get("/v1/entitlements") { request, _ in api.entitlements(request) }
+            // Store reads block (a PostgreSQL round trip, a SQLite page read): on a thread of
+            // their own, so the cooperative pool keeps serving the webhook and /readyz.
+            let reads = StageExecutor(label: "signet.api.store")
+            router.get("/v1/entitlements") { request, _ in
+                await withTaskExecutorPreference(reads) { api.entitlements(request) }
+            }
             router.get("/v1/subscriptions/:originalTransactionId") { request, context in
-                api.subscription(request, originalTransactionId: context.parameters.get("originalTransactionId") ?? "")
+                let id = context.parameters.get("originalTransactionId") ?? ""
+                return await withTaskExecutorPreference(reads) { api.subscription(request, originalTransactionId: id) }
             }
         }
         let app = Application(
