@@ -149,6 +149,39 @@ struct PostgresStoreTests {
         #expect(try stores[1].undeliveredEvents().count == rounds)
     }
 
+    /// What the transition stage does: it announces a batch's purchases first, and the store
+    /// locks them in one order, so opposite orders inside the batches never deadlock.
+    @Test func batchesThatPrefetchNeverDeadlock() async throws {
+        let server = try Self.server()
+        let url = try server.makeDatabase()
+        let options = try Self.options(url)
+        let writers = 4, rounds = 25, subscriptions = 4
+        let stores = try (0..<writers).map { _ in try PostgresStateStore(options: options) }
+        _ = try await Self.concurrently(writers) { writer in
+            for _ in 0..<rounds {
+                try stores[writer].withTransaction { transaction in
+                    let ids = (0..<subscriptions).map { "sub-\($0)" }
+                    let order = writer % 2 == 0 ? ids : ids.reversed()
+                    try transaction.prefetch(keys: [], originalTransactionIds: order)
+                    for id in order {
+                        var snapshot = try transaction.subscription(originalTransactionId: id)
+                            ?? SubscriptionSnapshot(originalTransactionId: id, state: .active, entitled: true, evaluatedAt: 0)
+                        snapshot.evaluatedAt += 1
+                        try transaction.save(snapshot)
+                    }
+                }
+            }
+        }
+        for store in stores { try store.close() }  // a backend flushes its statistics when it ends
+        let database = PostgresServer.databaseName(url)
+        let check = try PostgresStateStore.openReadOnly(url: url)
+        defer { try? check.close() }
+        for index in 0..<subscriptions {
+            #expect(try check.subscription(originalTransactionId: "sub-\(index)")?.evaluatedAt == Int64(writers * rounds))
+        }
+        #expect(try server.psql(database, "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()") == "0")
+    }
+
     @Test func dedupeIsExactAcrossInstances() async throws {
         let url = try Self.server().makeDatabase()
         let options = try Self.options(url)

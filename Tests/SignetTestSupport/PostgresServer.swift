@@ -100,7 +100,7 @@ public final class PostgresServer: Sendable {
 
     /// Starts the (stopped) server again on the same port.
     public func start() throws(PostgresServerError) {
-        let settings = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        let settings = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 -c deadlock_timeout=100ms"
         try Self.run(binaries + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-o", settings, "-w", "start"],
                      asPostgres: runAsPostgres)
     }

@@ -88,6 +88,8 @@ public final class TransitionStage: TickingStage {
         let policy = options.policy
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
+            try transaction.prefetch(
+                keys: work.map(\.key), originalTransactionIds: work.compactMap(\.input.originalTransactionId))
             var seen = Set<String>(minimumCapacity: work.count)
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(work.count)

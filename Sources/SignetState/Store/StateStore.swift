@@ -38,6 +38,13 @@ public protocol StateStore: AnyObject, Sendable {
 
 /// The operations available inside ``StateStore/withTransaction(_:)``.
 public protocol StateTransaction {
+    /// Announces, before anything else in the transaction, every dedupe key and purchase
+    /// (originalTransactionId) a batch may read or write. A store may read them all at once
+    /// instead of one round trip each, and a shared store locks the purchases here in one
+    /// fixed order, so two instances whose batches overlap wait for each other instead of
+    /// deadlocking. Optional: every other call stays correct for keys and purchases not
+    /// announced. The default does nothing (an embedded store gains nothing from it).
+    func prefetch(keys: [String], originalTransactionIds: [String]) throws
     /// Whether a dedupe key was recorded (committed earlier or in this transaction).
     func containsKey(_ key: String) throws -> Bool
     /// Records a dedupe key.
@@ -61,6 +68,10 @@ public protocol StateTransaction {
     /// nil) so this never scans every purchase; a shared store (PostgreSQL) should lock the
     /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances do not sweep one purchase.
     func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot]
+}
+
+extension StateTransaction {
+    public func prefetch(keys: [String], originalTransactionIds: [String]) throws {}
 }
 
 /// One row of the transactional outbox: an event exactly as first serialised.
