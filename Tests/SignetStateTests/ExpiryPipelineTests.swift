@@ -95,7 +95,7 @@ struct ExpiryPipelineTests {
         var writerOpen = true
         defer { if writerOpen { close(writer) } }
 
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let clock = TestClock(Self.t0 + Self.day)
         var options = TransitionStage.Options()

@@ -18,7 +18,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func lostExpiredNotificationExpiresOnceBySweep(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed, Table.disabled])
@@ -48,7 +48,7 @@ import Testing
     func sweepEventsDoNotDependOnWhenTheSweepRuns(_ factory: StoreFactory) async throws {
         var runs: [[[UInt8]]] = []
         for sweepAt in [Self.end + Self.leeway, Self.end + 90 * Self.day] {
-            let store = try factory.make()
+            let store = try await factory.make()
             defer { try? store.close() }
             let harness = StateHarness(store: store)
             _ = try await harness.runEach([Table.subscribed, Table.disabled])
@@ -60,7 +60,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func anUndeliveredSweepIsRedeliveredByteForByte(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed])
@@ -77,7 +77,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func graceThatLapsesEntersBillingRetryOnce(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed, Table.failGrace])
@@ -97,7 +97,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func aRenewalReportedWithinTheLeewayDoesNotFlap(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let clock = TestClock(Self.end + Self.leeway / 2)
         let harness = StateHarness(store: store) { $0.clock = clock.function }
@@ -117,7 +117,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func nonRenewingSubscriptionsEndByTheirDurationPolicy(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         var policy = TransitionPolicy()
         policy.nonRenewingDurations.set("season.pass", .seconds(30 * 86_400))
@@ -152,7 +152,7 @@ import Testing
     @Test(arguments: StoreFactory.all)
     func aPaidPeriodEndingInBillingRetryChangesTheEntitlement(_ factory: StoreFactory) async throws {
         // Apple started billing retry before the paid period ended: access lasts until it ends.
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         let early = F.notification(

@@ -23,7 +23,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func refundOfAnOlderPeriodWhoseRenewalWasLostKeepsTheCurrentPeriod(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed])
@@ -46,7 +46,7 @@ import Testing
 
     @Test(arguments: StoreFactory.all)
     func afterASweepExpiredItTheSameRefundGrantsAgain(_ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed])
@@ -62,7 +62,7 @@ import Testing
         // status at all) the refunded transaction is the current one.
         let cases: [(SubscriptionStatus?, Int64?)] = [(.revoked, Self.secondEnd), (.active, Self.firstEnd), (nil, Self.secondEnd), (.active, nil)]
         for (index, (status, renewalDate)) in cases.enumerated() {
-            let store = try factory.make()
+            let store = try await factory.make()
             defer { try? store.close() }
             let harness = StateHarness(store: store)
             _ = try await harness.runEach([Table.subscribed])
@@ -76,7 +76,7 @@ import Testing
 
     /// Applies `history`, then `input`, on a fresh store of `factory`: the input's events.
     static func events(_ factory: StoreFactory, after history: [VerifiedPayload], _ input: VerifiedPayload) async throws -> [PublishedEvent] {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.runEach(history)

@@ -117,12 +117,12 @@ struct BatchResult {
 /// PostgreSQL binaries are not installed, which ``PostgresStoreTests`` reports).
 struct StoreFactory: Sendable, CustomTestStringConvertible {
     let name: String
-    let make: @Sendable () throws -> any StateStore
+    let make: @Sendable () async throws -> any StateStore
     var testDescription: String { name }
 
     static let memory = StoreFactory(name: "memory") { InMemoryStateStore() }
     static let sqlite = StoreFactory(name: "sqlite") { try SQLiteStateStore(path: Fixture.temporaryDatabase()) }
-    static let postgres = StoreFactory(name: "postgres") { try StoreKind.postgres.makeLocation().open() }
+    static let postgres = StoreFactory(name: "postgres") { try await StoreKind.postgres.makeLocation().open() }
     static let all = [memory, sqlite] + (PostgresServer.unavailableReason == nil ? [postgres] : [])
 }
 

@@ -9,15 +9,15 @@ import Testing
 
     @Test(arguments: StoreKind.durable)
     func restartRedeliversExactlyTheUndeliveredEvents(_ kind: StoreKind) async throws {
-        let location = try kind.makeLocation()
-        var store = try location.open()
+        let location = try await kind.makeLocation()
+        var store = try await location.open()
         var harness = StateHarness(store: store)
         _ = try await harness.run([Table.subscribed])
         let unacked = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
         #expect(unacked.events.map(\.type) == ["auto_renew_disabled", "expired"])
         try store.close()
 
-        store = try location.open()
+        store = try await location.open()
         harness = StateHarness(store: store)
         let redelivery = try #require(try await harness.transition.undeliveredOutputs())
         let again = StateHarness.result(of: redelivery)
@@ -30,7 +30,7 @@ import Testing
         try await harness.dedupe.acknowledge(redelivery)
         #expect(try await harness.transition.undeliveredOutputs() == nil)
         try store.close()
-        let reopened = try location.open()
+        let reopened = try await location.open()
         #expect(try reopened.undeliveredEvents().isEmpty)
         #expect(try reopened.subscription(originalTransactionId: "1000")?.state == .expired)
         try reopened.close()
@@ -38,7 +38,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func outboxRetentionKeepsDeliveredRowsUntilPruned(_ kind: StoreKind) async throws {
-        let store = try kind.makeLocation(outboxRetention: .seconds(3600)).open()
+        let store = try await kind.makeLocation(outboxRetention: .seconds(3600)).open()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
         _ = try await harness.run([Table.subscribed])
@@ -53,7 +53,7 @@ import Testing
     @Test(arguments: StoreKind.available)
     func aBatchThatFailsCommitsNothing(_ kind: StoreKind) async throws {
         struct Boom: Error {}
-        let store = try kind.makeLocation().open()
+        let store = try await kind.makeLocation().open()
         defer { try? store.close() }
         #expect(throws: Boom.self) {
             try store.withTransaction { transaction in
@@ -79,8 +79,8 @@ import Testing
     }
 
     @Test(arguments: StoreKind.available)
-    func aSnapshotRoundTripsEveryField(_ kind: StoreKind) throws {
-        let store = try kind.makeLocation().open()
+    func aSnapshotRoundTripsEveryField(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
         defer { try? store.close() }
         var snapshot = SubscriptionSnapshot(originalTransactionId: "77", state: .gracePeriod, entitled: true, evaluatedAt: 42)
         snapshot.transactionId = "t"; snapshot.productId = "p"; snapshot.productType = "Auto-Renewable Subscription"

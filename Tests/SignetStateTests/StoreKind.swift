@@ -17,12 +17,15 @@ enum StoreKind: String, CaseIterable, Sendable {
     static var durable: [StoreKind] { available.filter { $0 != .memory } }
 
     /// A fresh store of each available kind.
-    static func freshStores() throws -> [any StateStore] {
-        try available.map { try $0.makeLocation().open() }
+    static func freshStores() async throws -> [any StateStore] {
+        var stores: [any StateStore] = []
+        for kind in available { stores.append(try await kind.makeLocation().open()) }
+        return stores
     }
 
     /// Where one test's store lives: a new SQLite file or PostgreSQL database.
-    func makeLocation(outboxRetention: Duration = .zero) throws -> StoreLocation {
+    /// PostgreSQL's `CREATE DATABASE` runs off the cooperative pool (``offPool(_:)``).
+    func makeLocation(outboxRetention: Duration = .zero) async throws -> StoreLocation {
         switch self {
         case .memory: return .memory(InMemoryStateStore(outboxRetention: outboxRetention))
         case .sqlite:
@@ -30,7 +33,8 @@ enum StoreKind: String, CaseIterable, Sendable {
             options.outboxRetention = outboxRetention
             return .sqlite(Fixture.temporaryDatabase(), options)
         case .postgres:
-            var options = PostgresStoreOptions(url: try PostgresURL(try PostgresServer.shared.get().makeDatabase()))
+            let url = try await offPool { try PostgresServer.shared.get().makeDatabase() }
+            var options = PostgresStoreOptions(url: try PostgresURL(url))
             options.outboxRetention = outboxRetention
             options.lease = .seconds(2)
             options.outageTimeout = .seconds(60)
@@ -46,11 +50,12 @@ enum StoreLocation {
     case sqlite(String, SQLiteStateStore.Options)
     case postgres(PostgresStoreOptions)
 
-    func open() throws -> any StateStore {
+    /// Opening a PostgreSQL store (connect, migrate, lease) runs off the cooperative pool.
+    func open() async throws -> any StateStore {
         switch self {
         case .memory(let store): return store
         case .sqlite(let path, let options): return try SQLiteStateStore(path: path, options: options)
-        case .postgres(let options): return try PostgresStateStore(options: options)
+        case .postgres(let options): return try await offPool { try PostgresStateStore(options: options) }
         }
     }
 }

@@ -9,12 +9,14 @@ import Testing
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
-    static func stores() throws -> [any StateStore] {
-        try StoreFactory.all.map { try $0.make() }
+    static func stores() async throws -> [any StateStore] {
+        var stores: [any StateStore] = []
+        for factory in StoreFactory.all { stores.append(try await factory.make()) }
+        return stores
     }
 
     @Test func sameNotificationThreeTimesHasOneEffect() async throws {
-        for store in try Self.stores() {
+        for store in try await Self.stores() {
             let harness = StateHarness(store: store)
             // Three copies in one batch, then three more in later batches.
             let first = try await harness.run([Table.subscribed, Table.subscribed, Table.subscribed])
@@ -44,7 +46,7 @@ import Testing
             .didRenew, uuid: "dr", signed: t0 + 30 * day,
             transaction: F.transaction(id: "2000", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 30 * day),
             renewal: F.renewal(signed: t0 + 30 * day))
-        for store in try Self.stores() {
+        for store in try await Self.stores() {
             let harness = StateHarness(store: store)
             #expect(try await harness.runEach([renew]).map(\.type) == ["granted"])
             // The older ones arrive now: SUBSCRIBED, a failure, an auto-renew toggle.
@@ -91,7 +93,7 @@ import Testing
             .refund, uuid: "late-refund", signed: t0 + 120 * day,
             transaction: F.transaction(id: "1000", product: "pro.yearly", purchase: t0, expires: t0 + 365 * day,
                                        signed: t0 + 120 * day, revoked: t0 + 120 * day, revocationType: .refundFull))
-        for store in try Self.stores() {
+        for store in try await Self.stores() {
             let harness = StateHarness(store: store)
             _ = try await harness.run([F.notification(.subscribed, .initialBuy, uuid: "y", signed: t0, transaction: yearly)])
             let events = try await harness.runEach([refund])
@@ -218,7 +220,7 @@ import Testing
     }
 
     @Test func appForwardedTransactionGrantsOnceBeforeTheNotification() async throws {
-        for store in try Self.stores() {
+        for store in try await Self.stores() {
             let harness = StateHarness(store: store)
             // The app forwards the purchase a moment after it happened (Apple signs it then).
             let forwarded = F.appTransaction(F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 2000))
@@ -253,7 +255,7 @@ import Testing
     @Test func replayYieldsTheSameEventIdsAndBytes() async throws {
         let inputs = Table.rows.flatMap { $0.history + [$0.input] }
         var runs: [[[UInt8]]] = []
-        for store in try Self.stores() {
+        for store in try await Self.stores() {
             let harness = StateHarness(store: store)
             runs.append(try await harness.runEach(inputs).map(\.bytes))
         }

@@ -305,7 +305,7 @@ enum Table {
 
     @Test(arguments: Table.rows, StoreFactory.all)
     func row(_ row: TableRow, _ factory: StoreFactory) async throws {
-        let store = try factory.make()
+        let store = try await factory.make()
         defer { try? store.close() }
         do {
             let harness = StateHarness(store: store)
