@@ -58,6 +58,7 @@ class PostgresServer:
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
+            os.chmod(work, 0o711)  # mkdtemp makes it 0700: the postgres user must reach its folder
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]

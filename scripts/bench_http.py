@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -71,14 +72,17 @@ def environment(folder, data, port=None):
 
 
 def stdin_rate(binary, folder, count):
+    """Notifications/s of the stdin pipeline, and its CPU seconds."""
     summary = os.path.join(folder, "stdin-summary.json")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.path.join(folder, "notifications.ndjson"), "rb") as stdin:
         start = time.perf_counter()
         subprocess.run([binary, "run", "--summary-json", summary], stdin=stdin, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, env=environment(folder, "data-stdin"), check=True)
         wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     elapsed = json.load(open(summary)).get("elapsedSeconds") or wall
-    return count / elapsed
+    return count / elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 class Server:
@@ -101,15 +105,24 @@ class Server:
         return self.process.wait(timeout=60)
 
 
+def process_cpu_seconds(pid):
+    """User + system CPU time of a running process, from /proc (Linux)."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wrk_run(folder, port, duration, count):
     script = os.path.join(folder, "post.lua")
     with open(script, "w") as f:
         f.write(LUA)
     threads = 2
     env = dict(os.environ, BENCH_BODIES=os.path.join(folder, "notifications.ndjson"), BENCH_THREADS=str(threads))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     output = subprocess.run(
         ["wrk", "-t%d" % threads, "-c64", "-d%ds" % duration, "--latency", "-s", script,
          "http://127.0.0.1:%d/notifications" % port], env=env, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     requests = int(re.search(r"(\d+) requests in", output).group(1))
     seconds = float(re.search(r"requests in ([\d.]+)s", output).group(1))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
@@ -117,7 +130,7 @@ def wrk_run(folder, port, duration, count):
     latencies = dict(re.findall(r"^\s+(50|99)(?:\.\d+)?%\s+([\d.]+\w+)", output, re.M))
     if requests > count:
         print("  note: wrk sent %d requests for %d fixtures; repeats were deduplicated" % (requests, count))
-    return (requests - errors) / seconds, errors, latencies, output
+    return (requests - errors) / seconds, errors, latencies, output, requests, client_cpu
 
 
 async def paced(port, bodies, rate, seconds):
@@ -176,14 +189,19 @@ def main():
         cores = os.cpu_count()
         print("signet webhook benchmark: %d fixtures, %d cores" % (args.count, cores))
 
-        stdin = stdin_rate(args.binary, folder, args.count)
+        stdin, stdin_cpu = stdin_rate(args.binary, folder, args.count)
         print("  stdin pipeline:          %8.0f notifications/s" % stdin)
 
         server = Server(args.binary, folder, "data-wrk")
-        rate, errors, wrk_latency, _ = wrk_run(folder, server.port, args.duration, args.count)
+        server_cpu = process_cpu_seconds(server.process.pid)
+        rate, errors, wrk_latency, _, requests, client_cpu = wrk_run(folder, server.port, args.duration, args.count)
+        server_cpu = process_cpu_seconds(server.process.pid) - server_cpu
         code = server.stop()
         print("  webhook, wrk -c64:       %8.0f requests/s answered 200 (%d other answers; wrk p50 %s, p99 %s; exit %d)"
               % (rate, errors, wrk_latency.get("50", "?"), wrk_latency.get("99", "?"), code))
+
+        print("  CPU per request:         signet %.3f ms, wrk %.3f ms (stdin pipeline: %.3f ms per notification)"
+              % (server_cpu * 1000 / requests, client_cpu * 1000 / requests, stdin_cpu * 1000 / args.count))
 
         half = stdin / 2
         bodies = [line.encode() for line in open(os.path.join(folder, "notifications.ndjson")).read().splitlines()]

@@ -1,19 +1,29 @@
 import NIOCore
 import PostgresNIO
+import SignetCore
 import SignetState
 
 /// The SQL of ``PostgresStateStore`` and the mapping between rows and Signet's types.
 enum PostgresSchema {
-    static let subscriptionColumns = """
-        original_transaction_id, state, entitled, transaction_id, product_id, product_type, bundle_id, \
-        environment, app_account_token, ownership, purchase_date, expires_date, transaction_signed_date, \
-        revocation_date, revocation_reason, revocation_type, auto_renew, auto_renew_product_id, billing_retry, \
-        grace_period_expires_date, expiration_intent, renewal_signed_date, evaluated_at, last_notification_type, \
-        last_subtype, last_notification_uuid, expires_date_source, renewal_date, next_boundary, version
+    /// Every subscription column but `version`, with its SQL type: the record type of the
+    /// batch writes (`jsonb_to_recordset`), and, by name, the columns read and written.
+    static let subscriptionRecordType = """
+        original_transaction_id text, state text, entitled boolean, transaction_id text, product_id text, \
+        product_type text, bundle_id text, environment text, app_account_token text, ownership text, \
+        purchase_date bigint, expires_date bigint, transaction_signed_date bigint, revocation_date bigint, \
+        revocation_reason bigint, revocation_type text, auto_renew boolean, auto_renew_product_id text, \
+        billing_retry boolean, grace_period_expires_date bigint, expiration_intent bigint, \
+        renewal_signed_date bigint, evaluated_at bigint, last_notification_type text, last_subtype text, \
+        last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint
         """
 
-    /// How many values ``bind(_:to:)`` appends (every column but `version`).
-    static let boundColumns = 29
+    /// The names of ``subscriptionRecordType``, in order.
+    static let subscriptionFieldNames: [String] = subscriptionRecordType.split(separator: ",").map {
+        String($0.split(whereSeparator: \.isWhitespace)[0])
+    }
+
+    /// The columns ``snapshot(from:)`` reads, `version` last.
+    static let subscriptionColumns = (subscriptionFieldNames + ["version"]).joined(separator: ", ")
 
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
 
@@ -24,43 +34,42 @@ enum PostgresSchema {
             SELECT 1 FROM signet_instances i WHERE i.id = o.owner AND i.lease_expires_at > now()))
         """
 
-    /// Appends the snapshot's values as `$first...` binds, in ``subscriptionColumns`` order (without version).
-    static func bind(_ snapshot: SubscriptionSnapshot, to binds: inout PostgresBindings) {
-        binds.append(snapshot.originalTransactionId)
-        binds.append(snapshot.state.rawValue)
-        binds.append(snapshot.entitled)
-        binds.append(snapshot.transactionId)
-        binds.append(snapshot.productId)
-        binds.append(snapshot.productType)
-        binds.append(snapshot.bundleId)
-        binds.append(snapshot.environment)
-        binds.append(snapshot.appAccountToken)
-        binds.append(snapshot.ownership)
-        binds.append(snapshot.purchaseDate)
-        binds.append(snapshot.expiresDate)
-        binds.append(snapshot.transactionSignedDate)
-        binds.append(snapshot.revocationDate)
-        binds.append(snapshot.revocationReason)
-        binds.append(snapshot.revocationType)
-        binds.append(snapshot.autoRenewEnabled)
-        binds.append(snapshot.autoRenewProductId)
-        binds.append(snapshot.isInBillingRetryPeriod)
-        binds.append(snapshot.gracePeriodExpiresDate)
-        binds.append(snapshot.expirationIntent)
-        binds.append(snapshot.renewalSignedDate)
-        binds.append(snapshot.evaluatedAt)
-        binds.append(snapshot.lastNotificationType)
-        binds.append(snapshot.lastSubtype)
-        binds.append(snapshot.lastNotificationUUID)
-        binds.append(snapshot.expiresDateSource)
-        binds.append(snapshot.renewalDate)
+    /// Appends the snapshot as one JSON object of ``subscriptionRecordType`` (nil values
+    /// left out, which reads as NULL), plus `expected`: the version it replaces (0: none).
+    static func appendJSON(_ snapshot: SubscriptionSnapshot, expected: Int64, to json: inout JSONText) {
+        json.beginObject()
+        json.field("original_transaction_id", snapshot.originalTransactionId)
+        json.field("state", snapshot.state.rawValue)
+        json.field("entitled", snapshot.entitled)
+        json.field("transaction_id", snapshot.transactionId)
+        json.field("product_id", snapshot.productId)
+        json.field("product_type", snapshot.productType)
+        json.field("bundle_id", snapshot.bundleId)
+        json.field("environment", snapshot.environment)
+        json.field("app_account_token", snapshot.appAccountToken)
+        json.field("ownership", snapshot.ownership)
+        json.field("purchase_date", snapshot.purchaseDate)
+        json.field("expires_date", snapshot.expiresDate)
+        json.field("transaction_signed_date", snapshot.transactionSignedDate)
+        json.field("revocation_date", snapshot.revocationDate)
+        json.field("revocation_reason", snapshot.revocationReason)
+        json.field("revocation_type", snapshot.revocationType)
+        json.field("auto_renew", snapshot.autoRenewEnabled)
+        json.field("auto_renew_product_id", snapshot.autoRenewProductId)
+        json.field("billing_retry", snapshot.isInBillingRetryPeriod)
+        json.field("grace_period_expires_date", snapshot.gracePeriodExpiresDate)
+        json.field("expiration_intent", snapshot.expirationIntent)
+        json.field("renewal_signed_date", snapshot.renewalSignedDate)
+        json.field("evaluated_at", snapshot.evaluatedAt)
+        json.field("last_notification_type", snapshot.lastNotificationType)
+        json.field("last_subtype", snapshot.lastSubtype)
+        json.field("last_notification_uuid", snapshot.lastNotificationUUID)
+        json.field("expires_date_source", snapshot.expiresDateSource)
+        json.field("renewal_date", snapshot.renewalDate)
         // Persisted (indexed) so the expiry sweep finds due purchases without a scan.
-        binds.append(snapshot.nextBoundary)
-    }
-
-    /// `$1, $2, ..., $count`.
-    static func placeholders(_ count: Int, from first: Int = 1) -> String {
-        (first..<(first + count)).map { "$\($0)" }.joined(separator: ", ")
+        json.field("next_boundary", snapshot.nextBoundary)
+        json.field("expected", expected)
+        json.endObject()
     }
 
     /// Reads a row selected with ``subscriptionColumns``: the snapshot and its version.

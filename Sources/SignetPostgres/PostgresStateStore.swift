@@ -110,6 +110,7 @@ public final class PostgresStateStore: StateStore {
             let result: Result
             do {
                 result = try body(transaction)
+                try transaction.flush()
                 try state.session.execute("COMMIT")
             } catch {
                 _ = try? state.session.execute("ROLLBACK")

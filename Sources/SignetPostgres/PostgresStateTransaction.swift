@@ -1,17 +1,21 @@
 import Foundation
 import NIOCore
 import PostgresNIO
+import SignetCore
 import SignetState
 
 /// The operations of one PostgreSQL transaction of ``PostgresStateStore``.
+///
+/// Round trips, not rows, are what a batch costs here, so reads come in bulk
+/// (``prefetch(keys:originalTransactionIds:)``) and writes are queued and sent by
+/// ``flush()`` just before the commit: about eight statements per batch, whatever its size.
 ///
 /// Concurrency between instances: a snapshot is read `FOR UPDATE` (the row stays locked
 /// until commit) and written back with compare-and-set on its `version`; a purchase no
 /// row exists for yet is inserted only if no other instance inserted it meanwhile. A
 /// dedupe key is inserted only if absent. Any of these losing a race throws a conflict
-/// (as does PostgreSQL's deadlock detection when two batches lock rows in opposite
-/// orders), and the store reruns the whole batch in a new transaction, which then sees
-/// the winner's commit.
+/// (as does PostgreSQL's deadlock detection, for a caller that does not prefetch), and the
+/// store reruns the whole batch in a new transaction, which then sees the winner's commit.
 final class PostgresStateTransaction: StateTransaction {
     private let session: PostgresSession
     private let instanceId: String
@@ -21,12 +25,19 @@ final class PostgresStateTransaction: StateTransaction {
     private var versions: [String: Int64] = [:]
     private var written: [String: SubscriptionSnapshot] = [:]
     private var recorded: Set<String> = []
+    /// Recorded in this transaction and not yet inserted (see ``flush()``).
+    private var pendingKeys: [String] = []
+    private var pendingSeenAt: [Int64] = []
     /// Announced by ``prefetch(keys:originalTransactionIds:)``: the keys looked up, and which
     /// of them were recorded when the transaction started.
     private var prefetchedKeys: Set<String> = []
     private var knownKeys: Set<String> = []
     /// Purchases read (and locked) by the prefetch; nil: no row existed.
     private var prefetched: [String: SubscriptionSnapshot?] = [:]
+    /// Outbox rows queued by ``appendEvent(_:payload:inputKey:createdAt:)`` (JSON objects).
+    private var pendingEvents: [[UInt8]] = []
+    /// Sequence numbers reserved for this transaction's outbox rows, last one next.
+    private var reservedSequences: [Int64] = []
     /// Outbox rows this transaction added or claimed (in flight once it commits).
     private(set) var claimed: [Int64] = []
 
@@ -83,13 +94,42 @@ final class PostgresStateTransaction: StateTransaction {
         return try !session.query("SELECT 1 FROM signet_dedupe_keys WHERE key = \(key)").isEmpty
     }
 
+    /// Queued and inserted in one statement by ``flush()`` before the commit: the answer
+    /// (another instance recorded it meanwhile) only matters for the batch as a whole.
     func recordKey(_ key: String, seenAt: Int64) throws {
         guard !recorded.contains(key) else { return }
-        let inserted = try session.query(
-            "INSERT INTO signet_dedupe_keys (key, seen_at) VALUES (\(key), \(seenAt)) ON CONFLICT DO NOTHING RETURNING 1")
-        // Another instance recorded it since we looked: rerun the batch (it is a duplicate now).
-        if inserted.isEmpty { throw PostgresStoreError("dedupe key recorded concurrently", sqlState: "23505") }
+        pendingKeys.append(key)
+        pendingSeenAt.append(seenAt)
         recorded.insert(key)
+    }
+
+    /// Writes what the batch queued, just before the commit, in at most four statements:
+    /// dedupe keys, updated purchases, new purchases, outbox rows. A key or new purchase
+    /// another instance inserted meanwhile, or a purchase whose version moved, reruns the batch.
+    func flush() throws {
+        try flushKeys()
+        try flushSubscriptions()
+        try flushEvents()
+    }
+
+    /// Inserts the queued dedupe keys, each only if absent. One already there means another
+    /// instance recorded it since this batch looked: the batch is rerun (it is a duplicate now).
+    private func flushKeys() throws {
+        guard !pendingKeys.isEmpty else { return }
+        var binds = PostgresBindings()
+        binds.append(pendingKeys)
+        binds.append(pendingSeenAt)
+        let inserted = try session.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO signet_dedupe_keys (key, seen_at) SELECT * FROM unnest($1::text[], $2::bigint[])
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, binds: binds))
+        defer {
+            pendingKeys = []
+            pendingSeenAt = []
+        }
+        if inserted.count < pendingKeys.count {
+            throw PostgresStoreError("dedupe key recorded concurrently", sqlState: "23505")
+        }
     }
 
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
@@ -107,45 +147,106 @@ final class PostgresStateTransaction: StateTransaction {
         return snapshot
     }
 
+    /// Kept until ``flush()``, which writes every purchase of the batch in one statement.
+    /// The row is read (and locked) first when it was not yet, for its version.
     func save(_ snapshot: SubscriptionSnapshot) throws {
         let id = snapshot.originalTransactionId
         if versions[id] == nil { _ = try subscription(originalTransactionId: id) }
-        let expected = versions[id] ?? 0
-        var binds = PostgresBindings()
-        PostgresSchema.bind(snapshot, to: &binds)
-        let columns = PostgresSchema.subscriptionColumns.replacingOccurrences(of: ", version", with: "")
-        let sql: String
-        if expected == 0 {
-            sql = "INSERT INTO signet_subscriptions (\(columns)) VALUES (\(PostgresSchema.placeholders(PostgresSchema.boundColumns))) "
-                + "ON CONFLICT DO NOTHING RETURNING version"
-        } else {
-            let assignments = columns.split(separator: ",").enumerated().dropFirst().map { index, column in
-                "\(column.trimmingCharacters(in: .whitespacesAndNewlines)) = $\(index + 1)"
-            }.joined(separator: ", ")
-            binds.append(expected)
-            sql = "UPDATE signet_subscriptions SET \(assignments), version = version + 1, updated_at = now() "
-                + "WHERE original_transaction_id = $1 AND version = $\(PostgresSchema.boundColumns + 1) RETURNING version"
-        }
-        let rows = try session.query(PostgresQuery(unsafeSQL: sql, binds: binds))
-        guard let row = rows.first, let version = try? row.decode(Int64.self) else {
-            throw PostgresStoreError("subscription \(id) changed concurrently", sqlState: "40001")
-        }
-        versions[id] = version
         written[id] = snapshot
     }
 
+    /// Takes a sequence number from a block reserved in advance and queues the row for
+    /// ``flush()``: one statement per batch instead of one per event.
     func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
-        let rows = try session.query("""
-            INSERT INTO signet_outbox (event_id, event_type, message_key, environment, product_id, payload, created_at, input_key, owner)
-            VALUES (\(event.eventId), \(event.type.rawValue), \(event.originalTransactionId ?? ""), \(event.environment),
-                    \(event.productId), \(ByteBuffer(bytes: payload)), \(createdAt), \(inputKey), \(instanceId))
-            RETURNING seq
-            """)
-        guard let sequence = try rows.first?.decode(Int64.self) else {
-            throw PostgresStoreError("the outbox insert returned no sequence")
+        if reservedSequences.isEmpty {
+            let count = max(32, 2 * prefetchedKeys.count - pendingEvents.count)
+            let rows = try session.query("""
+                SELECT nextval(pg_get_serial_sequence('signet_outbox', 'seq')) FROM generate_series(1, \(count))
+                """)
+            reservedSequences = try rows.map { try $0.decode(Int64.self) }.reversed()
         }
+        guard let sequence = reservedSequences.popLast() else {
+            throw PostgresStoreError("no outbox sequence number was reserved")
+        }
+        var json = JSONText(reserving: payload.count * 4 / 3 + 256)
+        json.beginObject()
+        json.field("seq", sequence)
+        json.field("event_id", event.eventId)
+        json.field("event_type", event.type.rawValue)
+        json.field("message_key", event.originalTransactionId ?? "")
+        json.field("environment", event.environment)
+        json.field("product_id", event.productId)
+        json.field("payload", Data(payload).base64EncodedString())
+        json.field("created_at", createdAt)
+        json.field("input_key", inputKey)
+        json.endObject()
+        pendingEvents.append(json.bytes)
         claimed.append(sequence)
         return sequence
+    }
+
+    private func flushSubscriptions() throws {
+        guard !written.isEmpty else { return }
+        var updates = JSONText(), inserts = JSONText()
+        updates.beginArray()
+        inserts.beginArray()
+        var updateCount = 0, insertCount = 0
+        for (id, snapshot) in written.sorted(by: { $0.key < $1.key }) {
+            let expected = versions[id] ?? 0
+            if expected == 0 {
+                PostgresSchema.appendJSON(snapshot, expected: 0, to: &inserts)
+                insertCount += 1
+            } else {
+                PostgresSchema.appendJSON(snapshot, expected: expected, to: &updates)
+                updateCount += 1
+            }
+        }
+        updates.endArray()
+        inserts.endArray()
+        let fields = PostgresSchema.subscriptionFieldNames
+        let record = "jsonb_to_recordset($1::jsonb) AS v(\(PostgresSchema.subscriptionRecordType), expected bigint)"
+        if updateCount > 0 {
+            let assigned = fields.dropFirst()
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                UPDATE signet_subscriptions s SET (\(assigned.joined(separator: ", "))) = (\(assigned.map { "v." + $0 }.joined(separator: ", "))),
+                    version = s.version + 1, updated_at = now()
+                FROM \(record)
+                WHERE s.original_transaction_id = v.original_transaction_id AND s.version = v.expected
+                RETURNING 1
+                """, binds: Self.jsonBinds(updates)))
+            if rows.count < updateCount { throw PostgresStoreError("a subscription changed concurrently", sqlState: "40001") }
+        }
+        if insertCount > 0 {
+            let columns = fields.joined(separator: ", ")
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO signet_subscriptions (\(columns)) SELECT \(columns) FROM \(record)
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, binds: Self.jsonBinds(inserts)))
+            if rows.count < insertCount { throw PostgresStoreError("a subscription was inserted concurrently", sqlState: "40001") }
+        }
+    }
+
+    private func flushEvents() throws {
+        guard !pendingEvents.isEmpty else { return }
+        var rows = JSONText()
+        rows.beginArray()
+        for event in pendingEvents { rows.raw(event) }
+        rows.endArray()
+        var binds = Self.jsonBinds(rows)
+        binds.append(instanceId)
+        try session.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO signet_outbox (seq, event_id, event_type, message_key, environment, product_id, payload, created_at, input_key, owner)
+            SELECT seq, event_id, event_type, message_key, environment, product_id, decode(payload, 'base64'), created_at, input_key, $2
+            FROM jsonb_to_recordset($1::jsonb) AS v(seq bigint, event_id text, event_type text, message_key text,
+                environment text, product_id text, payload text, created_at bigint, input_key text)
+            """, binds: binds))
+        pendingEvents = []
+    }
+
+    private static func jsonBinds(_ json: JSONText) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(String(decoding: json.bytes, as: UTF8.self))
+        return binds
     }
 
     func undeliveredEvents(inputKey: String) throws -> [OutboxEntry] {

@@ -7,7 +7,7 @@ import Testing
 /// `signet decode`, help texts, `signet components`, `signet --version`.
 @Suite("signet decode, help, components, version", .timeLimit(.minutes(2)))
 struct DecodeAndHelpTests {
-    @Test func decodeShowsHeaderAndPayloadUnverified() throws {
+    @Test(.ownThread) func decodeShowsHeaderAndPayloadUnverified() throws {
         let manifest = try CLI.manifestNotifications()
         let lines = try CLI.fileLines(CLI.realNotifications)
         let input = Data((lines[0] + "\n" + lines[13] + "\n").utf8)
@@ -33,7 +33,7 @@ struct DecodeAndHelpTests {
 
     /// decode reads headers and payloads with the same strict RFC 8259 reader as verify: JSON
     /// that Linux Foundation would take (a trailing comma, UTF-16) is an error, never echoed.
-    @Test func decodeRefusesWhatIsNotJSON() throws {
+    @Test(.ownThread) func decodeRefusesWhatIsNotJSON() throws {
         func segment(_ bytes: [UInt8]) -> String {
             Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -53,7 +53,7 @@ struct DecodeAndHelpTests {
 
     /// decode shows even what verify would reject (it verifies nothing), still "verified": false;
     /// undecodable lines get an error and exit 1.
-    @Test func decodeShowsForgedLinesAndReportsBrokenOnes() throws {
+    @Test(.ownThread) func decodeShowsForgedLinesAndReportsBrokenOnes() throws {
         let fixtures = try GeneratedFixtures.shared()
         let forged = try CLI.fileLines(fixtures.forged)
         // Another app's notification (validly signed, wrong bundle id) and alg "none".
@@ -70,7 +70,7 @@ struct DecodeAndHelpTests {
         #expect(objects[2]["line"] as? Int == 3)
     }
 
-    @Test func decodeReadsFiles() throws {
+    @Test(.ownThread) func decodeReadsFiles() throws {
         let result = try CLI.run(["decode", CLI.realTransactions])
         #expect(result.exitCode == 0, CLI.describe(result))
         let objects = try CLI.jsonObjects(result.stdoutText)
@@ -78,7 +78,7 @@ struct DecodeAndHelpTests {
         #expect(objects.allSatisfy { $0["kind"] as? String == "transaction" && $0["verified"] as? Bool == false })
     }
 
-    @Test func rootHelpListsEveryCommand() throws {
+    @Test(.ownThread) func rootHelpListsEveryCommand() throws {
         let result = try CLI.run(["--help"])
         #expect(result.exitCode == 0, CLI.describe(result))
         for command in ["run", "lint", "verify", "decode", "fixtures", "components", "state", "entitlements", "dev-broker"] {
@@ -90,7 +90,7 @@ struct DecodeAndHelpTests {
         #expect(help.stdoutText.contains("verify"))
     }
 
-    @Test func helpRunExplainsTheCommand() throws {
+    @Test(.ownThread) func helpRunExplainsTheCommand() throws {
         let result = try CLI.run(["help", "run"])
         #expect(result.exitCode == 0, CLI.describe(result))
         for text in ["--pipeline", "--summary-json", "SIGTERM", "SIGNET_BUNDLE_ID", "Pipelines/stdin.yaml"] {
@@ -101,7 +101,7 @@ struct DecodeAndHelpTests {
         #expect(same.stdoutText == result.stdoutText)
     }
 
-    @Test(arguments: [
+    @Test(.ownThread, arguments: [
         ("verify", ["--root", "--environment", "--bundle-id", "--app-apple-id", "--jobs", "--max-line-bytes", "reason-codes"]),
         ("lint", ["--strict-env", "FILE:LINE:COLUMN"]),
         ("decode", ["WITHOUT", "verified"]),
@@ -115,7 +115,7 @@ struct DecodeAndHelpTests {
         }
     }
 
-    @Test func componentsListsEveryRegisteredType() throws {
+    @Test(.ownThread) func componentsListsEveryRegisteredType() throws {
         let result = try CLI.run(["components"])
         #expect(result.exitCode == 0, CLI.describe(result))
         let registry = Signet.makeRegistry()
@@ -137,7 +137,7 @@ struct DecodeAndHelpTests {
         for name in ["stdout", "file", "kafka"] { #expect(sinks.contains("  \(name) ")) }
     }
 
-    @Test func versionPrintsTheLibraryVersion() throws {
+    @Test(.ownThread) func versionPrintsTheLibraryVersion() throws {
         let result = try CLI.run(["--version"])
         #expect(result.exitCode == 0, CLI.describe(result))
         #expect(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == Signet.version)

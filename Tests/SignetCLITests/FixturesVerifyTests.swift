@@ -9,7 +9,7 @@ struct FixturesVerifyTests {
         ["--root", fixtures.root, "--environment", "Sandbox", "--bundle-id", GeneratedFixtures.bundleId]
     }
 
-    @Test func fixturesFolderHasEveryFile() throws {
+    @Test(.ownThread) func fixturesFolderHasEveryFile() throws {
         let fixtures = try GeneratedFixtures.shared()
         for path in [fixtures.root, fixtures.notifications, fixtures.transactions, fixtures.forged, fixtures.env] {
             #expect(FileManager.default.fileExists(atPath: path), "\(path) missing")
@@ -23,7 +23,7 @@ struct FixturesVerifyTests {
         #expect(try String(contentsOfFile: fixtures.root, encoding: .utf8).contains("-----BEGIN CERTIFICATE-----"))
     }
 
-    @Test func everyGeneratedNotificationVerifies() throws {
+    @Test(.ownThread) func everyGeneratedNotificationVerifies() throws {
         let fixtures = try GeneratedFixtures.shared()
         let result = try CLI.run(["verify"] + claims(fixtures) + [fixtures.notifications])
         #expect(result.exitCode == 0, CLI.describe(result))
@@ -42,7 +42,7 @@ struct FixturesVerifyTests {
         #expect(uuids.count == GeneratedFixtures.count, "every notification has its own UUID")
     }
 
-    @Test func generatedTransactionsVerify() throws {
+    @Test(.ownThread) func generatedTransactionsVerify() throws {
         let fixtures = try GeneratedFixtures.shared()
         let count = try CLI.fileLines(fixtures.transactions).count
         let result = try CLI.run(["verify"] + claims(fixtures) + [fixtures.transactions])
@@ -53,7 +53,7 @@ struct FixturesVerifyTests {
     }
 
     /// The private root is not Apple's: without --root everything fails the chain.
-    @Test func generatedNotificationsFailAgainstAppleRoot() throws {
+    @Test(.ownThread) func generatedNotificationsFailAgainstAppleRoot() throws {
         let fixtures = try GeneratedFixtures.shared()
         let result = try CLI.run(["verify", fixtures.notifications])
         #expect(result.exitCode == 1, CLI.describe(result))
@@ -64,7 +64,7 @@ struct FixturesVerifyTests {
         }
     }
 
-    @Test func everyForgedLineIsRejectedWithItsReason() throws {
+    @Test(.ownThread) func everyForgedLineIsRejectedWithItsReason() throws {
         let fixtures = try GeneratedFixtures.shared()
         let result = try CLI.run(["verify"] + claims(fixtures) + [fixtures.forged])
         #expect(result.exitCode == 1, CLI.describe(result))
@@ -83,7 +83,7 @@ struct FixturesVerifyTests {
 
     /// Concurrency never changes the output: --jobs 1 and --jobs 2 are byte-identical, with
     /// more than one batch (512 lines) in flight.
-    @Test func jobsDoNotChangeTheOutput() throws {
+    @Test(.ownThread) func jobsDoNotChangeTheOutput() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory(prefix: "signet-cli-jobs")
         defer { dir.remove() }

@@ -12,7 +12,7 @@ struct GeneratedReferenceTests {
     static let catalog = ComponentCatalog(registry: Signet.makeRegistry())
     static let regenerate = "run scripts/generate-reference.sh and commit the result"
 
-    @Test func docsReferenceTablesMatchTheRegistry() throws {
+    @Test(.ownThread) func docsReferenceTablesMatchTheRegistry() throws {
         let path = Self.root.appendingPathComponent("docs/pipelines.md").path
         let committed = try String(contentsOfFile: path, encoding: .utf8)
         let generated = try #require(Self.catalog.splicingMarkdown(into: committed), "docs/pipelines.md lost its generated-region markers")
@@ -21,14 +21,14 @@ struct GeneratedReferenceTests {
         #expect(committed.contains("| `policy.grace_period_entitled` | bool | `true` |"))
     }
 
-    @Test func pipelineSchemaMatchesTheRegistry() throws {
+    @Test(.ownThread) func pipelineSchemaMatchesTheRegistry() throws {
         let path = Self.root.appendingPathComponent("Schemas/pipeline.schema.json").path
         let committed = try String(contentsOfFile: path, encoding: .utf8)
         #expect(committed == Self.catalog.jsonSchema.prettyText, "Schemas/pipeline.schema.json differs from the registry: \(Self.regenerate)")
     }
 
     /// `signet components --json` names every key of every registered component.
-    @Test func componentsJSONListsEveryKeyOfEveryComponent() throws {
+    @Test(.ownThread) func componentsJSONListsEveryKeyOfEveryComponent() throws {
         let result = try CLI.run(["components", "--json"])
         #expect(result.exitCode == 0, "\(CLI.describe(result))")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(result.stdoutText.utf8)) as? [String: Any])
@@ -53,7 +53,7 @@ struct GeneratedReferenceTests {
 
     /// The schema takes `${VAR}` in typed keys (values are typed after interpolation)
     /// and still rejects wrong types, unknown keys and unknown component types.
-    @Test func schemaAcceptsInterpolationAndRejectsMistakes() throws {
+    @Test(.ownThread) func schemaAcceptsInterpolationAndRejectsMistakes() throws {
         guard Python.canImport(["jsonschema", "yaml"]) else {
             print("skipped: python3 with jsonschema and yaml is not installed")
             return
@@ -96,7 +96,7 @@ struct GeneratedReferenceTests {
     }
 
     /// The YAML examples in the specs (shown in the docs) are valid for their own spec.
-    @Test func everySpecExampleValidatesAgainstItsSpec() throws {
+    @Test(.ownThread) func everySpecExampleValidatesAgainstItsSpec() throws {
         var checked = 0
         for (kind, specs) in Signet.makeRegistry().catalog {
             for spec in specs {

@@ -73,7 +73,7 @@ struct HostileInputTests {
 
     /// Each hostile line, followed by a genuine notification: the hostile one is rejected with
     /// its reason, the genuine one still verifies.
-    @Test(arguments: cases)
+    @Test(.ownThread, arguments: cases)
     func hostileLineIsRejectedAndTheNextStillVerifies(_ hostile: Case) throws {
         let good = Array(Self.realLine(13).utf8)
         let dir = try TemporaryDirectory(prefix: "signet-cli-hostile")
@@ -95,7 +95,7 @@ struct HostileInputTests {
     }
 
     /// All of them in one stream (over stdin), interleaved with genuine lines: one verdict per line, in order.
-    @Test func allHostileLinesInOneStreamKeepOrder() throws {
+    @Test(.ownThread) func allHostileLinesInOneStreamKeepOrder() throws {
         let good = Array(Self.realLine(13).utf8)
         var lines: [[UInt8]] = []
         var expected: [Set<String>?] = []  // nil: must verify
@@ -123,7 +123,7 @@ struct HostileInputTests {
         }
     }
 
-    @Test func bareValidJWSVerifies() throws {
+    @Test(.ownThread) func bareValidJWSVerifies() throws {
         let lines = [Array(Self.realJWS(13).utf8), Array(("  " + Self.realJWS(20) + " \r").utf8)]
         let result = try CLI.run(["verify"], stdin: CLI.ndjson(lines))
         #expect(result.exitCode == 0, CLI.describe(result))
@@ -138,7 +138,7 @@ struct HostileInputTests {
 
     /// A 2 MB line (a real notification padded with JSON whitespace) is too large by default and
     /// verifies with --max-line-bytes 4194304.
-    @Test func maxLineBytesRaisesTheLimit() throws {
+    @Test(.ownThread) func maxLineBytesRaisesTheLimit() throws {
         let jws = Self.realJWS(13)
         let padded = Array((#"{"signedPayload":""# + jws + #"""# + String(repeating: " ", count: 2_000_000) + "}").utf8)
         let good = Array(Self.realLine(14).utf8)
@@ -179,7 +179,7 @@ struct HostileInputTests {
     }
 
     /// The last line without a trailing newline is still a line; CRLF endings work.
-    @Test func lineEndings() throws {
+    @Test(.ownThread) func lineEndings() throws {
         let a = Self.realLine(13), b = Self.realLine(14)
         let input = Data((a + "\r\n" + b).utf8)
         let result = try CLI.run(["verify"], stdin: input)
@@ -189,7 +189,7 @@ struct HostileInputTests {
         #expect(verdicts.allSatisfy { $0["ok"] as? Bool == true })
     }
 
-    @Test func emptyInputIsSuccessWithNoOutput() throws {
+    @Test(.ownThread) func emptyInputIsSuccessWithNoOutput() throws {
         let result = try CLI.run(["verify"], stdin: Data())
         #expect(result.exitCode == 0, CLI.describe(result))
         #expect(result.stdout.isEmpty)
@@ -197,7 +197,7 @@ struct HostileInputTests {
 
     // MARK: - Exit codes
 
-    @Test(arguments: [
+    @Test(.ownThread, arguments: [
         ["verify", "--no-such-flag"],
         ["verify", "--jobs", "0"],
         ["verify", "--jobs", "-3"],
@@ -215,7 +215,7 @@ struct HostileInputTests {
     }
 
     /// Regression: a misspelt --environment once silently rejected every line (exit 1) instead of a usage error.
-    @Test(arguments: ["sandbox", "Prod", "Bogus"])
+    @Test(.ownThread, arguments: ["sandbox", "Prod", "Bogus"])
     func unknownEnvironmentIsAUsageError(_ environment: String) throws {
         let result = try CLI.run(["verify", "--environment", environment, CLI.realNotifications])
         #expect(result.exitCode == 2, CLI.describe(result))
@@ -224,7 +224,7 @@ struct HostileInputTests {
     }
 
     /// Regression: a directory given as input once failed mid-read with exit 1 instead of a usage error.
-    @Test func directoryAsInputIsAUsageError() throws {
+    @Test(.ownThread) func directoryAsInputIsAUsageError() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-dirinput")
         defer { dir.remove() }
         let result = try CLI.run(["verify", dir.url.path])
@@ -233,7 +233,7 @@ struct HostileInputTests {
         #expect(result.stderr.contains(dir.url.path), "the message names the directory: \(result.stderr)")
     }
 
-    @Test func rootThatIsNotACertificateExitsWith2() throws {
+    @Test(.ownThread) func rootThatIsNotACertificateExitsWith2() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-badroot")
         defer { dir.remove() }
         let text = try CLI.write(Data("this is not a certificate\n".utf8), to: dir, name: "root.pem")
@@ -251,7 +251,7 @@ struct HostileInputTests {
     }
 
     /// Apple's other roots (G2, the 2006 root) are certificates but do not anchor these chains.
-    @Test func otherAppleRootRejectsEveryLineWithChainError() throws {
+    @Test(.ownThread) func otherAppleRootRejectsEveryLineWithChainError() throws {
         let g2 = CLI.appleReal.appendingPathComponent("AppleRootCA-G2.pem").path
         let result = try CLI.run(["verify", "--root", g2, CLI.realNotifications])
         #expect(result.exitCode == 1, CLI.describe(result))

@@ -36,13 +36,13 @@ struct LintSpecTests {
         return Self.valid.replacingOccurrences(of: old, with: new)
     }
 
-    @Test func theValidPipelineIsOk() throws {
+    @Test(.ownThread) func theValidPipelineIsOk() throws {
         let (result, file) = try lint(Self.valid)
         #expect(result.exitCode == 0, "\(CLI.describe(result))")
         #expect(result.stdoutText.contains("\(file): ok (decode -> verify -> dedupe -> transition -> fanout; sinks: out; stores: default (memory))"))
     }
 
-    @Test func aStageBeforeWhatItNeedsIsAnError() throws {
+    @Test(.ownThread) func aStageBeforeWhatItNeedsIsAnError() throws {
         let (result, file) = try lint(replacing("  - type: dedupe\n  - type: transition\n", "").replacingOccurrences(
             of: "  - type: decode\n", with: "  - type: decode\n  - type: transition\n"))
         #expect(result.exitCode == 1)
@@ -52,7 +52,7 @@ struct LintSpecTests {
         #expect(missing.stdoutText.contains("error: stage 'fanout' needs a 'transition' stage before it"), "\(missing.stdoutText)")
     }
 
-    @Test func twoStoresOnOneDatabaseAreAnError() throws {
+    @Test(.ownThread) func twoStoresOnOneDatabaseAreAnError() throws {
         let (result, file) = try lint(replacing(
             "  default: { type: memory }",
             "  default: { type: sqlite, path: data/s.sqlite }\n  copy: { type: sqlite, path: data/./s.sqlite, durability: off }"))
@@ -60,21 +60,21 @@ struct LintSpecTests {
         #expect(result.lines.contains { $0.hasPrefix("\(file):3:9: error: stores 'default' and 'copy' both open sqlite:") }, "\(result.stdoutText)")
     }
 
-    @Test func storeKeysOnAStageSayWhereTheyMoved() throws {
+    @Test(.ownThread) func storeKeysOnAStageSayWhereTheyMoved() throws {
         let (result, file) = try lint(replacing("  - type: dedupe\n", "  - type: dedupe\n    database: x.sqlite\n"))
         #expect(result.exitCode == 1)
         #expect(result.lines.contains { $0.hasPrefix("\(file):10:5: error: unknown key 'database' in 'stages[2]': store settings moved to the top-level 'stores:'") },
                 "\(result.stdoutText)")
     }
 
-    @Test func aDurationWithoutUnitSuggestsOne() throws {
+    @Test(.ownThread) func aDurationWithoutUnitSuggestsOne() throws {
         let (result, file) = try lint(Self.valid + "\nsettings: { progress_interval: 100 }\n")
         #expect(result.exitCode == 1)
         #expect(result.lines.contains("\(file):16:32: error: 'settings.progress_interval' must be a duration (a unit is required: write 100ms or 100s), got '100'"),
                 "\(result.stdoutText)")
     }
 
-    @Test func aMisspeltRequiredKeyIsNamedWhereItIsMissing() throws {
+    @Test(.ownThread) func aMisspeltRequiredKeyIsNamedWhereItIsMissing() throws {
         let (result, file) = try lint(replacing("    bundle_id: com.example.signet", "    bundel_id: com.example.signet"))
         #expect(result.exitCode == 1)
         #expect(result.lines.contains("\(file):8:5: error: unknown key 'bundel_id' in 'stages[1]' (did you mean 'bundle_id'?)"), "\(result.stdoutText)")
@@ -82,7 +82,7 @@ struct LintSpecTests {
     }
 
     /// An unset ${VAR} stays a warning in an int, enum, duration or store-name key.
-    @Test func unsetVariablesInTypedKeysAreWarnings() throws {
+    @Test(.ownThread) func unsetVariablesInTypedKeysAreWarnings() throws {
         let yaml = replacing(
             "    environment: Sandbox\n",
             "    environment: ${LINT_ENV}\n    workers: ${LINT_WORKERS}\n    max_future_skew: ${LINT_SKEW}\n    roots: ${LINT_ROOTS}\n")
@@ -98,7 +98,7 @@ struct LintSpecTests {
         #expect(set.stdoutText.contains("error: 'stages[1].workers' must be an integer, got 'two'"), "\(set.stdoutText)")
     }
 
-    @Test func anUnquotedVariableInAFlowMappingGetsAHint() throws {
+    @Test(.ownThread) func anUnquotedVariableInAFlowMappingGetsAHint() throws {
         let (result, _) = try lint(replacing("  out: { type: stdout }", "  out: { type: file, path: ${OUT} }"))
         #expect(result.exitCode == 1)
         #expect(result.stdoutText.contains("must be quoted, e.g. key: \"${VAR}\""), "\(result.stdoutText)")

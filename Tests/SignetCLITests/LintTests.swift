@@ -35,7 +35,7 @@ struct LintTests {
 
     /// Every shipped pipeline lints clean where no SIGNET_* variable is set; the unset ones are warnings
     /// naming the variable.
-    @Test(arguments: shippedPipelines)
+    @Test(.ownThread, arguments: shippedPipelines)
     func shippedPipelineLintsWithoutEnvironment(_ file: String) throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
         defer { dir.remove() }
@@ -51,7 +51,7 @@ struct LintTests {
     }
 
     /// The unset-variable warning itself, on the default pipeline: it names SIGNET_BUNDLE_ID with its position.
-    @Test func defaultPipelineWarnsAboutBundleId() throws {
+    @Test(.ownThread) func defaultPipelineWarnsAboutBundleId() throws {
         let file = Self.pipelinesDirectory.appendingPathComponent("stdin.yaml").path
         let text = try String(contentsOfFile: file, encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -70,7 +70,7 @@ struct LintTests {
     /// Production without an app id: the error must point the user at the setting to fill in.
     ///
     /// Regression: the message once leaked a Swift enum case and pointed at `environment`.
-    @Test func productionWithoutAppAppleIdNamesTheSetting() throws {
+    @Test(.ownThread) func productionWithoutAppAppleIdNamesTheSetting() throws {
         let file = Self.pipelinesDirectory.appendingPathComponent("stdin.yaml").path
         let result = try CLI.run(["lint", file], environment: ["SIGNET_ENVIRONMENT": "Production", "SIGNET_BUNDLE_ID": "com.example.signet"])
         #expect(result.exitCode == 1, CLI.describe(result))
@@ -146,7 +146,7 @@ struct LintTests {
                errors: [(1, nil, "dead_letter")]),
     ]
 
-    @Test(arguments: broken)
+    @Test(.ownThread, arguments: broken)
     func brokenPipelineIsReportedWithPositions(_ broken: Broken) throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
         defer { dir.remove() }
@@ -171,7 +171,7 @@ struct LintTests {
     }
 
     /// Without --strict-env the same undefined variable is only a warning.
-    @Test func undefinedVariableIsAWarningWithoutStrictEnv() throws {
+    @Test(.ownThread) func undefinedVariableIsAWarningWithoutStrictEnv() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
         defer { dir.remove() }
         let yaml = Self.replacing("bundle_id: com.example.signet", with: "bundle_id: ${SIGNET_TEST_UNDEFINED_VARIABLE}")
@@ -185,7 +185,7 @@ struct LintTests {
         #expect(set.exitCode == 0, CLI.describe(set))
     }
 
-    @Test func everyFileIsCheckedAndOneFailureFailsTheRun() throws {
+    @Test(.ownThread) func everyFileIsCheckedAndOneFailureFailsTheRun() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
         defer { dir.remove() }
         let good = try CLI.write(Data(Self.valid.utf8), to: dir, name: "good.yaml")

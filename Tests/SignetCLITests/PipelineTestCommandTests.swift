@@ -8,7 +8,7 @@ import Testing
 struct PipelineTestCommandTests {
     static let pipelines = FixturePaths.packageRoot.appendingPathComponent("Pipelines")
 
-    @Test func shippedPipelinesPassTheirOwnTests() throws {
+    @Test(.ownThread) func shippedPipelinesPassTheirOwnTests() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.pipelines.path)
             .filter { $0.hasSuffix(".yaml") }.sorted().map { Self.pipelines.appendingPathComponent($0).path }
         #expect(files.count >= 3)
@@ -26,7 +26,7 @@ struct PipelineTestCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.url.path).isEmpty)
     }
 
-    @Test func aWrongExpectationFailsWithADiff() throws {
+    @Test(.ownThread) func aWrongExpectationFailsWithADiff() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-test")
         defer { dir.remove() }
         let fixtures = Self.pipelines.appendingPathComponent("tests/fixtures").path
@@ -61,7 +61,7 @@ struct PipelineTestCommandTests {
         #expect(lines.last == "1 passed, 1 failed")
     }
 
-    @Test func aBrokenTestFileOrAPipelineWithoutTestsIsAConfigurationError() throws {
+    @Test(.ownThread) func aBrokenTestFileOrAPipelineWithoutTestsIsAConfigurationError() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-test")
         defer { dir.remove() }
         let broken = try CLI.write(Data("tests:\n  - name: x\n    inputs: a.ndjson\n    expect: {}\n".utf8), to: dir, name: "p.test.yaml")

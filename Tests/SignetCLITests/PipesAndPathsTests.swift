@@ -14,7 +14,7 @@ struct PipesAndPathsTests {
         ]
     }
 
-    @Test("signet run | head -1 stops at once on the closed pipe, exit 1, one clear line")
+    @Test("signet run | head -1 stops at once on the closed pipe, exit 1, one clear line", .ownThread)
     func runIntoClosedPipe() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory()
@@ -29,7 +29,7 @@ struct PipesAndPathsTests {
         #expect(lines.count == 1 && lines[0].hasPrefix("signet: stdout is closed"), CLI.describe(result))
     }
 
-    @Test("signet verify FILE | head -2 and decode | head -1 exit quietly")
+    @Test("signet verify FILE | head -2 and decode | head -1 exit quietly", .ownThread)
     func verifyIntoClosedPipe() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory()
@@ -47,7 +47,7 @@ struct PipesAndPathsTests {
         #expect(result.stderr.isEmpty, CLI.describe(result))
     }
 
-    @Test("a second writer on one data dir exits 2 naming the first one's pid; a reader stays allowed")
+    @Test("a second writer on one data dir exits 2 naming the first one's pid; a reader stays allowed", .ownThread)
     func dataDirLock() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -77,7 +77,7 @@ struct PipesAndPathsTests {
         #expect(out.contains("firstexit=0"), CLI.describe(result))
     }
 
-    @Test("a file, a missing parent or a bad path as SIGNET_DATA_DIR: one usage line, exit 2, before the run")
+    @Test("a file, a missing parent or a bad path as SIGNET_DATA_DIR: one usage line, exit 2, before the run", .ownThread)
     func badDataDir() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -90,7 +90,7 @@ struct PipesAndPathsTests {
         }
     }
 
-    @Test("signet fixtures --out D --stdout leaves D's files as they were")
+    @Test("signet fixtures --out D --stdout leaves D's files as they were", .ownThread)
     func fixturesStdoutKeepsFiles() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -106,7 +106,7 @@ struct PipesAndPathsTests {
         #expect(try CLI.fileLines(out + "/notifications.ndjson").count == 5)
     }
 
-    @Test("signet verify takes SIGNET_ROOT_CERTS and the other SIGNET_* settings like signet run")
+    @Test("signet verify takes SIGNET_ROOT_CERTS and the other SIGNET_* settings like signet run", .ownThread)
     func verifyReadsSettings() throws {
         let fixtures = try GeneratedFixtures.shared()
         let trusted = try CLI.run(["verify", fixtures.notifications], environment: try settings(dataDir: "unused"))
@@ -123,7 +123,7 @@ struct PipesAndPathsTests {
         #expect(flag.exitCode == 0, CLI.describe(flag))
     }
 
-    @Test("a run that rejects everything warns with the top reason; --fail-on-reject-ratio exits 1")
+    @Test("a run that rejects everything warns with the top reason; --fail-on-reject-ratio exits 1", .ownThread)
     func allRejected() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory()
@@ -142,7 +142,7 @@ struct PipesAndPathsTests {
         #expect(!passed.stderr.contains("every record"), CLI.describe(passed))
     }
 
-    @Test("a full disk under a file sink: one line naming the path, the reason in the summary, exit 1")
+    @Test("a full disk under a file sink: one line naming the path, the reason in the summary, exit 1", .ownThread)
     func fullDisk() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -168,7 +168,7 @@ struct PipesAndPathsTests {
         #expect((object["failure"] as? String)?.contains("no space left on device") == true)
     }
 
-    @Test("dead-letter records carry an id that is the same on every re-run of the same input")
+    @Test("dead-letter records carry an id that is the same on every re-run of the same input", .ownThread)
     func stableDeadLetterIds() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -185,7 +185,7 @@ struct PipesAndPathsTests {
         #expect(ids.allSatisfy { $0.count == 32 })
     }
 
-    @Test("entitlements and state show read a read-only copy of the data dir, leave no side files, and say asOf")
+    @Test("entitlements and state show read a read-only copy of the data dir, leave no side files, and say asOf", .ownThread)
     func readOnlyCopy() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory()

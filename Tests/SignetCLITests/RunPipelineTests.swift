@@ -143,7 +143,7 @@ struct RunPipelineTests {
                 CLI.describe(result))
     }
 
-    @Test func filePipelineDeliversVerifiedDocumentsAndDeadLetters() throws {
+    @Test(.ownThread) func filePipelineDeliversVerifiedDocumentsAndDeadLetters() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory(prefix: "signet-cli-run")
         defer { dir.remove() }
@@ -158,7 +158,7 @@ struct RunPipelineTests {
         try check(result: result, input: input, deadLetterPath: deadLetter, summaryPath: summary, stream: inputPath)
     }
 
-    @Test func stdinPipelineDeliversVerifiedDocumentsAndDeadLetters() throws {
+    @Test(.ownThread) func stdinPipelineDeliversVerifiedDocumentsAndDeadLetters() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory(prefix: "signet-cli-run")
         defer { dir.remove() }
@@ -171,7 +171,7 @@ struct RunPipelineTests {
         try check(result: result, input: input, deadLetterPath: deadLetter, summaryPath: summary, stream: "stdin")
     }
 
-    @Test(.enabled(if: SchemaValidator.unavailableReason == nil, "needs python3 with the jsonschema module (apt install python3-jsonschema)"))
+    @Test(.ownThread, .enabled(if: SchemaValidator.unavailableReason == nil, "needs python3 with the jsonschema module (apt install python3-jsonschema)"))
     func outputsMatchTheirJSONSchemas() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory(prefix: "signet-cli-schema")
@@ -223,14 +223,14 @@ struct RunPipelineTests {
 
     // MARK: - The embedded default pipeline
 
-    @Test func embeddedDefaultEqualsPipelinesStdinYAML() throws {
+    @Test(.ownThread) func embeddedDefaultEqualsPipelinesStdinYAML() throws {
         let file = FixturePaths.packageRoot.appendingPathComponent("Pipelines/stdin.yaml").path
         let text = try String(contentsOfFile: file, encoding: .utf8)
         #expect(Signet.defaultPipelineYAML + "\n" == text,
                 "Sources/Signet/DefaultPipeline.swift is out of date: run scripts/embed-default-pipeline.sh")
     }
 
-    @Test func defaultPipelineWithoutBundleIdIsAConfigurationError() throws {
+    @Test(.ownThread) func defaultPipelineWithoutBundleIdIsAConfigurationError() throws {
         // Positions refer to the embedded text (what runs), which equals Pipelines/stdin.yaml.
         let lines = Signet.defaultPipelineYAML.split(separator: "\n", omittingEmptySubsequences: false)
         let lineIndex = try #require(lines.firstIndex { $0.contains("${SIGNET_BUNDLE_ID}") && !$0.hasPrefix("#") })
@@ -254,7 +254,7 @@ struct RunPipelineTests {
 
     /// With the variables set the default pipeline runs and keeps going past bad lines (exit codes only:
     /// the default's stages will change).
-    @Test func defaultPipelineRunsWithFixturesEnvironment() throws {
+    @Test(.ownThread) func defaultPipelineRunsWithFixturesEnvironment() throws {
         let fixtures = try GeneratedFixtures.shared()
         let dir = try TemporaryDirectory(prefix: "signet-cli-default")
         defer { dir.remove() }
@@ -275,7 +275,7 @@ struct RunPipelineTests {
         #expect(FileManager.default.fileExists(atPath: dir.path("data/dead-letter.ndjson")))
     }
 
-    @Test func runUsageAndConfigurationErrors() throws {
+    @Test(.ownThread) func runUsageAndConfigurationErrors() throws {
         let dir = try TemporaryDirectory(prefix: "signet-cli-run-errors")
         defer { dir.remove() }
         // Regression: a missing pipeline file once went unnamed in the error.

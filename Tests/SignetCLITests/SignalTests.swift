@@ -5,7 +5,7 @@ import Testing
 /// SIGTERM/SIGINT during `signet run` on a stdin that stays open: a graceful, prompt stop.
 @Suite("signet run and signals", .timeLimit(.minutes(2)))
 struct SignalTests {
-    @Test(arguments: [SIGTERM, SIGINT])
+    @Test(.ownThread, arguments: [SIGTERM, SIGINT])
     func signalDuringSlowStdinStopsGracefully(_ signalNumber: Int32) throws {
         signal(SIGPIPE, SIG_IGN)
         let fixtures = try GeneratedFixtures.shared()

@@ -5,7 +5,7 @@ import Testing
 /// `signet verify` against the 29 real Apple notifications and Apple's built-in root.
 @Suite("signet verify on real Apple notifications", .timeLimit(.minutes(2)))
 struct VerifyRealNotificationsTests {
-    @Test func allRealNotificationsVerifyAndMatchTheManifest() throws {
+    @Test(.ownThread) func allRealNotificationsVerifyAndMatchTheManifest() throws {
         let result = try CLI.run(["verify", CLI.realNotifications])
         #expect(result.exitCode == 0, CLI.describe(result))
         let verdicts = try CLI.jsonObjects(result.stdoutText)
@@ -35,7 +35,7 @@ struct VerifyRealNotificationsTests {
 
     /// One payload byte of line K changed (re-encoded as valid base64url, still valid JSON):
     /// only line K fails, with invalid_signature.
-    @Test(arguments: [1, 14, 29])
+    @Test(.ownThread, arguments: [1, 14, 29])
     func tamperedPayloadByteIsRejectedOnItsLineOnly(k: Int) throws {
         var lines = try CLI.fileLines(CLI.realNotifications)
         try #require(lines.count == 29)
@@ -72,7 +72,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func productionWithoutAppAppleIdIsAUsageError() throws {
+    @Test(.ownThread) func productionWithoutAppAppleIdIsAUsageError() throws {
         let result = try CLI.run(["verify", "--environment", "Production", CLI.realNotifications])
         #expect(result.exitCode == 2, CLI.describe(result))
         #expect(result.stdout.isEmpty, "no verdicts on a configuration error")
@@ -84,7 +84,7 @@ struct VerifyRealNotificationsTests {
 
     /// The Sandbox notifications of the app whose ID is configured fail on the environment claim;
     /// every Sandbox notification is rejected; the Production one of that app verifies.
-    @Test func productionRejectsSandboxNotifications() throws {
+    @Test(.ownThread) func productionRejectsSandboxNotifications() throws {
         let manifest = try CLI.manifestNotifications()
         // com.loki-project.loki-messenger: Sandbox lines 14...28 carry this appAppleId.
         let result = try CLI.run(["verify", "--environment", "Production", "--app-apple-id", "1470168868", CLI.realNotifications])
@@ -124,7 +124,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func sandboxEnvironmentAcceptsTheSandboxOnes() throws {
+    @Test(.ownThread) func sandboxEnvironmentAcceptsTheSandboxOnes() throws {
         let manifest = try CLI.manifestNotifications()
         let result = try CLI.run(["verify", "--environment", "Sandbox", CLI.realNotifications])
         #expect(result.exitCode == 1, CLI.describe(result))
@@ -139,7 +139,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func otherBundleIdIsRejectedEverywhere() throws {
+    @Test(.ownThread) func otherBundleIdIsRejectedEverywhere() throws {
         let result = try CLI.run(["verify", "--bundle-id", "com.other", CLI.realNotifications])
         #expect(result.exitCode == 1, CLI.describe(result))
         let verdicts = try CLI.jsonObjects(result.stdoutText)
@@ -164,7 +164,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func realTransactionsVerify() throws {
+    @Test(.ownThread) func realTransactionsVerify() throws {
         let expectedCount = try CLI.fileLines(CLI.realTransactions).count
         let result = try CLI.run(["verify", CLI.realTransactions])
         #expect(result.exitCode == 0, CLI.describe(result))
@@ -178,7 +178,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func realRenewalInfosVerify() throws {
+    @Test(.ownThread) func realRenewalInfosVerify() throws {
         let expectedCount = try CLI.fileLines(CLI.realRenewalInfos).count
         let result = try CLI.run(["verify", CLI.realRenewalInfos])
         #expect(result.exitCode == 0, CLI.describe(result))
@@ -191,7 +191,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func multipleFilesNameTheirFile() throws {
+    @Test(.ownThread) func multipleFilesNameTheirFile() throws {
         let files = [CLI.realNotifications, CLI.realTransactions, CLI.realRenewalInfos]
         let counts = try files.map { try CLI.fileLines($0).count }
         let result = try CLI.run(["verify"] + files)
@@ -210,7 +210,7 @@ struct VerifyRealNotificationsTests {
         }
     }
 
-    @Test func standardInputGivesTheSameVerdicts() throws {
+    @Test(.ownThread) func standardInputGivesTheSameVerdicts() throws {
         let fromFile = try CLI.run(["verify", CLI.realNotifications])
         let input = try Data(contentsOf: URL(fileURLWithPath: CLI.realNotifications))
         let fromStdin = try CLI.run(["verify"], stdin: input)

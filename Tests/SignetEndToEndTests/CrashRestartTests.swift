@@ -54,7 +54,7 @@ struct CrashRestartTests {
         return faults
     }()
 
-    @Test("the clean run is sane: events, dead letters, expected timeline states, batch-size independent")
+    @Test("the clean run is sane: events, dead letters, expected timeline states, batch-size independent", .ownThread)
     func cleanBaseline() throws {
         let corpus = try StateCorpus.get()
         let clean = try Self.cleanOutcome()
@@ -91,7 +91,7 @@ struct CrashRestartTests {
         try? FileManager.default.removeItem(at: dataDir)
     }
 
-    @Test("kill -9 at a fault point, then resume: nothing lost, nothing doubled", arguments: faults)
+    @Test("kill -9 at a fault point, then resume: nothing lost, nothing doubled", .ownThread, arguments: faults)
     func crashOnceThenResume(_ fault: CrashFault) throws {
         let corpus = try StateCorpus.get()
         let clean = try Self.cleanOutcome()
@@ -123,7 +123,7 @@ struct CrashRestartTests {
               + "for \(corpus.forgedLines.count) forged lines; resume: \(last.stderr.split(separator: "\n").last ?? "")")
     }
 
-    @Test("the comparison itself detects lost, altered and invented events, state drift and missing dead letters")
+    @Test("the comparison itself detects lost, altered and invented events, state drift and missing dead letters", .ownThread)
     func comparisonCanFail() throws {
         let corpus = try StateCorpus.get()
         let clean = try Self.cleanOutcome()
@@ -158,7 +158,7 @@ struct CrashRestartTests {
     /// The stdin source cannot resume: after a crash the producer re-sends everything (as a
     /// webhook receiver replays its spool). The union of both runs' stdout must equal a clean
     /// run's, and the crashed database must be readable by the query commands before the restart.
-    @Test("default stdin pipeline killed, queried while crashed, then fed the whole input again",
+    @Test("default stdin pipeline killed, queried while crashed, then fed the whole input again", .ownThread,
           arguments: ["after_stage_process:2", "after_state_commit:1", "after_sink_write:1", "after_acknowledge:1"])
     func stdinCrashThenFullReplay(_ spec: String) throws {
         let corpus = try StateCorpus.get()
@@ -193,7 +193,7 @@ struct CrashRestartTests {
         print("[crash] stdin \(spec): \(crashed.lines.count) + \(replay.lines.count) event lines for \(clean.eventLines.count) events, \(duplicates) exact duplicates")
     }
 
-    @Test("a crash loop: killed again and again at rotating points until the input is done")
+    @Test("a crash loop: killed again and again at rotating points until the input is done", .ownThread)
     func repeatedCrashes() throws {
         let corpus = try StateCorpus.get()
         let clean = try Self.cleanOutcome()

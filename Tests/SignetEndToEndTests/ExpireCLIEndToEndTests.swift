@@ -6,7 +6,7 @@ import Testing
 /// the events of access that ended by time, once, as NDJSON.
 @Suite("signet expire end to end", .timeLimit(.minutes(3)))
 struct ExpireCLIEndToEndTests {
-    @Test("expire prints what ended by time once, and state agrees")
+    @Test("expire prints what ended by time once, and state agrees", .ownThread)
     func expireOnceAfterARun() throws {
         let corpus = try StateCorpus.get()
         let dataDir = corpus.directory.appendingPathComponent("runs/expire-\(UUID().uuidString.prefix(8))")

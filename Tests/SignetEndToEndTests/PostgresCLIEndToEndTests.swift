@@ -18,7 +18,7 @@ struct PostgresCLIEndToEndTests {
             .replacingOccurrences(of: "postgres://postgres@", with: "postgres://postgres:\(password)@")
     }
 
-    @Test("SIGNET_DATABASE_URL: run, replay, entitlements and state show as with SQLite; the password is never printed")
+    @Test("SIGNET_DATABASE_URL: run, replay, entitlements and state show as with SQLite; the password is never printed", .ownThread)
     func runAndReadThroughPostgres() throws {
         let corpus = try StateCorpus.get()
         let url = try Self.databaseURL()
@@ -65,7 +65,7 @@ struct PostgresCLIEndToEndTests {
         }
     }
 
-    @Test("an unreachable database fails the run with a message that hides the password")
+    @Test("an unreachable database fails the run with a message that hides the password", .ownThread)
     func unreachableDatabaseHidesThePassword() throws {
         let corpus = try StateCorpus.get()
         let dataDir = corpus.directory.appendingPathComponent("runs/pg-down-\(UUID().uuidString.prefix(8))")

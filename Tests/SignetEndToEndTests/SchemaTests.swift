@@ -15,7 +15,7 @@ struct SchemaTests {
         return try Python.run(script, arguments: arguments)
     }
 
-    @Test func everySchemaIsAValidDraft2020Schema() throws {
+    @Test(.ownThread) func everySchemaIsAValidDraft2020Schema() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.schemas.path).filter { $0.hasSuffix(".json") }
         #expect(files.count >= 5)
         let script = """
@@ -31,7 +31,7 @@ struct SchemaTests {
         #expect(result.status == 0, "\(result.output)")
     }
 
-    @Test func shippedPipelinesMatchThePipelineSchema() throws {
+    @Test(.ownThread) func shippedPipelinesMatchThePipelineSchema() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.pipelines.path).filter { $0.hasSuffix(".yaml") }
         #expect(files.contains("stdin.yaml") && files.contains("kafka.yaml"))
         let script = """

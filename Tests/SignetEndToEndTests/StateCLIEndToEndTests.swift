@@ -40,7 +40,7 @@ struct StateCLIEndToEndTests {
 
     // MARK: - Replays and retries
 
-    @Test("the same input run twice emits nothing the second time")
+    @Test("the same input run twice emits nothing the second time", .ownThread)
     func replayEmitsNothing() throws {
         let corpus = try StateCorpus.get()
         let dataDir = Self.freshDataDir(corpus, "replay")
@@ -59,7 +59,7 @@ struct StateCLIEndToEndTests {
         #expect(second.stderr.contains("dropped: duplicate=\(passed)"), "summary line: \(second.stderr.suffix(400))")
     }
 
-    @Test("each notification three times in one input gives one set of events", arguments: ["adjacent", "whole input repeated"])
+    @Test("each notification three times in one input gives one set of events", .ownThread, arguments: ["adjacent", "whole input repeated"])
     func eachNotificationThreeTimes(_ layout: String) throws {
         let corpus = try StateCorpus.get()
         let lines = Self.validInput(corpus)
@@ -88,7 +88,7 @@ struct StateCLIEndToEndTests {
         try JSONSerialization.jsonObject(with: result.stdout)
     }
 
-    @Test("state show and entitlements answer for granted, expired and refunded customers")
+    @Test("state show and entitlements answer for granted, expired and refunded customers", .ownThread)
     func queriesAfterARun() throws {
         let corpus = try StateCorpus.get()
         let dataDir = Self.freshDataDir(corpus, "queries")
@@ -145,7 +145,7 @@ struct StateCLIEndToEndTests {
         }
     }
 
-    @Test("a missing database is exit 2 with a clear message, and is not created")
+    @Test("a missing database is exit 2 with a clear message, and is not created", .ownThread)
     func missingDatabase() throws {
         let corpus = try StateCorpus.get()
         let missing = Self.freshDataDir(corpus, "missing")
@@ -167,7 +167,7 @@ struct StateCLIEndToEndTests {
 
     // MARK: - Event schema
 
-    @Test("events on stdout validate against Schemas/entitlement-event.schema.json",
+    @Test("events on stdout validate against Schemas/entitlement-event.schema.json", .ownThread,
           .enabled(if: Python.canImport(), "skipped: python3 with the jsonschema package is not installed (apt install python3-jsonschema)"))
     func stdoutEventsMatchSchema() throws {
         let corpus = try StateCorpus.get()

@@ -120,7 +120,7 @@ struct EntitlementAPITests {
         #expect(answers[3].body.contains(original))
     }
 
-    @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost")
+    @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost", .ownThread)
     func bindPolicy() throws {
         for host in ["127.0.0.1", "127.0.0.2", "127.255.0.9", "::1", "localhost"] {
             #expect(AdminConfiguration(host: host).isLoopback, "\(host)")
@@ -137,7 +137,7 @@ struct EntitlementAPITests {
         #expect(AdminConfiguration.parseAddress("127.0.0.1:70000") == nil)
     }
 
-    @Test("signet run refuses a non-loopback http address without a token, with a clear error (exit 2)")
+    @Test("signet run refuses a non-loopback http address without a token, with a clear error (exit 2)", .ownThread)
     func cliRefusesWithoutToken() throws {
         let bed = try ServiceTestBed(count: 1)
         defer { bed.remove() }

@@ -56,7 +56,7 @@ struct SignetRunServiceTests {
 
 /// GET with curl (an independent client), off the cooperative pool.
 func curl(_ url: String) async throws -> String {
-    try await Blocking.run {
+    try await offPool {
         let result = try SignetProcess.run(executable: ChildProcess.env, ["curl", "-sS", "--max-time", "10", url], timeout: 20)
         guard result.exitCode == 0 else { throw TestFailure("curl \(url) failed: \(result.stderr)") }
         return result.stdoutText

@@ -89,7 +89,7 @@ enum Curl {
     static func request(
         _ url: String, method: String = "POST", body: String? = nil, headers: [String] = ["Content-Type: application/json"]
     ) async throws -> Reply {
-        try await Blocking.run { try blockingRequest(url, method: method, body: body, headers: headers) }
+        try await offPool { try blockingRequest(url, method: method, body: body, headers: headers) }
     }
 
     /// Sends one request; the body (if any) from a file so large bodies need no shell.
@@ -110,16 +110,10 @@ enum Curl {
     }
 }
 
-/// Runs blocking client work (curl, python3) on a Dispatch thread, so waiting for a child
+/// Runs python3 clients off the cooperative pool (``offPool(_:)``), so waiting for a child
 /// process never takes one of the few threads the in-process server needs.
 enum Blocking {
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
-    }
-
     static func python(_ script: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await run { try Python.run(script, arguments: arguments) }
+        try await offPool { try Python.run(script, arguments: arguments) }
     }
 }
