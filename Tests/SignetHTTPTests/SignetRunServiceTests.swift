@@ -35,7 +35,8 @@ struct SignetRunServiceTests {
         #expect(readiness.contains("stores.default: ready"))
 
         child.closeInput()
-        #expect(await child.exit(within: .seconds(60)) == 0)
+        let status = await child.exit(within: .seconds(120))
+        #expect(status == 0, "exit \(status.map(String.init) ?? "none within 120 s"); stderr ends: \(child.stderrText.suffix(3000))")
         let lines = child.stderrText.split(separator: "\n")
         let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         // The final summary goes through the terminal, not the logger; every logger line is JSON.

@@ -9,52 +9,7 @@ import Testing
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
-    @Test func restartRedeliversExactlyTheUndeliveredEvents() async throws {
-        let path = F.temporaryDatabase()
-        var store = try SQLiteStateStore(path: path)
-        var harness = StateHarness(store: store)
-        // Batch 1 is delivered; batch 2 commits but the process "dies" before the sinks ack.
-        _ = try await harness.run([Table.subscribed])
-        let unacked = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
-        #expect(unacked.events.map(\.type) == ["auto_renew_disabled", "expired"])
-        try store.close()
-
-        store = try SQLiteStateStore(path: path)
-        harness = StateHarness(store: store)
-        let redelivery = try #require(try await harness.transition.undeliveredOutputs())
-        #expect(redelivery.isRedelivery)
-        let again = StateHarness.result(of: redelivery)
-        #expect(again.events.map(\.bytes) == unacked.events.map(\.bytes))
-        #expect(again.events.map(\.eventId) == unacked.events.map(\.eventId))
-        #expect(again.events.map(\.headers) == unacked.events.map(\.headers))
-        // The source was not committed, so the inputs come again: they are duplicates now.
-        let replay = try await harness.run([Table.disabled, Table.expiredVoluntary], acknowledge: false)
-        #expect(replay.events.isEmpty)
-        #expect(replay.dropped == 2)
-        // The runner acknowledges the redelivery; after that nothing is pending.
-        try await harness.transition.acknowledge(redelivery)
-        try await harness.dedupe.acknowledge(redelivery)
-        #expect(try await harness.transition.undeliveredOutputs() == nil)
-        try store.close()
-        let reopened = try SQLiteStateStore(path: path)
-        #expect(try reopened.undeliveredEvents().isEmpty)
-        #expect(try reopened.subscription(originalTransactionId: "1000")?.state == .expired)
-    }
-
-    @Test func outboxRetentionKeepsDeliveredRowsUntilPruned() async throws {
-        var options = SQLiteStateStore.Options()
-        options.outboxRetention = .seconds(3600)
-        let store = try SQLiteStateStore(path: F.temporaryDatabase(), options: options)
-        let harness = StateHarness(store: store)
-        _ = try await harness.run([Table.subscribed])
-        #expect(try store.undeliveredEvents().isEmpty)
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try store.prune(keysBefore: 0, now: now + 7_200_000)
-        // Keys survive (keysBefore 0), the delivered row is gone, a retry is still a retry.
-        #expect(try await harness.run([Table.subscribed]).dropped == 1)
-        try store.prune(keysBefore: now + 1_000_000, now: now)
-        #expect(try await harness.run([Table.subscribed]).dropped == 0)
-    }
+    // Restart redelivery and outbox retention: StoreContractTests, on every durable store.
 
     /// A store whose transaction fails after a number of outbox appends (a dying disk).
     final class FailingStore: StateStore, @unchecked Sendable {
