@@ -8,7 +8,8 @@ import SignetState
 ///
 /// Round trips, not rows, are what a batch costs here, so reads come in bulk
 /// (``prefetch(keys:originalTransactionIds:)``) and writes are queued and sent by
-/// ``flush()`` just before the commit: about eight statements per batch, whatever its size.
+/// ``flush()`` just before the commit: about ten statements per batch (BEGIN and COMMIT
+/// included), whatever its size.
 ///
 /// Concurrency between instances: a snapshot is read `FOR UPDATE` (the row stays locked
 /// until commit) and written back with compare-and-set on its `version`; a purchase no
