@@ -121,11 +121,18 @@ public final class PostgresServer: Sendable {
     /// Runs a command to its end, output to a file (not a pipe: the server started by pg_ctl
     /// inherits the descriptor and would keep a pipe open for its whole life).
     ///
+    /// Every other descriptor is closed first (by a bash wrapper: glibc's `closefrom` spawn
+    /// action is not visible to Swift). Without that the server inherited whatever the test
+    /// process had open, such as the write end of another test's `signet` stdin pipe, and
+    /// that `signet` never saw end of input and never exited.
+    ///
     /// posix_spawn and waitpid on that pid rather than Foundation's Process: Process left
     /// `runuser pg_ctl start` a zombie it never reaped here, so `waitUntilExit()` never returned.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String], asPostgres: Bool) throws(PostgresServerError) -> String {
-        let argv = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let command = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let closeInherited = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; exec "$@""#
+        let argv = ["/bin/bash", "-c", closeInherited, "signet-postgres-test"] + command
         let outputPath = NSTemporaryDirectory() + "signet-pg-output-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         var actions = posix_spawn_file_actions_t()
