@@ -27,6 +27,10 @@ enum PostgresSchema {
 
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
 
+    /// ``outboxColumns`` over the alias `o` (the claiming `UPDATE signet_outbox o ... RETURNING`).
+    static let aliasedOutboxColumns = outboxColumns.split(separator: ",")
+        .map { "o." + $0.split(whereSeparator: \.isWhitespace)[0] }.joined(separator: ", ")
+
     /// Whether the instance owning an outbox row is alive (its lease not expired), as SQL
     /// over the alias `o`; `$1` is this instance's id.
     static let ownedByAnotherLiveInstance = """

@@ -159,12 +159,10 @@ public final class PostgresStateStore: StateStore {
 
     public func undeliveredEvents() throws -> [OutboxEntry] {
         try withSession("outbox redelivery") { state in
-            let columns = PostgresSchema.outboxColumns.split(separator: ",")
-                .map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
             let rows = try state.session.query(PostgresQuery(unsafeSQL: """
                 UPDATE signet_outbox o SET owner = $1
                 WHERE o.delivered_at IS NULL AND NOT \(PostgresSchema.ownedByAnotherLiveInstance)
-                RETURNING \(columns)
+                RETURNING \(PostgresSchema.aliasedOutboxColumns)
                 """, binds: Self.binds(instanceId)))
             let entries = try rows.map(PostgresSchema.outboxEntry(from:)).sorted { $0.sequence < $1.sequence }
             state.inFlight.formUnion(entries.map(\.sequence))

@@ -264,7 +264,7 @@ final class PostgresStateTransaction: StateTransaction {
         let rows = try session.query(PostgresQuery(unsafeSQL: """
             UPDATE signet_outbox o SET owner = $1
             WHERE o.input_key = $2 AND o.delivered_at IS NULL AND NOT \(PostgresSchema.ownedByAnotherLiveInstance)
-            RETURNING \(PostgresSchema.outboxColumns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            RETURNING \(PostgresSchema.aliasedOutboxColumns)
             """, binds: binds(instanceId, inputKey)))
         let entries = try rows.map(PostgresSchema.outboxEntry(from:))
             .filter { !inFlight.contains($0.sequence) }

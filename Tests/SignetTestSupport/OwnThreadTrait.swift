@@ -12,12 +12,10 @@ import Testing
 /// many as the pool used to allow, so the machine is not flooded with child processes)
 /// without holding a pool thread, then runs on a serial dispatch queue of its own (see
 /// `StageExecutor`; serial queues get a thread even when the pool is busy).
-public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
+public struct OwnThreadTrait: TestTrait, TestScoping {
     /// Tests with this trait that run at once.
     public static let slots = 3
     private static let gate = AsyncGate(slots: slots)
-
-    public var isRecursive: Bool { true }
 
     public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
         testCase == nil ? nil : self
