@@ -55,6 +55,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMalloc"),
 
         .target(name: "SignetOpenSSL", dependencies: ["COpenSSL"]),
         .target(name: "AppStoreModels"),
@@ -118,7 +119,7 @@ let package = Package(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "AppStoreModels", "SignetFixtures",
+                "AppStoreModels", "SignetFixtures", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -4,7 +4,10 @@ import SignetOpenSSL
 
 /// An App Store Server Notification V2 (`signedPayload`) that verified, together with
 /// its nested transaction and renewal info, each verified on its own.
-public struct VerifiedNotification: Sendable {
+///
+/// A class, immutable: a record's parts and every stage after `verify` pass it around,
+/// and a copy is then one reference rather than every field of three decoded payloads.
+public final class VerifiedNotification: Sendable {
     /// The decoded notification.
     public let payload: ResponseBodyV2DecodedPayload
     /// The exact payload bytes the signature covers.
@@ -19,6 +22,24 @@ public struct VerifiedNotification: Sendable {
     public let effectiveDateSource: VerificationDateSource
     /// The leaf certificate (`x5c[0]`) that signed the notification.
     public let signingCertificate: X509Certificate
+
+    init(
+        payload: ResponseBodyV2DecodedPayload,
+        payloadJSON: [UInt8],
+        transaction: VerifiedTransaction?,
+        renewalInfo: VerifiedRenewalInfo?,
+        effectiveDate: Date,
+        effectiveDateSource: VerificationDateSource,
+        signingCertificate: X509Certificate
+    ) {
+        self.payload = payload
+        self.payloadJSON = payloadJSON
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.effectiveDate = effectiveDate
+        self.effectiveDateSource = effectiveDateSource
+        self.signingCertificate = signingCertificate
+    }
 }
 
 /// Which instant a chain was validated at, and why.

@@ -3,7 +3,7 @@ import Foundation
 import SignetOpenSSL
 
 /// A `signedRenewalInfo` whose signature, certificate chain and claims verified.
-public struct VerifiedRenewalInfo: Sendable {
+public final class VerifiedRenewalInfo: Sendable {
     /// The decoded payload.
     public let payload: JWSRenewalInfoDecodedPayload
     /// The exact payload bytes the signature covers.
@@ -14,4 +14,18 @@ public struct VerifiedRenewalInfo: Sendable {
     public let effectiveDateSource: VerificationDateSource
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
+
+    init(
+        payload: JWSRenewalInfoDecodedPayload,
+        payloadJSON: [UInt8],
+        effectiveDate: Date,
+        effectiveDateSource: VerificationDateSource,
+        signingCertificate: X509Certificate
+    ) {
+        self.payload = payload
+        self.payloadJSON = payloadJSON
+        self.effectiveDate = effectiveDate
+        self.effectiveDateSource = effectiveDateSource
+        self.signingCertificate = signingCertificate
+    }
 }

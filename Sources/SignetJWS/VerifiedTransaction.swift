@@ -3,7 +3,7 @@ import Foundation
 import SignetOpenSSL
 
 /// A `signedTransactionInfo` whose signature, certificate chain and claims verified.
-public struct VerifiedTransaction: Sendable {
+public final class VerifiedTransaction: Sendable {
     /// The decoded payload.
     public let payload: JWSTransactionDecodedPayload
     /// The exact payload bytes the signature covers (base64url-decoded), for storage or re-decoding.
@@ -14,4 +14,18 @@ public struct VerifiedTransaction: Sendable {
     public let effectiveDateSource: VerificationDateSource
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
+
+    init(
+        payload: JWSTransactionDecodedPayload,
+        payloadJSON: [UInt8],
+        effectiveDate: Date,
+        effectiveDateSource: VerificationDateSource,
+        signingCertificate: X509Certificate
+    ) {
+        self.payload = payload
+        self.payloadJSON = payloadJSON
+        self.effectiveDate = effectiveDate
+        self.effectiveDateSource = effectiveDateSource
+        self.signingCertificate = signingCertificate
+    }
 }

@@ -13,10 +13,22 @@ public struct VerifyStage: RecordStage {
     public let name = "verify"
     public let verifier: AppStoreVerifier
     public let parallelism: Int
+    /// Whether records get the decoded document as their output; false in a pipeline where
+    /// `transition` replaces it with events (``discardingOutputs()``), since building it
+    /// costs a copy of every payload.
+    public let emitsDocument: Bool
 
-    public init(verifier: AppStoreVerifier, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    public init(
+        verifier: AppStoreVerifier, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
+        emitsDocument: Bool = true
+    ) {
         self.verifier = verifier
         self.parallelism = max(1, parallelism)
+        self.emitsDocument = emitsDocument
+    }
+
+    public func discardingOutputs() -> any Stage {
+        VerifyStage(verifier: verifier, parallelism: parallelism, emitsDocument: false)
     }
 
     public func process(record: inout Record) throws(RecordRejection) {
@@ -30,7 +42,7 @@ public struct VerifyStage: RecordStage {
         case .renewalInfo: verified = .renewalInfo(try verifier.verifyRenewalInfo(envelope.jws))
         }
         record[VerifiedPayloadKey.self] = verified
-        record.outputs = [Self.output(for: verified)]
+        if emitsDocument { record.outputs = [Self.output(for: verified)] }
     }
 
     /// The decoded document for a verified payload: a few summary fields for routing and

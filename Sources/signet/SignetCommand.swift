@@ -29,6 +29,7 @@ struct SignetCommand: AsyncParsableCommand {
 
     /// Maps ArgumentParser's usage errors (64) to 2, the code the docs promise.
     static func main() async {
+        MallocTuning.apply()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -10,6 +10,8 @@ import Synchronization
 /// single records at a trickle, full batches under a backlog. Delivery and commits
 /// happen strictly in source order, one batch at a time.
 public final class PipelineRunner: Sendable {
+    /// The pipeline as run: stages before one that ``Stage/replacesOutputs`` are their
+    /// ``Stage/discardingOutputs()`` versions.
     public let pipeline: Pipeline
     private let logger: Logger
     private let summary = Mutex(RunSummary())
@@ -24,6 +26,11 @@ public final class PipelineRunner: Sendable {
         pipeline: Pipeline, logger: Logger = Logger(label: "signet"), metrics: PipelineMetrics = PipelineMetrics(),
         health: PipelineHealth = PipelineHealth()
     ) {
+        var pipeline = pipeline
+        // Outputs a later stage replaces are never published: let the stages before it skip them.
+        if let last = pipeline.stages.lastIndex(where: \.replacesOutputs) {
+            for index in 0..<last { pipeline.stages[index] = pipeline.stages[index].discardingOutputs() }
+        }
         self.pipeline = pipeline
         self.logger = logger
         self.metrics = metrics

@@ -52,7 +52,12 @@ public struct Record: Sendable {
     /// Typed storage for what stages learn about the record.
     public subscript<Key: RecordPartKey>(_ key: Key.Type) -> Key.Value? {
         get { parts[ObjectIdentifier(key)] as? Key.Value }
-        set { parts[ObjectIdentifier(key)] = newValue }
+        set {
+            // A record gathers half a dozen parts on its way through the stages: one
+            // allocation up front instead of a regrowth at the second, fourth and seventh.
+            if parts.isEmpty { parts.reserveCapacity(8) }
+            parts[ObjectIdentifier(key)] = newValue
+        }
     }
 }
 

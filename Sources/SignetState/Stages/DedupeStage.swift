@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// With `transition` after it (sharing the store), this is a cheap pre-filter: it drops
 /// keys already committed and repeats within one batch (`drop(reason: "duplicate")`),
-/// and leaves the key on the record (``DedupeKeyPart``) for `transition`, whose check in
+/// and leaves the key (``DedupeKeyPart``) and the derived input (``TransitionInputPart``) on
+/// the record for `transition`, whose check in
 /// its own commit is the authoritative one (stages run concurrently on different
 /// batches). Used without `transition`, it records keys in ``acknowledge(_:)``, after the
 /// sinks acknowledged, never before, so a crash can only cause a redelivery, never a loss.
@@ -49,7 +50,9 @@ public final class DedupeStage: Stage {
         for index in batch.records.indices where batch.records[index].isActive {
             // Records without a verified payload are left for later stages to judge.
             guard let payload = batch.records[index][VerifiedPayloadKey.self] else { continue }
-            let key = options.key.key(for: TransitionInput(payload))
+            let shared = SharedTransitionInput(TransitionInput(payload))
+            let key = options.key.key(for: shared.input)
+            batch.records[index][TransitionInputPart.self] = shared
             batch.records[index][DedupeKeyPart.self] = key
             guard seen.insert(key).inserted else {
                 batch.records[index].drop(reason: "duplicate")

@@ -60,6 +60,9 @@ public final class TransitionStage: TickingStage {
     public func open() async throws { try handle.open() }
     public func close() async throws { try handle.close() }
 
+    /// Every record leaves with its events as outputs, or dropped or rejected without any.
+    public var replacesOutputs: Bool { true }
+
     private enum Outcome {
         case duplicate
         /// Seen before, but its events were never acknowledged: the process that committed
@@ -71,74 +74,87 @@ public final class TransitionStage: TickingStage {
 
     public func process(_ batch: inout RecordBatch) async throws {
         let store = try handle.store()
-        var work: [(index: Int, input: TransitionInput, key: String)] = []
-        work.reserveCapacity(batch.count)
+        // Parallel arrays of references: the loops below read each input in place instead of
+        // copying every field of its decoded payloads.
+        var indices: [Int] = []
+        var inputs: [SharedTransitionInput] = []
+        var keys: [String] = []
+        indices.reserveCapacity(batch.count)
+        inputs.reserveCapacity(batch.count)
+        keys.reserveCapacity(batch.count)
         for index in batch.records.indices where batch.records[index].isActive {
-            guard let payload = batch.records[index][VerifiedPayloadKey.self] else {
+            // `dedupe` derived the input already when it ran; else derive it here.
+            let shared: SharedTransitionInput
+            if let derived = batch.records[index][TransitionInputPart.self] {
+                shared = derived
+            } else if let payload = batch.records[index][VerifiedPayloadKey.self] {
+                shared = SharedTransitionInput(TransitionInput(payload))
+            } else {
                 batch.records[index].reject(
                     RecordRejection(.missingTransaction, "no verified payload: put `verify` before `transition`"), stage: name)
                 continue
             }
-            let input = TransitionInput(payload)
-            let key = batch.records[index][DedupeKeyPart.self] ?? options.dedupeKey.key(for: input)
-            work.append((index, input, key))
+            keys.append(batch.records[index][DedupeKeyPart.self] ?? options.dedupeKey.key(for: shared.input))
+            inputs.append(shared)
+            indices.append(index)
         }
-        guard !work.isEmpty else { return }
+        guard !inputs.isEmpty else { return }
 
         let policy = options.policy
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
-            try transaction.prefetch(
-                keys: work.map(\.key), originalTransactionIds: work.compactMap(\.input.originalTransactionId))
-            var seen = Set<String>(minimumCapacity: work.count)
+            try transaction.prefetch(keys: keys, originalTransactionIds: inputs.compactMap(\.input.originalTransactionId))
+            var seen = Set<String>(minimumCapacity: keys.count)
             var outcomes: [Outcome] = []
-            outcomes.reserveCapacity(work.count)
-            for item in work {
-                guard seen.insert(item.key).inserted else {
+            outcomes.reserveCapacity(keys.count)
+            for item in inputs.indices {
+                let key = keys[item]
+                guard seen.insert(key).inserted else {
                     outcomes.append(.duplicate)  // its first copy in this batch carries the events
                     continue
                 }
-                if try transaction.containsKey(item.key) {
-                    let pending = try transaction.undeliveredEvents(inputKey: item.key)
+                if try transaction.containsKey(key) {
+                    let pending = try transaction.undeliveredEvents(inputKey: key)
                     outcomes.append(pending.isEmpty ? .duplicate : .redeliver(pending))
                     continue
                 }
-                let previous = try item.input.originalTransactionId.flatMap {
+                let shared = inputs[item]
+                let previous = try shared.input.originalTransactionId.flatMap {
                     try transaction.subscription(originalTransactionId: $0)
                 }
-                switch SubscriptionStateMachine.apply(item.input, to: previous, policy: policy) {
+                switch SubscriptionStateMachine.apply(shared.input, to: previous, policy: policy) {
                 case .ignored:
-                    try transaction.recordKey(item.key, seenAt: now)
+                    try transaction.recordKey(key, seenAt: now)
                     outcomes.append(.applied([], []))
                 case .rejected(let rejection):
                     outcomes.append(.rejected(rejection))
                 case .applied(let snapshot, let events):
                     if let snapshot { try transaction.save(snapshot) }
-                    try transaction.recordKey(item.key, seenAt: now)
-                    outcomes.append(.applied(events, try Self.append(events, inputKey: item.key, createdAt: now, to: transaction)))
+                    try transaction.recordKey(key, seenAt: now)
+                    outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
                 }
             }
             return outcomes
         }
         FaultInjection.point("after_state_commit")
 
-        for (item, outcome) in zip(work, outcomes) {
+        for (index, outcome) in zip(indices, outcomes) {
             switch outcome {
             case .duplicate:
-                batch.records[item.index].drop(reason: "duplicate")
+                batch.records[index].drop(reason: "duplicate")
             case .redeliver(let entries):
                 // Same bytes, ids and order as first committed; `acknowledge` marks them delivered.
-                batch.records[item.index][OutboxSequencesPart.self] = entries.map(\.sequence)
-                batch.records[item.index].outputs = entries.map(Self.message(for:))
+                batch.records[index][OutboxSequencesPart.self] = entries.map(\.sequence)
+                batch.records[index].outputs = entries.map(Self.message(for:))
             case .rejected(let rejection):
-                batch.records[item.index].reject(rejection, stage: name)
+                batch.records[index].reject(rejection, stage: name)
             case .applied(let events, let entries):
-                batch.records[item.index][StateAppliedPart.self] = true
-                batch.records[item.index][EntitlementEventsPart.self] = events
-                batch.records[item.index][OutboxSequencesPart.self] = entries.map(\.sequence)
-                // The events replace the verified document `verify` put there: downstream of
-                // `transition` a record publishes what changed, nothing else.
-                batch.records[item.index].outputs = entries.map(Self.message(for:))
+                batch.records[index][StateAppliedPart.self] = true
+                batch.records[index][EntitlementEventsPart.self] = events
+                batch.records[index][OutboxSequencesPart.self] = entries.map(\.sequence)
+                // The events replace the verified document `verify` put there (when it did):
+                // downstream of `transition` a record publishes what changed, nothing else.
+                batch.records[index].outputs = entries.map(Self.message(for:))
             }
         }
     }

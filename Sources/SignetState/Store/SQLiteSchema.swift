@@ -91,21 +91,23 @@ enum SQLiteSchema {
         last_subtype, last_notification_uuid, expires_date_source, renewal_date, next_boundary
         """
 
-    static let selectSubscription = "SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1"
-    static let selectByToken = "SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id"
-    static let upsertSubscription = "INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"
-    static let selectDue = "SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2"
-    static let selectKey = "SELECT 1 FROM dedupe_keys WHERE key = ?1"
-    static let selectUndeliveredSequencesByInput = "SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL"
-    static let insertKey = "INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)"
-    static let insertEvent = "INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at, input_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    static let selectSubscription = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1")
+    static let selectByToken = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id")
+    static let upsertSubscription = SQLiteQuery("INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)")
+    static let selectDue = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2")
+    static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
+    static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
+    static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")
+    static let insertEvent = SQLiteQuery("INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at, input_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
-    static let selectUndelivered = "SELECT \(outboxColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY seq"
-    static let selectUndeliveredByInput = "SELECT \(outboxColumns) FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL ORDER BY seq"
-    static let deleteEvent = "DELETE FROM outbox WHERE seq = ?1"
-    static let markEvent = "UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL"
-    static let pruneKeys = "DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)"
-    static let pruneEvents = "DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2"
+    static let selectUndelivered = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY seq")
+    static let selectUndeliveredByInput = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL ORDER BY seq")
+    static let deleteEvent = SQLiteQuery("DELETE FROM outbox WHERE seq = ?1")
+    static let markEvent = SQLiteQuery("UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL")
+    static let pruneKeys = SQLiteQuery("DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)")
+    static let relaxSync = SQLiteQuery("PRAGMA synchronous=NORMAL")
+    static let fullSync = SQLiteQuery("PRAGMA synchronous=FULL")
+    static let pruneEvents = SQLiteQuery("DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2")
 
     static func bind(_ snapshot: SubscriptionSnapshot, to statement: SQLiteStatement) throws(SQLiteError) {
         try statement.bind(1, snapshot.originalTransactionId)

@@ -138,7 +138,7 @@ public final class SQLiteStateStore: StateStore {
     }
 
     public func containedKeys(_ keys: [String]) throws -> Set<String> {
-        try withConnection { connection in
+        try withConnection { connection in try connection.database.readTransaction {
             let known = try connection.database.statement(SQLiteSchema.selectKey)
             let pending = try connection.database.statement(SQLiteSchema.selectUndeliveredSequencesByInput)
             defer {
@@ -162,7 +162,7 @@ public final class SQLiteStateStore: StateStore {
                 if handled { found.insert(key) }
             }
             return found
-        }
+        } }
     }
 
     public func recordKeys(_ keys: [String], seenAt: Int64) throws {
@@ -190,8 +190,8 @@ public final class SQLiteStateStore: StateStore {
         try withConnection { connection in
             // Losing a delivery mark to a power cut only means a redelivery (at-least-once),
             // so this commit skips its fsync; the next batch's FULL commit syncs the WAL anyway.
-            if relaxed { try connection.database.execute("PRAGMA synchronous=NORMAL") }
-            defer { if relaxed { try? connection.database.execute("PRAGMA synchronous=FULL") } }
+            if relaxed { try connection.database.statement(SQLiteSchema.relaxSync).run() }
+            defer { if relaxed { try? connection.database.statement(SQLiteSchema.fullSync).run() } }
             try connection.database.transaction {
                 let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvent : SQLiteSchema.markEvent)
                 for sequence in sequences {
