@@ -5,7 +5,7 @@ extension ComponentSpec {
     public static let verifyStage = ComponentSpec(
         name: "verify",
         summary: "verifies ES256 signature, x5c chain to the roots, Apple OIDs, dates, claims, nested JWS",
-        description: "docs/verification.md describes the checks; the verified document goes on the record for the stages after it.",
+        description: "docs/verification.md describes the checks; the verified document goes on the record for the stages after it, and is published unless a later `transition` replaces it with events (then it is not built).",
         fields: [
             ConfigField(
                 "roots", .stringList(allowed: nil), .default("apple"),
