@@ -36,8 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIGNET = os.path.join(ROOT, ".build", "release", "signet")
 
 
-def run_measured(argv, stdin_path=None, env=None):
-    """Runs argv to completion; returns (seconds, peak RSS in MiB, exit code)."""
+def run_measured(argv, stdin_path=None, env=None, cpu=None):
+    """Runs argv to completion; returns (seconds, peak RSS in MiB, exit code, stderr).
+    With `cpu` (a list), appends the child's user + system CPU seconds to it."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     start = time.perf_counter()
     process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -47,6 +48,8 @@ def run_measured(argv, stdin_path=None, env=None):
     if stdin_path:
         stdin.close()
     code = os.waitstatus_to_exitcode(status)
+    if cpu is not None:
+        cpu.append(usage.ru_utime + usage.ru_stime)
     return elapsed, usage.ru_maxrss / 1024.0, code, stderr
 
 
@@ -59,6 +62,7 @@ class PostgresServer:
             raise RuntimeError("PostgreSQL binaries not found under /usr/lib/postgresql/*/bin")
         self.bin = os.path.dirname(versions[-1])
         self.dir = os.path.join(work, "postgres")
+        shutil.rmtree(self.dir, ignore_errors=True)  # a --keep folder holds the last run's cluster
         os.makedirs(self.dir, exist_ok=True)
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:
@@ -119,7 +123,7 @@ def main():
     openssl = openssl_verify_rate()
     print(f"openssl speed ecdsap256: {openssl:,.0f} verify/s (one core)")
     print()
-    print(f"{'what':50} {'threads':>7} {'seconds':>8} {'notif/s':>9} {'peak RSS':>10}")
+    print(f"{'what':50} {'threads':>7} {'seconds':>8} {'notif/s':>9} {'peak RSS':>10}  CPU per notification (pipelines)")
     results = {}
     for jobs in sorted({1, cores}):
         argv = [SIGNET, "verify", "--jobs", str(jobs), "--root", env_file["SIGNET_ROOT_CERTS"],
@@ -149,18 +153,22 @@ def main():
                 if key == "postgres":
                     env["SIGNET_DATABASE_URL"] = postgres.database(f"bench_{jobs}_{repeat}")
                 argv = [SIGNET, "run", "--log-level", "warning"] + (["--pipeline", path] if path else [])
-                seconds, rss, code, err = run_measured(argv, stdin_path=notifications, env=env)
+                cpu = []
+                seconds, rss, code, err = run_measured(argv, stdin_path=notifications, env=env, cpu=cpu)
                 if code != 0:
                     sys.exit(f"signet run ({key}) failed ({code}): {err[-2000:]}")
-                runs.setdefault((key, jobs), []).append((seconds, rss))
+                runs.setdefault((key, jobs), []).append((seconds, rss, cpu[0]))
     for key, label, path in pipelines:
         for jobs in sorted({1, cores}):
             measured = runs[(key, jobs)]
             seconds = statistics.median(run[0] for run in measured)
             rss = max(run[1] for run in measured)
             results[(key, jobs)] = count / seconds
+            # CPU per notification (all threads) says what a pipeline costs even when the
+            # machine is busy with something else and wall time wobbles.
+            cpu_ms = statistics.median(run[2] for run in measured) * 1000 / count
             spread = f"  (runs {min(r[0] for r in measured):.2f}-{max(r[0] for r in measured):.2f} s)" if len(measured) > 1 else ""
-            print(f"{label:50} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB{spread}")
+            print(f"{label:50} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB  {cpu_ms:.3f} ms CPU/notif{spread}")
 
     print()
     target_one = 0.75 * openssl / 3

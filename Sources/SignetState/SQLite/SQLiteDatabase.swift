@@ -126,7 +126,10 @@ final class SQLiteDatabase {
     /// once instead of once per statement.
     func readTransaction<Result>(_ body: () throws -> Result) throws -> Result {
         try statement(Self.beginRead).run()
-        defer { try? statement(Self.commit).run() }
+        defer {
+            // A read transaction left open would make the next BEGIN IMMEDIATE fail.
+            if (try? statement(Self.commit).run()) == nil { try? statement(Self.rollback).run() }
+        }
         return try body()
     }
 

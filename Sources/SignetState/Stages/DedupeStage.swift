@@ -7,9 +7,8 @@ import Synchronization
 /// With `transition` after it (sharing the store), this is a cheap pre-filter: it drops
 /// keys already committed and repeats within one batch (`drop(reason: "duplicate")`),
 /// and leaves the key (``DedupeKeyPart``) and the derived input (``TransitionInputPart``) on
-/// the record for `transition`, whose check in
-/// its own commit is the authoritative one (stages run concurrently on different
-/// batches). Used without `transition`, it records keys in ``acknowledge(_:)``, after the
+/// the record for `transition`, whose check in its own commit is the authoritative one
+/// (stages run concurrently on different batches). Used without `transition`, it records keys in ``acknowledge(_:)``, after the
 /// sinks acknowledged, never before, so a crash can only cause a redelivery, never a loss.
 public final class DedupeStage: Stage {
     public let name = "dedupe"
