@@ -36,9 +36,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIGNET = os.path.join(ROOT, ".build", "release", "signet")
 
 
-def run_measured(argv, stdin_path=None, env=None, cpu=None):
-    """Runs argv to completion; returns (seconds, peak RSS in MiB, exit code, stderr).
-    With `cpu` (a list), appends the child's user + system CPU seconds to it."""
+def run_measured(argv, stdin_path=None, env=None):
+    """Runs argv to completion; returns (seconds, peak RSS in MiB, exit code, stderr, CPU seconds)."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     start = time.perf_counter()
     process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -48,9 +47,7 @@ def run_measured(argv, stdin_path=None, env=None, cpu=None):
     if stdin_path:
         stdin.close()
     code = os.waitstatus_to_exitcode(status)
-    if cpu is not None:
-        cpu.append(usage.ru_utime + usage.ru_stime)
-    return elapsed, usage.ru_maxrss / 1024.0, code, stderr
+    return elapsed, usage.ru_maxrss / 1024.0, code, stderr, usage.ru_utime + usage.ru_stime
 
 
 class PostgresServer:
@@ -128,7 +125,7 @@ def main():
     for jobs in sorted({1, cores}):
         argv = [SIGNET, "verify", "--jobs", str(jobs), "--root", env_file["SIGNET_ROOT_CERTS"],
                 "--environment", env_file["SIGNET_ENVIRONMENT"], "--bundle-id", env_file["SIGNET_BUNDLE_ID"], notifications]
-        seconds, rss, code, err = run_measured(argv)
+        seconds, rss, code, err, _ = run_measured(argv)
         if code != 0:
             sys.exit(f"signet verify failed ({code}): {err[-2000:]}")
         results[("verify", jobs)] = count / seconds
@@ -153,11 +150,10 @@ def main():
                 if key == "postgres":
                     env["SIGNET_DATABASE_URL"] = postgres.database(f"bench_{jobs}_{repeat}")
                 argv = [SIGNET, "run", "--log-level", "warning"] + (["--pipeline", path] if path else [])
-                cpu = []
-                seconds, rss, code, err = run_measured(argv, stdin_path=notifications, env=env, cpu=cpu)
+                seconds, rss, code, err, cpu = run_measured(argv, stdin_path=notifications, env=env)
                 if code != 0:
                     sys.exit(f"signet run ({key}) failed ({code}): {err[-2000:]}")
-                runs.setdefault((key, jobs), []).append((seconds, rss, cpu[0]))
+                runs.setdefault((key, jobs), []).append((seconds, rss, cpu))
     for key, label, path in pipelines:
         for jobs in sorted({1, cores}):
             measured = runs[(key, jobs)]

@@ -105,9 +105,10 @@ enum SQLiteSchema {
     static let deleteEvent = SQLiteQuery("DELETE FROM outbox WHERE seq = ?1")
     static let markEvent = SQLiteQuery("UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL")
     static let pruneKeys = SQLiteQuery("DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)")
+    static let pruneEvents = SQLiteQuery("DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2")
+    /// Delivery marks commit without fsync (``SQLiteStateStore/markDelivered(_:at:)``).
     static let relaxSync = SQLiteQuery("PRAGMA synchronous=NORMAL")
     static let fullSync = SQLiteQuery("PRAGMA synchronous=FULL")
-    static let pruneEvents = SQLiteQuery("DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2")
 
     static func bind(_ snapshot: SubscriptionSnapshot, to statement: SQLiteStatement) throws(SQLiteError) {
         try statement.bind(1, snapshot.originalTransactionId)
