@@ -7,6 +7,8 @@ Measures, in one run on this machine:
   * the verify-only pipeline (Pipelines/verify.yaml: stdin -> decode -> verify -> stdout);
   * the full default pipeline (`signet run`, embedded Pipelines/stdin.yaml: + dedupe, transition
     with durable SQLite state and outbox, fanout), each with 1 verify worker and all cores;
+  * the same full pipeline with the in-memory store, for reference: the state path without any
+    database (no target; it bounds what store work alone can gain);
   * the full pipeline with the PostgreSQL store (SIGNET_DATABASE_URL), against a server this
     script starts on 127.0.0.1 (initdb in a temporary directory; skipped without the binaries);
 and prints notifications/s, wall time and peak RSS for each, and the targets:
@@ -94,6 +96,19 @@ def openssl_verify_rate():
     return float(match.group(2)) if match else None
 
 
+def memory_pipeline(work):
+    """Pipelines/stdin.yaml with its store swapped for the in-memory one: the state path's
+    cost without any database, the ceiling the SQLite store is measured against."""
+    text = open(os.path.join(ROOT, "Pipelines", "stdin.yaml")).read()
+    swapped, replaced = re.subn(r"(?m)^stores:\n  default:\n(    .*\n)+", "stores:\n  default:\n    type: memory\n", text)
+    if replaced != 1:
+        sys.exit("scripts/bench.py: could not find the stores block of Pipelines/stdin.yaml")
+    path = os.path.join(work, "memory.yaml")
+    with open(path, "w") as file:
+        file.write(swapped)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=10000, help="notifications to generate (default 10000)")
@@ -131,7 +146,8 @@ def main():
         results[("verify", jobs)] = count / seconds
         print(f"{'signet verify':50} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB")
     pipelines = [("verify-only", "Pipelines/verify.yaml (stdin -> verify -> stdout)", os.path.join(ROOT, "Pipelines", "verify.yaml")),
-                 ("full", "Pipelines/stdin.yaml (+ dedupe, state, outbox)", None)]
+                 ("full", "Pipelines/stdin.yaml (+ dedupe, state, outbox)", None),
+                 ("memory", "Pipelines/stdin.yaml, in-memory store (no DB)", memory_pipeline(work))]
     postgres = None
     if not args.no_postgres:
         try:
@@ -179,6 +195,10 @@ def main():
         ratio = results[("full", jobs)] / results[("verify-only", jobs)]
         print(f"full pipeline with durable SQLite state, {jobs} thread(s): {ratio:.0%} of verify-only "
               f"(target 90%) -> {'PASS' if ratio >= 0.9 else 'FAIL'}")
+    for jobs in sorted({1, cores}):
+        ratio = results[("memory", jobs)] / results[("verify-only", jobs)]
+        print(f"  reference, the same pipeline with the in-memory store (no database at all), {jobs} thread(s): "
+              f"{ratio:.0%} of verify-only")
     if postgres:
         postgres.stop()
         for jobs in sorted({1, cores}):

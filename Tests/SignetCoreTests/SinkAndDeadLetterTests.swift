@@ -24,6 +24,28 @@ struct SinkAndDeadLetterTests {
         #expect(try dir.read("deep/er/out.ndjson") == Array("one\ntwo\n".utf8) + [0xFF, 0x00, 0x41, 0x0A])
     }
 
+    @Test("a line torn by a killed writer is cut before appending; whole lines are kept",
+          arguments: [
+              ("one\ntwo\n", "one\ntwo\nnew\n"),
+              ("one\ntw", "one\nnew\n"),
+              ("torn without any newline", "new\n"),
+              ("one\n" + String(repeating: "x", count: 150_000), "one\nnew\n"),  // a fragment over several read chunks
+              (String(repeating: "y", count: 70_000) + "\n" + String(repeating: "z", count: 70_000),
+               String(repeating: "y", count: 70_000) + "\nnew\n"),
+              ("", "new\n"),
+          ])
+    func fileSinkCutsATornLastLine(_ before: String, _ after: String) async throws {
+        let dir = try CoreTempDir()
+        defer { dir.remove() }
+        let path = dir.path("out.ndjson")
+        try Data(before.utf8).write(to: URL(fileURLWithPath: path))
+        let sink = FileSink(path: path, fsync: false)
+        try await sink.open()
+        try await sink.write([OutputMessage(value: Array("new".utf8))])
+        try await sink.close()
+        #expect(text(try dir.read("out.ndjson")) == after)
+    }
+
     @Test func fileSinkRefusesWritesWhenNotOpen() async throws {
         let dir = try CoreTempDir()
         defer { dir.remove() }

@@ -1,6 +1,6 @@
 import Foundation
 import SignetCore
-import SignetState
+@testable import SignetState
 import Testing
 
 /// The store contract (outbox, redelivery, retention, lookups) on every store kind.
@@ -54,6 +54,27 @@ import Testing
         #expect(try await harness.run([Table.subscribed]).dropped == 1)
         try store.prune(keysBefore: now + 1_000_000, now: now)
         #expect(try await harness.run([Table.subscribed]).dropped == 0)
+    }
+
+    @Test("marking delivered takes any set of sequences: gaps, repeats, any order", arguments: [Duration.zero, .seconds(3600)])
+    func markingScatteredSequences(_ retention: Duration) async throws {
+        for kind in StoreKind.available {
+            let store = try await kind.makeLocation(outboxRetention: retention).open()
+            defer { try? store.close() }
+            let sequences = try store.withTransaction { transaction in
+                try (0..<7).map { index in
+                    var event = EntitlementEvent(eventId: "e\(index)", type: .granted, entitled: true, source: .notification)
+                    event.originalTransactionId = "sub-\(index)"
+                    return try transaction.appendEvent(event, payload: Array("e\(index)".utf8), inputKey: "k\(index)", createdAt: 1)
+                }
+            }
+            #expect(try store.undeliveredEvents().map(\.sequence) == sequences, "\(kind)")
+            // Two runs (0-1, 3-4) and a single (6), out of order, with a repeat.
+            try store.markDelivered([sequences[4], sequences[0], sequences[6], sequences[3], sequences[1], sequences[0]], at: 5)
+            #expect(try store.undeliveredEvents().map(\.sequence) == [sequences[2], sequences[5]], "\(kind)")
+            try store.markDelivered([sequences[5]], at: 6)
+            #expect(try store.undeliveredEvents().map(\.sequence) == [sequences[2]], "\(kind)")
+        }
     }
 
     @Test(arguments: StoreKind.available)

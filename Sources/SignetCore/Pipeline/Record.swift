@@ -16,7 +16,9 @@ public struct Record: Sendable {
     /// message's timestamp); nil when the source does not know. The runner measures
     /// end-to-end latency from it.
     public var sourceTimestamp: Int64?
-    private var parts: [ObjectIdentifier: any Sendable] = [:]
+    /// Typed parts by key type. A record carries about half a dozen, so a linear scan
+    /// comparing type identities beats hashing them.
+    @usableFromInline var parts: [(key: ObjectIdentifier, value: any Sendable)] = []
 
     public init(raw: [UInt8], position: SourcePosition) {
         self.raw = raw
@@ -50,13 +52,28 @@ public struct Record: Sendable {
     }
 
     /// Typed storage for what stages learn about the record.
+    ///
+    /// Inlinable so each stage's module specializes it for its key types: a part is read and
+    /// written several times per record, and the generic version paid for type metadata
+    /// lookups on every access.
+    @inlinable
     public subscript<Key: RecordPartKey>(_ key: Key.Type) -> Key.Value? {
-        get { parts[ObjectIdentifier(key)] as? Key.Value }
+        get {
+            let id = ObjectIdentifier(key)
+            // By index: comparing keys in place copies no values.
+            for slot in parts.indices where parts[slot].key == id { return parts[slot].value as? Key.Value }
+            return nil
+        }
         set {
-            // A record gathers half a dozen parts on its way through the stages: one
-            // allocation up front instead of a regrowth at the second, fourth and seventh.
-            if parts.isEmpty { parts.reserveCapacity(8) }
-            parts[ObjectIdentifier(key)] = newValue
+            let id = ObjectIdentifier(key)
+            if let slot = parts.firstIndex(where: { $0.key == id }) {
+                if let newValue { parts[slot].value = newValue } else { parts.remove(at: slot) }
+            } else if let newValue {
+                // A record gathers half a dozen parts on its way through the stages: one
+                // allocation up front instead of a regrowth at the second, fourth and seventh.
+                if parts.isEmpty { parts.reserveCapacity(8) }
+                parts.append((id, newValue))
+            }
         }
     }
 }

@@ -24,9 +24,46 @@ public final class FileSink: Sink {
                 throw SinkError("cannot create the folder '\(directory)' for '\(path)'")
             }
         }
-        let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        // Read access too: a torn last line is found by reading the file's end. A file we may
+        // only write (rare) is appended to without that check.
+        var fd = Foundation.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        let readable = fd >= 0
+        if !readable, errno == EACCES { fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644) }
         guard fd >= 0 else { throw SinkError("cannot open '\(path)' for appending: \(String(cString: strerror(errno)))") }
+        do {
+            if readable { try Self.cutTornLastLine(fd, path: path) }
+        } catch {
+            Foundation.close(fd)
+            throw error
+        }
         descriptor.withLock { $0 = fd }
+    }
+
+    /// A process killed in the middle of a write (kill -9, OOM) can leave the start of a line
+    /// without its end. That line's batch was never acknowledged, so its source position was
+    /// never committed: after the restart the same record is written again, whole. The
+    /// fragment is cut off so the file stays one complete line per message instead of one
+    /// line that no reader can parse.
+    static func cutTornLastLine(_ fd: Int32, path: String) throws(SinkError) {
+        var end = lseek(fd, 0, SEEK_END)
+        guard end > 0 else { return }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var scanned = false
+        while end > 0 {
+            let start = max(0, end - off_t(chunk.count))
+            let count = Int(end - start)
+            let read = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, start) }
+            guard read == count else { throw SinkError("cannot read the end of '\(path)': \(String(cString: strerror(errno)))") }
+            if let newline = chunk[0..<count].lastIndex(of: UInt8(ascii: "\n")) {
+                // Already ends with a newline: nothing was torn.
+                if !scanned && newline == count - 1 { return }
+                end = start + off_t(newline) + 1
+                break
+            }
+            scanned = true
+            end = start
+        }
+        guard ftruncate(fd, end) == 0 else { throw SinkError(writing: path, errno: errno) }
     }
 
     public func write(_ messages: [OutputMessage]) async throws {

@@ -3,19 +3,22 @@ import SignetJWS
 
 /// The verified facts one record contributes to the state machine, independent of how
 /// they were verified (so the machine can be tested and embedded without crypto).
-public struct TransitionInput: Sendable, Hashable {
-    public var source: EntitlementEvent.Source
-    public var notificationType: NotificationType?
-    public var subtype: Subtype?
-    public var notificationUUID: String?
+///
+/// An immutable class: `dedupe` derives it once and `transition` reads it from the record,
+/// so passing it on is one reference, not a copy of every field of the decoded payloads.
+public final class TransitionInput: Sendable {
+    public let source: EntitlementEvent.Source
+    public let notificationType: NotificationType?
+    public let subtype: Subtype?
+    public let notificationUUID: String?
     /// The notification's signedDate; for a forwarded transaction or renewal info, its own.
-    public var signedDate: AppleTimestamp?
-    public var environment: AppStoreEnvironment?
-    public var bundleId: String?
-    public var transaction: JWSTransactionDecodedPayload?
-    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    public let signedDate: AppleTimestamp?
+    public let environment: AppStoreEnvironment?
+    public let bundleId: String?
+    public let transaction: JWSTransactionDecodedPayload?
+    public let renewalInfo: JWSRenewalInfoDecodedPayload?
     /// The notification's `data.status`: the subscription's status when Apple signed it.
-    public var status: SubscriptionStatus?
+    public let status: SubscriptionStatus?
 
     public init(
         source: EntitlementEvent.Source,
@@ -42,7 +45,7 @@ public struct TransitionInput: Sendable, Hashable {
     }
 
     /// The facts of a verified payload from the `verify` stage.
-    public init(_ payload: VerifiedPayload) {
+    public convenience init(_ payload: VerifiedPayload) {
         switch payload {
         case .notification(let notification):
             let body = notification.payload

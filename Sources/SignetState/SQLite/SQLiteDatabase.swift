@@ -88,7 +88,7 @@ final class SQLiteDatabase {
         }
     }
 
-    /// The prepared statement for `query`, reset and with cleared bindings.
+    /// The prepared statement for `query`, reset (bind every parameter: bindings persist).
     func statement(_ query: SQLiteQuery) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[ObjectIdentifier(query)] {
             cached.reset()
@@ -141,7 +141,6 @@ final class SQLiteDatabase {
 }
 
 extension SQLiteDatabase {
-    /// The rowid of the last successful INSERT on this connection.
     /// `PRAGMA data_version`: changes whenever another connection commits to the file.
     func dataVersion() throws(SQLiteError) -> Int64 {
         let statement = try statement(Self.dataVersionQuery)
@@ -162,5 +161,6 @@ extension SQLiteDatabase {
     private static let dataVersionQuery = SQLiteQuery("PRAGMA data_version")
     private static let columnExistsQuery = SQLiteQuery("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")
 
+    /// The rowid of the last successful INSERT on this connection.
     var lastInsertRowID: Int64 { (try? connection()).map { sqlite3_last_insert_rowid($0) } ?? 0 }
 }

@@ -5,6 +5,10 @@ import CSQLite
 /// Owned by one ``SQLiteDatabase`` and used only while its owner is (under the store's
 /// lock), so it needs no synchronisation of its own. Parameters are 1-based like SQLite's,
 /// columns 0-based.
+///
+/// Bindings persist from one run to the next (``reset()`` keeps them, so SQLite reuses the
+/// buffers of bound text instead of freeing and allocating them for every row): every use
+/// binds every parameter of its statement.
 final class SQLiteStatement {
     private let handle: OpaquePointer
     private let database: OpaquePointer
@@ -23,10 +27,9 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    /// Clears the previous execution and bindings; call before binding a new run.
+    /// Ends the previous execution; the bindings stay until bound again.
     func reset() {
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
     }
 
     func bind(_ index: Int32, _ value: String?) throws(SQLiteError) {

@@ -49,9 +49,9 @@ public final class DedupeStage: Stage {
         for index in batch.records.indices where batch.records[index].isActive {
             // Records without a verified payload are left for later stages to judge.
             guard let payload = batch.records[index][VerifiedPayloadKey.self] else { continue }
-            let shared = SharedTransitionInput(TransitionInput(payload))
-            let key = options.key.key(for: shared.input)
-            batch.records[index][TransitionInputPart.self] = shared
+            let input = TransitionInput(payload)
+            let key = options.key.key(for: input)
+            batch.records[index][TransitionInputPart.self] = input
             batch.records[index][DedupeKeyPart.self] = key
             guard seen.insert(key).inserted else {
                 batch.records[index].drop(reason: "duplicate")

@@ -26,12 +26,5 @@ public enum OutboxSequencesPart: RecordPartKey {
 /// What `dedupe` derived from a record's verified payload, kept so `transition` does not
 /// derive it again.
 public enum TransitionInputPart: RecordPartKey {
-    public typealias Value = SharedTransitionInput
-}
-
-/// A ``TransitionInput`` behind one reference: reading a record part copies its value, and
-/// a copy of the input itself would copy every field of the decoded payloads in it.
-public final class SharedTransitionInput: Sendable {
-    public let input: TransitionInput
-    public init(_ input: TransitionInput) { self.input = input }
+    public typealias Value = TransitionInput
 }

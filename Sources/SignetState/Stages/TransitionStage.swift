@@ -74,28 +74,26 @@ public final class TransitionStage: TickingStage {
 
     public func process(_ batch: inout RecordBatch) async throws {
         let store = try handle.store()
-        // Parallel arrays of references: the loops below read each input in place instead of
-        // copying every field of its decoded payloads.
         var indices: [Int] = []
-        var inputs: [SharedTransitionInput] = []
+        var inputs: [TransitionInput] = []
         var keys: [String] = []
         indices.reserveCapacity(batch.count)
         inputs.reserveCapacity(batch.count)
         keys.reserveCapacity(batch.count)
         for index in batch.records.indices where batch.records[index].isActive {
             // `dedupe` derived the input already when it ran; else derive it here.
-            let shared: SharedTransitionInput
+            let input: TransitionInput
             if let derived = batch.records[index][TransitionInputPart.self] {
-                shared = derived
+                input = derived
             } else if let payload = batch.records[index][VerifiedPayloadKey.self] {
-                shared = SharedTransitionInput(TransitionInput(payload))
+                input = TransitionInput(payload)
             } else {
                 batch.records[index].reject(
                     RecordRejection(.missingTransaction, "no verified payload: put `verify` before `transition`"), stage: name)
                 continue
             }
-            keys.append(batch.records[index][DedupeKeyPart.self] ?? options.dedupeKey.key(for: shared.input))
-            inputs.append(shared)
+            keys.append(batch.records[index][DedupeKeyPart.self] ?? options.dedupeKey.key(for: input))
+            inputs.append(input)
             indices.append(index)
         }
         guard !inputs.isEmpty else { return }
@@ -103,7 +101,7 @@ public final class TransitionStage: TickingStage {
         let policy = options.policy
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
-            try transaction.prefetch(keys: keys, originalTransactionIds: inputs.compactMap(\.input.originalTransactionId))
+            try transaction.prefetch(keys: keys, originalTransactionIds: inputs.compactMap(\.originalTransactionId))
             var seen = Set<String>(minimumCapacity: keys.count)
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(keys.count)
@@ -118,11 +116,11 @@ public final class TransitionStage: TickingStage {
                     outcomes.append(pending.isEmpty ? .duplicate : .redeliver(pending))
                     continue
                 }
-                let shared = inputs[item]
-                let previous = try shared.input.originalTransactionId.flatMap {
+                let input = inputs[item]
+                let previous = try input.originalTransactionId.flatMap {
                     try transaction.subscription(originalTransactionId: $0)
                 }
-                switch SubscriptionStateMachine.apply(shared.input, to: previous, policy: policy) {
+                switch SubscriptionStateMachine.apply(input, to: previous, policy: policy) {
                 case .ignored:
                     try transaction.recordKey(key, seenAt: now)
                     outcomes.append(.applied([], []))

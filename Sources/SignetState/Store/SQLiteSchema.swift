@@ -102,8 +102,9 @@ enum SQLiteSchema {
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
     static let selectUndelivered = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY seq")
     static let selectUndeliveredByInput = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL ORDER BY seq")
-    static let deleteEvent = SQLiteQuery("DELETE FROM outbox WHERE seq = ?1")
-    static let markEvent = SQLiteQuery("UPDATE outbox SET delivered_at = ?2 WHERE seq = ?1 AND delivered_at IS NULL")
+    /// By runs of consecutive sequences: a batch's events are one run, so one statement.
+    static let deleteEvents = SQLiteQuery("DELETE FROM outbox WHERE seq BETWEEN ?1 AND ?2")
+    static let markEvents = SQLiteQuery("UPDATE outbox SET delivered_at = ?3 WHERE seq BETWEEN ?1 AND ?2 AND delivered_at IS NULL")
     static let pruneKeys = SQLiteQuery("DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)")
     static let pruneEvents = SQLiteQuery("DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2")
     /// Delivery marks commit without fsync (``SQLiteStateStore/markDelivered(_:at:)``).

@@ -116,23 +116,27 @@ public final class SQLiteStateStore: StateStore {
                 database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil,
                 inFlight: connection.inFlight)
             let began = ContinuousClock.now
-            let result = try connection.database.transaction {
-                // Another process (a second group member on the same file) may have written
-                // since our last commit; data_version changes exactly then. Checked under the
-                // write lock, so cached snapshots are never older than the file.
-                let version = try connection.database.dataVersion()
-                if version != connection.dataVersion {
-                    connection.cache.removeAll()
-                    connection.dataVersion = version
+            let result: Result
+            do {
+                result = try connection.database.transaction {
+                    // Another process (a second group member on the same file) may have written
+                    // since our last commit; data_version changes exactly then. Checked under the
+                    // write lock, so cached snapshots are never older than the file.
+                    let version = try connection.database.dataVersion()
+                    if version != connection.dataVersion {
+                        connection.cache.removeAll()
+                        connection.dataVersion = version
+                    }
+                    return try body(transaction)
                 }
-                return try body(transaction)
+            } catch {
+                // The transaction's saves went into the cache as it wrote them; rolled back,
+                // they never happened.
+                connection.cache.removeAll()
+                throw error
             }
             StateStoreMetrics.sqliteCommit.recordNanoseconds((ContinuousClock.now - began).clampedNanoseconds)
             connection.inFlight.formUnion(transaction.appended)
-            // Only committed snapshots enter the cache.
-            if connection.cacheEnabled {
-                for snapshot in transaction.written.values { connection.cache.put(snapshot) }
-            }
             return result
         }
     }
@@ -193,10 +197,11 @@ public final class SQLiteStateStore: StateStore {
             if relaxed { try connection.database.statement(SQLiteSchema.relaxSync).run() }
             defer { if relaxed { try? connection.database.statement(SQLiteSchema.fullSync).run() } }
             try connection.database.transaction {
-                let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvent : SQLiteSchema.markEvent)
-                for sequence in sequences {
-                    try statement.bind(1, sequence)
-                    if !deleting { try statement.bind(2, instant) }
+                let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvents : SQLiteSchema.markEvents)
+                for run in Self.consecutiveRuns(sequences) {
+                    try statement.bind(1, run.lowerBound)
+                    try statement.bind(2, run.upperBound)
+                    if !deleting { try statement.bind(3, instant) }
                     try statement.run()
                 }
             }
@@ -205,6 +210,21 @@ public final class SQLiteStateStore: StateStore {
                 connection.deliveries.append((instant, highest))
             }
         }
+    }
+
+    /// `sequences` as ranges of consecutive numbers (each range holds only given numbers).
+    static func consecutiveRuns(_ sequences: [Int64]) -> [ClosedRange<Int64>] {
+        var runs: [ClosedRange<Int64>] = []
+        for sequence in sequences.sorted() {
+            // Sorted, so `sequence` is at least the last run's start.
+            if let last = runs.last,
+               sequence <= last.upperBound || (last.upperBound < .max && sequence == last.upperBound + 1) {
+                if sequence > last.upperBound { runs[runs.count - 1] = last.lowerBound...sequence }
+            } else {
+                runs.append(sequence...sequence)
+            }
+        }
+        return runs
     }
 
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {

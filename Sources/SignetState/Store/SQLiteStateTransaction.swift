@@ -1,11 +1,10 @@
 /// The operations of one SQLite transaction of ``SQLiteStateStore``.
 ///
-/// Lives only inside `withTransaction` (under the store's lock). Snapshots it writes are
-/// remembered so the store can put them into its cache once the commit succeeded.
+/// Lives only inside `withTransaction` (under the store's lock). Snapshots it writes go
+/// straight into the store's cache; the store empties the cache if the transaction rolls back.
 final class SQLiteStateTransaction: StateTransaction {
     private let database: SQLiteDatabase
     private let cache: SnapshotCache?
-    private(set) var written: [String: SubscriptionSnapshot] = [:]
     /// Outbox rows this transaction added (in flight once it commits).
     private(set) var appended: [Int64] = []
     /// Outbox rows this process emitted and the sinks have not acknowledged yet.
@@ -32,7 +31,6 @@ final class SQLiteStateTransaction: StateTransaction {
     }
 
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        if let pending = written[originalTransactionId] { return pending }
         if let cache, let hit = cache.get(originalTransactionId) { return hit }
         let statement = try database.statement(SQLiteSchema.selectSubscription)
         defer { statement.reset() }
@@ -45,7 +43,7 @@ final class SQLiteStateTransaction: StateTransaction {
         let statement = try database.statement(SQLiteSchema.upsertSubscription)
         try SQLiteSchema.bind(snapshot, to: statement)
         try statement.run()
-        written[snapshot.originalTransactionId] = snapshot
+        cache?.put(snapshot)
     }
 
     func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
@@ -70,11 +68,8 @@ final class SQLiteStateTransaction: StateTransaction {
         try statement.bind(1, cutoff)
         try statement.bind(2, Int64(max(0, limit)))
         var snapshots: [SubscriptionSnapshot] = []
-        while try statement.step() {
-            let stored = SQLiteSchema.snapshot(from: statement)
-            // This transaction's own writes win (the sweep reads before it writes, but stay exact).
-            snapshots.append(written[stored.originalTransactionId] ?? stored)
-        }
+        // SQLite reads this transaction's own writes.
+        while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
         return snapshots
     }
 
