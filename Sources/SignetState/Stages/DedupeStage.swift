@@ -4,12 +4,15 @@ import Synchronization
 
 /// `dedupe`: drops Apple's retries of a notification.
 ///
-/// With `transition` after it (sharing the store), this is a cheap pre-filter: it drops
-/// keys already committed and repeats within one batch (`drop(reason: "duplicate")`),
-/// and leaves the key (``DedupeKeyPart``) and the derived input (``TransitionInputPart``) on
-/// the record for `transition`, whose check in its own commit is the authoritative one
-/// (stages run concurrently on different batches). Used without `transition`, it records keys in ``acknowledge(_:)``, after the
-/// sinks acknowledged, never before, so a crash can only cause a redelivery, never a loss.
+/// With `transition` after it (sharing the store), it drops repeats within one batch
+/// (`drop(reason: "duplicate")`) and leaves the key (``DedupeKeyPart``) and the derived
+/// input (``TransitionInputPart``) on the record for `transition`, whose check in its own
+/// commit is the authoritative one (stages run concurrently on different batches). On a
+/// pipeline store (`stores:`) that `transition` also uses it leaves the store lookup to
+/// that check; on a store instance of its own it looks keys up first and drops those
+/// already committed. Used without `transition`, it records keys in ``acknowledge(_:)``,
+/// after the sinks acknowledged, never before, so a crash can only cause a redelivery,
+/// never a loss.
 public final class DedupeStage: Stage {
     public let name = "dedupe"
 
@@ -60,7 +63,10 @@ public final class DedupeStage: Stage {
             indices.append(index)
             keys.append(key)
         }
-        guard !keys.isEmpty else { return }
+        // With `transition` on the same store, its commit checks every key anyway (and must:
+        // stages run concurrently on different batches); looking them up here as well would
+        // only pay for each lookup twice. Its duplicates are dropped there, same reason.
+        guard !keys.isEmpty, !handle.keysCheckedByTransition else { return }
         let known = try store.containedKeys(keys)
         guard !known.isEmpty else { return }
         for (index, key) in zip(indices, keys) where known.contains(key) {

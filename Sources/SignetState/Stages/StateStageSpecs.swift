@@ -20,7 +20,7 @@ extension ComponentSpec {
     public static let dedupeStage = ComponentSpec(
         name: "dedupe",
         summary: "drops Apple's retries (key: notificationUUID by default; durable store)",
-        description: "With transition after it, a cheap pre-filter; alone, it records keys after the sinks acknowledged.",
+        description: "With transition after it on the same store, it drops repeats within a batch and leaves the store check to transition's commit; alone, it records keys after the sinks acknowledged.",
         fields: [
             dedupeKeyField,
             ConfigField(

@@ -55,6 +55,7 @@ public final class TransitionStage: TickingStage {
     public init(resource: StateStoreResource, options: Options = Options()) {
         self.handle = StoreHandle(.resource(resource))
         self.options = options
+        resource.checkedByTransition.store(true, ordering: .relaxed)
     }
 
     public func open() async throws { try handle.open() }

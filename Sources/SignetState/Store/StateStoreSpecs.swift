@@ -19,7 +19,7 @@ extension ComponentSpec {
                 "how long SQLite waits for another connection's lock", advanced: true),
             ConfigField(
                 "cache_size", .int(0...100_000_000), .default(String(SQLiteStateStore.Options().cacheCapacity)),
-                "committed snapshots kept in memory (bounded; 0 disables)", advanced: true),
+                "snapshots kept in memory (bounded; 0 disables): saves re-reading purchases that receive many notifications within minutes", advanced: true),
             ConfigField(
                 "outbox_retention", .duration(nil), .default(ConfigDuration.format(SQLiteStateStore.Options().outboxRetention)),
                 "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),

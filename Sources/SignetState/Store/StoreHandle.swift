@@ -16,6 +16,13 @@ final class StoreHandle: Sendable {
         self.origin = origin
     }
 
+    /// Whether a `transition` stage checks dedupe keys in this store in its own commit
+    /// (known for pipeline resources; an instance's other users are unknown, so no).
+    var keysCheckedByTransition: Bool {
+        if case .resource(let resource) = origin { return resource.checkedByTransition.load(ordering: .relaxed) }
+        return false
+    }
+
     /// Nothing to do: an instance is the caller's, a resource is the runner's.
     func open() throws {}
     func close() throws {}
