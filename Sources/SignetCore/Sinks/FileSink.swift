@@ -24,14 +24,10 @@ public final class FileSink: Sink {
                 throw SinkError("cannot create the folder '\(directory)' for '\(path)'")
             }
         }
-        // Read access too: a torn last line is found by reading the file's end. A file we may
-        // only write (rare) is appended to without that check.
-        var fd = Foundation.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        let readable = fd >= 0
-        if !readable, errno == EACCES { fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644) }
+        let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SinkError("cannot open '\(path)' for appending: \(String(cString: strerror(errno)))") }
         do {
-            if readable { try Self.cutTornLastLine(fd, path: path) }
+            try Self.cutTornLastLine(fd, path: path)
         } catch {
             Foundation.close(fd)
             throw error
@@ -44,15 +40,22 @@ public final class FileSink: Sink {
     /// never committed: after the restart the same record is written again, whole. The
     /// fragment is cut off so the file stays one complete line per message instead of one
     /// line that no reader can parse.
+    ///
+    /// Only regular files (a FIFO or a device has no end to cut); read through a second,
+    /// read-only descriptor, and a file we may only write is left as it is.
     static func cutTornLastLine(_ fd: Int32, path: String) throws(SinkError) {
-        var end = lseek(fd, 0, SEEK_END)
-        guard end > 0 else { return }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > 0 else { return }
+        let reader = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        guard reader >= 0 else { return }
+        defer { Foundation.close(reader) }
+        var end = status.st_size
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var scanned = false
         while end > 0 {
             let start = max(0, end - off_t(chunk.count))
             let count = Int(end - start)
-            let read = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, start) }
+            let read = chunk.withUnsafeMutableBytes { pread(reader, $0.baseAddress, count, start) }
             guard read == count else { throw SinkError("cannot read the end of '\(path)': \(String(cString: strerror(errno)))") }
             if let newline = chunk[0..<count].lastIndex(of: UInt8(ascii: "\n")) {
                 // Already ends with a newline: nothing was torn.

@@ -9,8 +9,8 @@ import Metrics
 /// acknowledgements of the runner share it, and every public method holds the lock only
 /// for synchronous work. One SQLite transaction per batch (so one fsync per batch with
 /// `synchronous: full`), prepared statements reused, and optionally a bounded cache of
-/// snapshots (``Options/cacheCapacity``). One process writes a database at a time; readers (the CLI) may open it
-/// read-only meanwhile.
+/// snapshots (``Options/cacheCapacity``). One process writes a database at a time; readers
+/// (the CLI) may open it read-only meanwhile.
 public final class SQLiteStateStore: StateStore {
     /// How much a commit waits for the disk.
     public enum Durability: String, Sendable, CaseIterable {
