@@ -59,22 +59,26 @@ public struct Record: Sendable {
     @inlinable
     public subscript<Key: RecordPartKey>(_ key: Key.Type) -> Key.Value? {
         get {
-            let id = ObjectIdentifier(key)
-            // By index: comparing keys in place copies no values.
-            for slot in parts.indices where parts[slot].key == id { return parts[slot].value as? Key.Value }
-            return nil
+            guard let slot = slot(of: key) else { return nil }
+            return parts[slot].value as? Key.Value
         }
         set {
-            let id = ObjectIdentifier(key)
-            if let slot = parts.firstIndex(where: { $0.key == id }) {
+            if let slot = slot(of: key) {
                 if let newValue { parts[slot].value = newValue } else { parts.remove(at: slot) }
             } else if let newValue {
                 // A record gathers half a dozen parts on its way through the stages: one
                 // allocation up front instead of a regrowth at the second, fourth and seventh.
                 if parts.isEmpty { parts.reserveCapacity(8) }
-                parts.append((id, newValue))
+                parts.append((ObjectIdentifier(key), newValue))
             }
         }
+    }
+
+    /// Where `key`'s part is in `parts`; by index, so comparing keys copies no values.
+    @inlinable
+    func slot<Key: RecordPartKey>(of key: Key.Type) -> Int? {
+        let id = ObjectIdentifier(key)
+        return parts.indices.first { parts[$0].key == id }
     }
 }
 

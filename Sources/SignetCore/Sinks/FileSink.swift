@@ -51,21 +51,20 @@ public final class FileSink: Sink {
         defer { Foundation.close(reader) }
         var end = status.st_size
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var scanned = false
+        // `end` moves back to just past the last newline (0 when there is none).
         while end > 0 {
             let start = max(0, end - off_t(chunk.count))
             let count = Int(end - start)
             let read = chunk.withUnsafeMutableBytes { pread(reader, $0.baseAddress, count, start) }
             guard read == count else { throw SinkError("cannot read the end of '\(path)': \(String(cString: strerror(errno)))") }
             if let newline = chunk[0..<count].lastIndex(of: UInt8(ascii: "\n")) {
-                // Already ends with a newline: nothing was torn.
-                if !scanned && newline == count - 1 { return }
                 end = start + off_t(newline) + 1
                 break
             }
-            scanned = true
             end = start
         }
+        // Ends with a newline: nothing was torn.
+        guard end != status.st_size else { return }
         guard ftruncate(fd, end) == 0 else { throw SinkError(writing: path, errno: errno) }
     }
 
