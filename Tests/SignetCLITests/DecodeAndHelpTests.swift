@@ -5,7 +5,7 @@ import SignetTestSupport
 import Testing
 
 /// `signet decode`, help texts, `signet components`, `signet --version`.
-@Suite("signet decode, help, components, version", .timeLimit(.minutes(2)))
+@Suite("signet decode, help, components, version", .timeLimit(.minutes(10)))
 struct DecodeAndHelpTests {
     @Test(.ownThread) func decodeShowsHeaderAndPayloadUnverified() throws {
         let manifest = try CLI.manifestNotifications()

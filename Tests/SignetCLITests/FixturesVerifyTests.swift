@@ -3,7 +3,7 @@ import SignetTestSupport
 import Testing
 
 /// `signet fixtures` output verified by `signet verify` with the private root.
-@Suite("signet fixtures + verify", .timeLimit(.minutes(2)))
+@Suite("signet fixtures + verify", .timeLimit(.minutes(10)))
 struct FixturesVerifyTests {
     func claims(_ fixtures: GeneratedFixtures) -> [String] {
         ["--root", fixtures.root, "--environment", "Sandbox", "--bundle-id", GeneratedFixtures.bundleId]

@@ -3,7 +3,7 @@ import SignetTestSupport
 import Testing
 
 /// `signet lint`: the shipped pipelines pass; broken ones are reported as FILE:LINE:COLUMN: error:.
-@Suite("signet lint", .timeLimit(.minutes(2)))
+@Suite("signet lint", .timeLimit(.minutes(10)))
 struct LintTests {
     static let pipelinesDirectory = FixturePaths.packageRoot.appendingPathComponent("Pipelines")
 

@@ -4,7 +4,7 @@ import SignetTestSupport
 import Testing
 
 /// `signet run` with pipeline files written by the tests, and with the embedded default.
-@Suite("signet run", .timeLimit(.minutes(2)))
+@Suite("signet run", .timeLimit(.minutes(10)))
 struct RunPipelineTests {
     /// A decode + verify pipeline with the fixtures root; `source` is YAML for the source block.
     static func pipeline(source: String, root: String, deadLetter: String) -> String {

@@ -3,7 +3,7 @@ import SignetTestSupport
 import Testing
 
 /// SIGTERM/SIGINT during `signet run` on a stdin that stays open: a graceful, prompt stop.
-@Suite("signet run and signals", .timeLimit(.minutes(2)))
+@Suite("signet run and signals", .timeLimit(.minutes(10)))
 struct SignalTests {
     @Test(.ownThread, arguments: [SIGTERM, SIGINT])
     func signalDuringSlowStdinStopsGracefully(_ signalNumber: Int32) throws {

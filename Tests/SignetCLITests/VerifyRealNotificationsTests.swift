@@ -3,7 +3,7 @@ import SignetTestSupport
 import Testing
 
 /// `signet verify` against the 29 real Apple notifications and Apple's built-in root.
-@Suite("signet verify on real Apple notifications", .timeLimit(.minutes(2)))
+@Suite("signet verify on real Apple notifications", .timeLimit(.minutes(10)))
 struct VerifyRealNotificationsTests {
     @Test(.ownThread) func allRealNotificationsVerifyAndMatchTheManifest() throws {
         let result = try CLI.run(["verify", CLI.realNotifications])

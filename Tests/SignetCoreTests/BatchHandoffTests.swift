@@ -4,7 +4,7 @@ import Testing
 
 @testable import SignetCore
 
-@Suite("BatchHandoff", .timeLimit(.minutes(1)))
+@Suite("BatchHandoff", .timeLimit(.minutes(10)))
 struct BatchHandoffTests {
     func batch(_ offsets: ClosedRange<Int>) -> RecordBatch {
         RecordBatch(records: offsets.map { Record(raw: [], position: SourcePosition(stream: "s", offset: Int64($0))) })

@@ -23,7 +23,7 @@ final class ThrowingSource: Source {
     func close() async throws { try await inner.close() }
 }
 
-@Suite("SignetCore edge cases", .timeLimit(.minutes(2)))
+@Suite("SignetCore edge cases", .timeLimit(.minutes(10)))
 struct CoreEdgeCaseTests {
     @Test func sourceFailureStopsTheRunAfterDeliveringEarlierBatches() async throws {
         let inner = MemorySource(lines: (1...10).map { "r\($0)" })

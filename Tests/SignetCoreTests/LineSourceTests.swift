@@ -3,7 +3,7 @@ import Testing
 
 @testable import SignetCore
 
-@Suite("LineSource on files", .timeLimit(.minutes(2)))
+@Suite("LineSource on files", .timeLimit(.minutes(10)))
 struct LineSourceTests {
     func options(max: Int = 1 << 20, skipBlank: Bool = true, checkpoint: String? = nil) -> LineSource.Options {
         var options = LineSource.Options()

@@ -38,7 +38,7 @@ struct FailingOpenSink: Sink {
     func write(_ messages: [OutputMessage]) async throws {}
 }
 
-@Suite("PipelineRunner", .timeLimit(.minutes(2)))
+@Suite("PipelineRunner", .timeLimit(.minutes(10)))
 struct PipelineRunnerTests {
     func lines(_ count: Int) -> [String] { (1...count).map { "r\($0)" } }
 
@@ -438,7 +438,7 @@ final class SlowStage: Stage {
     }
 }
 
-@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(2)))
+@Suite("PipelineRunner adaptive batches", .timeLimit(.minutes(10)))
 struct AdaptiveBatchTests {
     @Test func recordsQueuedBehindABusyStageTravelTogetherInOrder() async throws {
         let lines = (1...200).map { "r\($0)" }
@@ -491,11 +491,14 @@ struct RunnerLatencyTests {
         let pipeline = Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 2))
+        let started = ContinuousClock.now
         let summary = try await PipelineRunner(pipeline: pipeline).run()
+        // Records were read after `started`, 2 s old; a busy machine may stretch the run itself.
+        let ceiling = 2_000 + Int64(((ContinuousClock.now - started).seconds * 1_000).rounded(.up)) + 1
         let latency = try #require(summary.latency)
         // Every committed record counts, rejected ones too: their commit waited for the dead letter.
         #expect(latency.count == 3)
-        #expect(latency.p50Milliseconds >= 2_000 && latency.p50Milliseconds < 60_000, "\(latency)")
+        #expect(latency.p50Milliseconds >= 2_000 && latency.maxMilliseconds <= ceiling, "\(latency), ceiling \(ceiling) ms")
         #expect(latency.p99Milliseconds >= latency.p50Milliseconds)
         #expect(latency.maxMilliseconds >= latency.p99Milliseconds)
         #expect(summary.description.contains("latency p50"))

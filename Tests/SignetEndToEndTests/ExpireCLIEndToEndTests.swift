@@ -4,7 +4,7 @@ import Testing
 
 /// `signet expire` (issue 11 §1) on the store a `signet run` of the default pipeline left:
 /// the events of access that ended by time, once, as NDJSON.
-@Suite("signet expire end to end", .timeLimit(.minutes(3)))
+@Suite("signet expire end to end", .timeLimit(.minutes(10)))
 struct ExpireCLIEndToEndTests {
     @Test("expire prints what ended by time once, and state agrees", .ownThread)
     func expireOnceAfterARun() throws {

@@ -29,7 +29,7 @@ extension KafkaEndToEndTests {
 
     /// The second instance joins mid-stream (a cooperative rebalance moves partitions to it)
     /// and stays: no loss, duplicates only byte-identical, per-key order, state as the reference's.
-    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(10)))
     func secondInstanceJoinsMidStreamSharingPostgres() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("join")
@@ -44,7 +44,7 @@ extension KafkaEndToEndTests {
 
         let first = try scope.startPipeline("first", settings, extraEnvironment: ["SIGNET_DATABASE_URL": database])
         try Kcat.produce(brokers: brokers, topic: settings.input, Array(input.lines[..<third]))
-        let flowing = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
+        let flowing = try await eventually(timeout: .seconds(60), interval: .milliseconds(100)) {
             try Kcat.readAll(brokers: brokers, topic: settings.output).count >= 10 || !first.isRunning
         }
         try #require(flowing, "the first instance never published: \(first.stderrTail())")
@@ -54,7 +54,7 @@ extension KafkaEndToEndTests {
             brokers: brokers, topic: settings.input, Array(input.lines[third...]), chunk: 10, pause: .milliseconds(250))
 
         var output: [KafkaMessage] = []
-        let complete = try await eventually(timeout: .seconds(60), interval: .milliseconds(400)) {
+        let complete = try await eventually(timeout: .seconds(120), interval: .milliseconds(400)) {
             output = try Kcat.readAll(brokers: brokers, topic: settings.output)
             return distinctEventIds(output).count >= reference.byId.count || !first.isRunning || !second.isRunning
         }
@@ -79,7 +79,7 @@ extension KafkaEndToEndTests {
     /// Regression: each process once trusted its snapshot cache after another process had
     /// written the shared file, overwriting that member's changes. The store now clears the
     /// cache whenever `PRAGMA data_version` shows another connection committed.
-    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(10)))
     func instanceLeavesAndPartitionsReturnSharingPostgres() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("leave")
@@ -106,7 +106,7 @@ extension KafkaEndToEndTests {
 
         // The second member joins and owns half the partitions for phase 2.
         let second = try scope.startPipeline("second", settings, extraEnvironment: other)
-        let joined = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
+        let joined = try await eventually(timeout: .seconds(60), interval: .milliseconds(100)) {
             second.stderr.contains("kafka: assigned") && first.stderr.contains("kafka: revoked")
         }
         try #require(joined, "the second member never got partitions: \(second.stderrTail())")
@@ -135,7 +135,7 @@ extension KafkaEndToEndTests {
     /// Regression: the survivor once dropped the re-read records as duplicates, so events the
     /// crashed member had committed but not delivered stayed in the outbox. Now a duplicate
     /// whose outbox rows are undelivered (and not in flight in this process) re-emits them.
-    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(2)))
+    @Test(.enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"), .timeLimit(.minutes(10)))
     func survivorDeliversWhatACrashedMemberCommittedToTheSharedState() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("crash-member")
@@ -151,20 +151,20 @@ extension KafkaEndToEndTests {
         // The victim dies right after its first state commit (before any delivery).
         let victim = try scope.startPipeline(
             "victim", settings, pipeline: pipeline, extraEnvironment: ["SIGNET_FAULT": "after_state_commit:1", "SIGNET_DATABASE_URL": database])
-        try await eventually(timeout: .seconds(20), interval: .milliseconds(100)) { victim.stderr.contains("kafka: assigned") }
+        try await eventually(timeout: .seconds(40), interval: .milliseconds(100)) { victim.stderr.contains("kafka: assigned") }
         let survivor = try scope.startPipeline(
             "survivor", settings, pipeline: pipeline, extraEnvironment: ["SIGNET_DATABASE_URL": database, "SIGNET_DATA_DIR": scope.path("data-survivor")])
-        let joined = try await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
+        let joined = try await eventually(timeout: .seconds(60), interval: .milliseconds(100)) {
             survivor.stderr.contains("kafka: assigned") && victim.stderr.contains("kafka: revoked")
         }
         try #require(joined, "the group never split: \(survivor.stderrTail())")
         try Kcat.produce(brokers: brokers, topic: settings.input, input.lines)
-        let died = try await eventually(timeout: .seconds(30), interval: .milliseconds(50)) { !victim.isRunning }
+        let died = try await eventually(timeout: .seconds(60), interval: .milliseconds(50)) { !victim.isRunning }
         try #require(died && victim.stderr.contains("fault injection"), "the fault did not fire: \(victim.stderrTail())")
 
         // The survivor gets the victim's partitions after its session times out (4 s) and a rejoin.
         var output: [KafkaMessage] = []
-        let complete = try await eventually(timeout: .seconds(25), interval: .milliseconds(500)) {
+        let complete = try await eventually(timeout: .seconds(60), interval: .milliseconds(500)) {
             output = try Kcat.readAll(brokers: brokers, topic: settings.output)
             return distinctEventIds(output).count >= reference.byId.count || !survivor.isRunning
         }

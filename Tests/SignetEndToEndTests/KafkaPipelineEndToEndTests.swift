@@ -13,7 +13,7 @@ import Testing
 struct KafkaEndToEndTests {
     /// Steady stream through `signet dev-broker` (a child process): every event once, keyed
     /// by originalTransactionId, with its headers, in per-key order; state as the reference's.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func steadyStreamThroughDevBroker() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("steady")
@@ -24,7 +24,7 @@ struct KafkaEndToEndTests {
         let broker = try scope.start(
             "dev-broker", ["dev-broker", "--topic", "notifications:4", "--topic", "entitlements:4", "--topic", "dead-letters:1"])
         var brokers = ""
-        try await eventually(timeout: .seconds(15), interval: .milliseconds(50)) {
+        try await eventually(timeout: .seconds(30), interval: .milliseconds(50)) {
             let first = broker.stdout.split(separator: "\n", omittingEmptySubsequences: false)
             if first.count > 1, first[0].hasPrefix("127.0.0.1:") { brokers = String(first[0]) }
             return !brokers.isEmpty || !broker.isRunning
@@ -38,7 +38,7 @@ struct KafkaEndToEndTests {
         try await producePaced(brokers: brokers, topic: settings.input, input.lines)
 
         var output: [KafkaMessage] = []
-        let complete = try await eventually(timeout: .seconds(60), interval: .milliseconds(400)) {
+        let complete = try await eventually(timeout: .seconds(120), interval: .milliseconds(400)) {
             output = try Kcat.readAll(brokers: brokers, topic: settings.output)
             return distinctEventIds(output).count >= reference.byId.count || !pipeline.isRunning
         }
@@ -65,7 +65,7 @@ struct KafkaEndToEndTests {
     /// Every notification produced twice (Apple's retries: back to back and again at the end),
     /// plus forged lines: each event exactly once; each forged line on the dead-letter topic with
     /// its original bytes and a signet-reason header (the reasons the stdin pipeline gives).
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func duplicatesOnceAndForgedLinesToDeadLetters() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("dupes")
@@ -87,7 +87,7 @@ struct KafkaEndToEndTests {
 
         var output: [KafkaMessage] = []
         var deadLetters: [KafkaMessage] = []
-        let complete = try await eventually(timeout: .seconds(60), interval: .milliseconds(400)) {
+        let complete = try await eventually(timeout: .seconds(120), interval: .milliseconds(400)) {
             output = try Kcat.readAll(brokers: brokers, topic: settings.output)
             deadLetters = try Kcat.readAll(brokers: brokers, topic: settings.deadLetters)
             return (distinctEventIds(output).count >= reference.byId.count && deadLetters.count >= input.forged.count)

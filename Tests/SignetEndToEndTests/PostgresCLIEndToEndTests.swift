@@ -7,7 +7,7 @@ import Testing
 /// (a real server, ``PostgresServer``), the answers equal an SQLite run's, and the password
 /// in the URL never reaches the output, even at debug log level.
 @Suite(
-    "PostgreSQL through the CLI", .tags(.endToEnd), .timeLimit(.minutes(3)),
+    "PostgreSQL through the CLI", .tags(.endToEnd), .timeLimit(.minutes(10)),
     .enabled(if: PostgresServer.unavailableReason == nil, "PostgreSQL binaries missing"))
 struct PostgresCLIEndToEndTests {
     /// The test server trusts loopback, so any password connects; it must still never be printed.

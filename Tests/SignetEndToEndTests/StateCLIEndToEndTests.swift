@@ -5,7 +5,7 @@ import Testing
 /// Issue 3 through the CLI with the embedded default pipeline (stdin -> ... -> stdout):
 /// replays and retries, `signet state show` / `signet entitlements` after a run, and the
 /// schema of the events on stdout.
-@Suite("State end to end through the CLI", .tags(.endToEnd), .timeLimit(.minutes(3)))
+@Suite("State end to end through the CLI", .tags(.endToEnd), .timeLimit(.minutes(10)))
 struct StateCLIEndToEndTests {
     /// Fixture notifications followed by the hand-made timelines (no forged lines).
     static func validInput(_ corpus: StateCorpus) -> [String] {

@@ -9,7 +9,7 @@ import UnixSignals
 
 /// ``PipelineLifecycle``: the webhook pipeline and another service in one ServiceGroup; a
 /// signal drains the pipeline first, then stops the other service.
-@Suite("pipeline lifecycle", .serialized, .timeLimit(.minutes(2)))
+@Suite("pipeline lifecycle", .serialized, .timeLimit(.minutes(10)))
 struct PipelineLifecycleTests {
     /// Stands for an admin server: waits for graceful shutdown and notes what the pipeline
     /// had done by then.

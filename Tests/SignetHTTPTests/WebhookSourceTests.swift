@@ -6,7 +6,7 @@ import Testing
 
 /// The `http` source with a real server on 127.0.0.1, the full chain behind it, and
 /// independent clients (curl, Python's http.client and raw sockets).
-@Suite("http source (webhook)", .serialized, .timeLimit(.minutes(3)))
+@Suite("http source (webhook)", .serialized, .timeLimit(.minutes(10)))
 struct WebhookSourceTests {
     @Test("200 only once committed; retries deduplicated; forged input dead-lettered and answered 200")
     func acknowledgedAfterCommit() async throws {

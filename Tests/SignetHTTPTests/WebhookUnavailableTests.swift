@@ -6,7 +6,7 @@ import Testing
 
 /// 503 with Retry-After: the source's server alone (no runner takes its records), so the
 /// pipeline "cannot take it now" deterministically.
-@Suite("http source: 503 with Retry-After", .serialized, .timeLimit(.minutes(2)))
+@Suite("http source: 503 with Retry-After", .serialized, .timeLimit(.minutes(10)))
 struct WebhookUnavailableTests {
     static let body = #"{"signedPayload": "a.b.c"}"#
 

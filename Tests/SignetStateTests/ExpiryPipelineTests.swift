@@ -10,7 +10,7 @@ import AppStoreModels
 /// FIFO whose writer never closes) with signed notifications, the real decode and verify
 /// stages, and a transition stage whose sweep clock the test moves. The sweep's event must
 /// reach the sink while no input arrives, and the run's counts must not treat it as input.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct ExpiryPipelineTests {
     static let t0 = Fixture.t0, day = Fixture.day
     static let bundleId = "com.example.signet"
