@@ -124,4 +124,82 @@ import Testing
         try store.withTransaction { try $0.save(snapshot) }
         #expect(try store.subscription(originalTransactionId: "77") == snapshot)
     }
+
+    /// A store may update a row more cheaply when its indexed values (appAccountToken and the
+    /// next boundary) stay the same; the lookups by those values must follow every save anyway.
+    @Test(arguments: StoreKind.available)
+    func tokenAndBoundaryLookupsFollowEverySave(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        func purchase(token: String?, expires: Int64, product: String) -> SubscriptionSnapshot {
+            var snapshot = SubscriptionSnapshot(originalTransactionId: "A", state: .active, entitled: true, evaluatedAt: 10)
+            snapshot.appAccountToken = token
+            snapshot.expiresDate = expires
+            snapshot.productId = product
+            return snapshot
+        }
+        func due(_ cutoff: Int64) throws -> [String] {
+            try store.withTransaction { try $0.subscriptionsDue(atOrBefore: cutoff, limit: 10).map(\.originalTransactionId) }
+        }
+        func owners(_ token: String) throws -> [String] {
+            try store.subscriptions(appAccountToken: token).map(\.originalTransactionId)
+        }
+
+        // Saved unread (as the sweep's first save or a blind write would).
+        try store.withTransaction { try $0.save(purchase(token: "t1", expires: 100, product: "p1")) }
+        // Read, then saved with the indexed values unchanged and another field changed.
+        try store.withTransaction { transaction in
+            _ = try transaction.subscription(originalTransactionId: "A")
+            try transaction.save(purchase(token: "t1", expires: 100, product: "p2"))
+        }
+        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t1", expires: 100, product: "p2"))
+        #expect(try owners("t1") == ["A"])
+        #expect(try due(100) == ["A"])
+
+        // Read, then both indexed values change.
+        try store.withTransaction { transaction in
+            _ = try transaction.subscription(originalTransactionId: "A")
+            try transaction.save(purchase(token: "t2", expires: 200, product: "p2"))
+        }
+        #expect(try owners("t1").isEmpty)
+        #expect(try owners("t2") == ["A"])
+        #expect(try due(150).isEmpty)
+        #expect(try due(200) == ["A"])
+
+        // Two saves in one transaction: the second compares with the first, not with the read.
+        try store.withTransaction { transaction in
+            _ = try transaction.subscription(originalTransactionId: "A")
+            try transaction.save(purchase(token: nil, expires: 300, product: "p3"))
+            try transaction.save(purchase(token: "t2", expires: 200, product: "p4"))
+        }
+        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t2", expires: 200, product: "p4"))
+        #expect(try owners("t2") == ["A"])
+        #expect(try due(250) == ["A"])
+
+        // A token removed, then the row read by the due query and saved with what it read.
+        try store.withTransaction { transaction in
+            _ = try transaction.subscription(originalTransactionId: "A")
+            try transaction.save(purchase(token: nil, expires: 200, product: "p4"))
+        }
+        try store.withTransaction { transaction in
+            for snapshot in try transaction.subscriptionsDue(atOrBefore: 200, limit: 10) {
+                var next = snapshot
+                next.productId = "p5"
+                try transaction.save(next)
+            }
+        }
+        #expect(try owners("t2").isEmpty)
+        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: nil, expires: 200, product: "p5"))
+        #expect(try due(200) == ["A"])
+
+        if case .sqlite = kind {
+            // The indexes agree with the table, entry for entry.
+            let database = try SQLiteDatabase(path: (store as! SQLiteStateStore).path, readOnly: true)
+            defer { database.close() }
+            let check = try database.statement(SQLiteQuery("PRAGMA integrity_check"))
+            defer { check.reset() }
+            #expect(try check.step())
+            #expect(check.string(0) == "ok")
+        }
+    }
 }

@@ -22,8 +22,14 @@ final class SQLiteDatabase {
     private var statements: [ObjectIdentifier: SQLiteStatement] = [:]
     let path: String
 
+    /// Process-wide settings, applied once before the first connection initializes SQLite.
+    /// Memory statistics off: they serialize every allocation of every connection on one
+    /// mutex, 0.5% of the full pipeline's CPU for numbers nobody reads.
+    private static let configured: Void = { _ = signet_sqlite3_disable_memory_statistics() }()
+
     init(path: String, readOnly: Bool = false, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
         self.path = path
+        Self.configured
         var connection: OpaquePointer?
         var flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         var name = path

@@ -83,17 +83,37 @@ enum SQLiteSchema {
         WHERE revocation_date IS NULL AND (product_type IS NULL OR product_type NOT IN ('Consumable', 'Non-Consumable'))
         """
 
-    static let subscriptionColumns = """
-        original_transaction_id, state, entitled, transaction_id, product_id, product_type, bundle_id, \
-        environment, app_account_token, ownership, purchase_date, expires_date, transaction_signed_date, \
-        revocation_date, revocation_reason, revocation_type, auto_renew, auto_renew_product_id, billing_retry, \
-        grace_period_expires_date, expiration_intent, renewal_signed_date, evaluated_at, last_notification_type, \
-        last_subtype, last_notification_uuid, expires_date_source, renewal_date, next_boundary
-        """
+    /// The columns of a subscription row, in the order ``bind(_:to:keepingIndexedColumns:)``
+    /// numbers its parameters (`?1` is `original_transaction_id`).
+    static let subscriptionColumnNames = [
+        "original_transaction_id", "state", "entitled", "transaction_id", "product_id", "product_type", "bundle_id",
+        "environment", "app_account_token", "ownership", "purchase_date", "expires_date", "transaction_signed_date",
+        "revocation_date", "revocation_reason", "revocation_type", "auto_renew", "auto_renew_product_id", "billing_retry",
+        "grace_period_expires_date", "expiration_intent", "renewal_signed_date", "evaluated_at", "last_notification_type",
+        "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
+    ]
+    static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
+    /// Parameter numbers of the columns the secondary indexes cover.
+    static let indexedSubscriptionParameters: Set<Int32> = [9, 29]
 
     static let selectSubscription = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1")
     static let selectByToken = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id")
-    static let upsertSubscription = SQLiteQuery("INSERT OR REPLACE INTO subscriptions (\(subscriptionColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)")
+    /// Updates a row in place when it exists (`INSERT OR REPLACE` would delete it and its
+    /// index entries, then insert them again).
+    static let upsertSubscription = SQLiteQuery(
+        "INSERT INTO subscriptions (\(subscriptionColumns)) VALUES ("
+            + subscriptionColumnNames.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+            + ") ON CONFLICT (original_transaction_id) DO UPDATE SET "
+            + subscriptionColumnNames.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+    /// Updates an existing row whose indexed columns keep their values. SQLite rewrites the
+    /// entries of every index whose columns an UPDATE assigns, changed or not: leaving them
+    /// out saves two index updates (and their dirty pages) per save.
+    static let updateSubscriptionKeepingIndexes = SQLiteQuery(
+        "UPDATE subscriptions SET "
+            + subscriptionColumnNames.indices.dropFirst()
+                .filter { !indexedSubscriptionParameters.contains(Int32($0 + 1)) }
+                .map { "\(subscriptionColumnNames[$0]) = ?\($0 + 1)" }.joined(separator: ", ")
+            + " WHERE original_transaction_id = ?1")
     static let selectDue = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2")
     static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
     static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
@@ -111,7 +131,11 @@ enum SQLiteSchema {
     static let relaxSync = SQLiteQuery("PRAGMA synchronous=NORMAL")
     static let fullSync = SQLiteQuery("PRAGMA synchronous=FULL")
 
-    static func bind(_ snapshot: SubscriptionSnapshot, to statement: SQLiteStatement) throws(SQLiteError) {
+    /// Binds a snapshot to ``upsertSubscription`` or, with `keepingIndexedColumns`, to
+    /// ``updateSubscriptionKeepingIndexes`` (whose SQL has no parameters for those columns).
+    static func bind(
+        _ snapshot: SubscriptionSnapshot, to statement: SQLiteStatement, keepingIndexedColumns: Bool = false
+    ) throws(SQLiteError) {
         try statement.bind(1, snapshot.originalTransactionId)
         try statement.bind(2, snapshot.state.rawValue)
         try statement.bind(3, snapshot.entitled)
@@ -120,7 +144,7 @@ enum SQLiteSchema {
         try statement.bind(6, snapshot.productType)
         try statement.bind(7, snapshot.bundleId)
         try statement.bind(8, snapshot.environment)
-        try statement.bind(9, snapshot.appAccountToken)
+        if !keepingIndexedColumns { try statement.bind(9, snapshot.appAccountToken) }
         try statement.bind(10, snapshot.ownership)
         try statement.bind(11, snapshot.purchaseDate)
         try statement.bind(12, snapshot.expiresDate)
@@ -140,7 +164,7 @@ enum SQLiteSchema {
         try statement.bind(26, snapshot.lastNotificationUUID)
         try statement.bind(27, snapshot.expiresDateSource)
         try statement.bind(28, snapshot.renewalDate)
-        try statement.bind(29, snapshot.nextBoundary)
+        if !keepingIndexedColumns { try statement.bind(29, snapshot.nextBoundary) }
     }
 
     /// Reads a row selected with ``outboxColumns``.

@@ -9,6 +9,20 @@ final class SQLiteStateTransaction: StateTransaction {
     private(set) var appended: [Int64] = []
     /// Outbox rows this process emitted and the sinks have not acknowledged yet.
     private let inFlight: Set<Int64>
+    /// The indexed columns of the purchases this transaction read or wrote, as the database
+    /// holds them now (nil: no row), so ``save(_:)`` can leave unchanged index entries alone.
+    private var indexedColumns: [String: IndexedColumns?] = [:]
+
+    /// The values of a subscription row that its secondary indexes cover.
+    private struct IndexedColumns: Equatable {
+        var appAccountToken: String?
+        var nextBoundary: Int64?
+
+        init(_ snapshot: SubscriptionSnapshot) {
+            appAccountToken = snapshot.appAccountToken
+            nextBoundary = snapshot.nextBoundary
+        }
+    }
 
     init(database: SQLiteDatabase, cache: SnapshotCache?, inFlight: Set<Int64>) {
         self.database = database
@@ -31,6 +45,13 @@ final class SQLiteStateTransaction: StateTransaction {
     }
 
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        let snapshot = try read(originalTransactionId)
+        indexedColumns[originalTransactionId] = snapshot.map(IndexedColumns.init)
+        return snapshot
+    }
+
+    private func read(_ originalTransactionId: String) throws -> SubscriptionSnapshot? {
+        // The cache holds what the database holds (saves go to both; a rollback empties it).
         if let cache, let hit = cache.get(originalTransactionId) { return hit }
         let statement = try database.statement(SQLiteSchema.selectSubscription)
         defer { statement.reset() }
@@ -40,9 +61,15 @@ final class SQLiteStateTransaction: StateTransaction {
     }
 
     func save(_ snapshot: SubscriptionSnapshot) throws {
-        let statement = try database.statement(SQLiteSchema.upsertSubscription)
-        try SQLiteSchema.bind(snapshot, to: statement)
+        let indexed = IndexedColumns(snapshot)
+        // A row read in this transaction (which holds the write lock) is still as read, so
+        // when its indexed values stay, the cheaper UPDATE is exact. Otherwise: upsert.
+        let keepsIndexes = indexedColumns[snapshot.originalTransactionId] == .some(.some(indexed))
+        let statement = try database.statement(
+            keepsIndexes ? SQLiteSchema.updateSubscriptionKeepingIndexes : SQLiteSchema.upsertSubscription)
+        try SQLiteSchema.bind(snapshot, to: statement, keepingIndexedColumns: keepsIndexes)
         try statement.run()
+        indexedColumns[snapshot.originalTransactionId] = indexed
         cache?.put(snapshot)
     }
 
@@ -69,7 +96,11 @@ final class SQLiteStateTransaction: StateTransaction {
         try statement.bind(2, Int64(max(0, limit)))
         var snapshots: [SubscriptionSnapshot] = []
         // SQLite reads this transaction's own writes.
-        while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
+        while try statement.step() {
+            let snapshot = SQLiteSchema.snapshot(from: statement)
+            indexedColumns[snapshot.originalTransactionId] = IndexedColumns(snapshot)
+            snapshots.append(snapshot)
+        }
         return snapshots
     }
 
