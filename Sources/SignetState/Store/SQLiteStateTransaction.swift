@@ -18,9 +18,18 @@ final class SQLiteStateTransaction: StateTransaction {
         var appAccountToken: String?
         var nextBoundary: Int64?
 
+        /// The values a save of `snapshot` writes.
         init(_ snapshot: SubscriptionSnapshot) {
             appAccountToken = snapshot.appAccountToken
             nextBoundary = snapshot.nextBoundary
+        }
+
+        /// The values as stored, from a row selected with ``SQLiteSchema/subscriptionColumns``
+        /// (an older version or the backfill may have stored another boundary than the
+        /// snapshot's own rule gives today).
+        init(row: SQLiteStatement) {
+            appAccountToken = row.string(8)
+            nextBoundary = row.int64(28)
         }
     }
 
@@ -45,18 +54,20 @@ final class SQLiteStateTransaction: StateTransaction {
     }
 
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        let snapshot = try read(originalTransactionId)
-        indexedColumns[originalTransactionId] = snapshot.map(IndexedColumns.init)
-        return snapshot
-    }
-
-    private func read(_ originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        // The cache holds what the database holds (saves go to both; a rollback empties it).
-        if let cache, let hit = cache.get(originalTransactionId) { return hit }
+        // The cache holds only snapshots saved through it, which the database holds as written
+        // (a rollback empties it).
+        if let cache, let hit = cache.get(originalTransactionId) {
+            indexedColumns[originalTransactionId] = IndexedColumns(hit)
+            return hit
+        }
         let statement = try database.statement(SQLiteSchema.selectSubscription)
         defer { statement.reset() }
         try statement.bind(1, originalTransactionId)
-        guard try statement.step() else { return nil }
+        guard try statement.step() else {
+            indexedColumns[originalTransactionId] = .some(nil)
+            return nil
+        }
+        indexedColumns[originalTransactionId] = IndexedColumns(row: statement)
         return SQLiteSchema.snapshot(from: statement)
     }
 
@@ -98,7 +109,7 @@ final class SQLiteStateTransaction: StateTransaction {
         // SQLite reads this transaction's own writes.
         while try statement.step() {
             let snapshot = SQLiteSchema.snapshot(from: statement)
-            indexedColumns[snapshot.originalTransactionId] = IndexedColumns(snapshot)
+            indexedColumns[snapshot.originalTransactionId] = IndexedColumns(row: statement)
             snapshots.append(snapshot)
         }
         return snapshots
