@@ -144,43 +144,37 @@ import Testing
         func owners(_ token: String) throws -> [String] {
             try store.subscriptions(appAccountToken: token).map(\.originalTransactionId)
         }
+        /// One transaction that reads the purchase, then saves each snapshot in turn.
+        func readThenSave(_ snapshots: SubscriptionSnapshot...) throws {
+            try store.withTransaction { transaction in
+                _ = try transaction.subscription(originalTransactionId: "A")
+                for snapshot in snapshots { try transaction.save(snapshot) }
+            }
+        }
 
         // Saved unread (as the sweep's first save or a blind write would).
         try store.withTransaction { try $0.save(purchase(token: "t1", expires: 100, product: "p1")) }
         // Read, then saved with the indexed values unchanged and another field changed.
-        try store.withTransaction { transaction in
-            _ = try transaction.subscription(originalTransactionId: "A")
-            try transaction.save(purchase(token: "t1", expires: 100, product: "p2"))
-        }
+        try readThenSave(purchase(token: "t1", expires: 100, product: "p2"))
         #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t1", expires: 100, product: "p2"))
         #expect(try owners("t1") == ["A"])
         #expect(try due(100) == ["A"])
 
         // Read, then both indexed values change.
-        try store.withTransaction { transaction in
-            _ = try transaction.subscription(originalTransactionId: "A")
-            try transaction.save(purchase(token: "t2", expires: 200, product: "p2"))
-        }
+        try readThenSave(purchase(token: "t2", expires: 200, product: "p2"))
         #expect(try owners("t1").isEmpty)
         #expect(try owners("t2") == ["A"])
         #expect(try due(150).isEmpty)
         #expect(try due(200) == ["A"])
 
         // Two saves in one transaction: the second compares with the first, not with the read.
-        try store.withTransaction { transaction in
-            _ = try transaction.subscription(originalTransactionId: "A")
-            try transaction.save(purchase(token: nil, expires: 300, product: "p3"))
-            try transaction.save(purchase(token: "t2", expires: 200, product: "p4"))
-        }
+        try readThenSave(purchase(token: nil, expires: 300, product: "p3"), purchase(token: "t2", expires: 200, product: "p4"))
         #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t2", expires: 200, product: "p4"))
         #expect(try owners("t2") == ["A"])
         #expect(try due(250) == ["A"])
 
         // A token removed, then the row read by the due query and saved with what it read.
-        try store.withTransaction { transaction in
-            _ = try transaction.subscription(originalTransactionId: "A")
-            try transaction.save(purchase(token: nil, expires: 200, product: "p4"))
-        }
+        try readThenSave(purchase(token: nil, expires: 200, product: "p4"))
         try store.withTransaction { transaction in
             for snapshot in try transaction.subscriptionsDue(atOrBefore: 200, limit: 10) {
                 var next = snapshot

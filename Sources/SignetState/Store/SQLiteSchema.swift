@@ -93,8 +93,10 @@ enum SQLiteSchema {
         "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
     ]
     static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
-    /// Parameter numbers of the columns the secondary indexes cover.
-    static let indexedSubscriptionParameters: Set<Int32> = [9, 29]
+    /// Positions in ``subscriptionColumnNames`` (0-based, as a row is read) of the columns the
+    /// secondary indexes cover; their parameter numbers are one more.
+    static let appAccountTokenColumn: Int32 = 8
+    static let nextBoundaryColumn: Int32 = 28
 
     static let selectSubscription = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1")
     static let selectByToken = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id")
@@ -111,7 +113,7 @@ enum SQLiteSchema {
     static let updateSubscriptionKeepingIndexes = SQLiteQuery(
         "UPDATE subscriptions SET "
             + subscriptionColumnNames.indices.dropFirst()
-                .filter { !indexedSubscriptionParameters.contains(Int32($0 + 1)) }
+                .filter { ![appAccountTokenColumn, nextBoundaryColumn].contains(Int32($0)) }
                 .map { "\(subscriptionColumnNames[$0]) = ?\($0 + 1)" }.joined(separator: ", ")
             + " WHERE original_transaction_id = ?1")
     static let selectDue = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2")

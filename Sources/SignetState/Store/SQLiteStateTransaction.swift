@@ -28,8 +28,8 @@ final class SQLiteStateTransaction: StateTransaction {
         /// (an older version or the backfill may have stored another boundary than the
         /// snapshot's own rule gives today).
         init(row: SQLiteStatement) {
-            appAccountToken = row.string(8)
-            nextBoundary = row.int64(28)
+            appAccountToken = row.string(SQLiteSchema.appAccountTokenColumn)
+            nextBoundary = row.int64(SQLiteSchema.nextBoundaryColumn)
         }
     }
 
