@@ -17,23 +17,15 @@ import Synchronization
 /// server is retried with capped exponential backoff for up to ``PostgresStoreOptions``'
 /// `outageTimeout`, which blocks the calling stage thread and so pauses the pipeline. The
 /// source is committed only after delivery, so no position passes what was stored.
-/// Calls are serialised on one connection (see ``PostgresSession`` for why waiting is safe).
+/// Calls run on the sessions of a pool of `pool_size` connections (``PostgresSessionPool``),
+/// one call per session at a time; see ``PostgresSession`` for why waiting is safe.
 public final class PostgresStateStore: StateStore {
-    /// The connection of batches (the lease has its own) and what is in flight.
-    /// `@unchecked Sendable`: reached only inside `state.withLock`, so one thread at a time
-    /// uses it, and no reference escapes the lock.
-    private final class State: @unchecked Sendable {
-        let session: PostgresSession
-        /// Outbox rows emitted or claimed by this instance and not yet acknowledged.
-        var inFlight: Set<Int64> = []
-
-        init(session: PostgresSession) { self.session = session }
-    }
-
     public let options: PostgresStoreOptions
     /// This instance's id (`signet_instances.id`, `signet_outbox.owner`).
     public let instanceId: String
-    private let state: Mutex<State?>
+    /// The sessions of calls (the lease has its own connection).
+    private let pool: PostgresSessionPool
+    private let inFlight = InFlightSequences()
     /// The last outage error while a call is retrying one; nil once a call succeeds.
     /// Readiness (`containedKeys([])`) reports it without waiting for the server.
     private let outage = Mutex<PostgresStoreError?>(nil)
@@ -45,13 +37,12 @@ public final class PostgresStateStore: StateStore {
         self.options = options
         self.logger = logger
         instanceId = UUID().uuidString.lowercased()
-        let session = PostgresSession(options: options, applicationName: "signet", logger: logger)
+        pool = PostgresSessionPool(size: options.poolSize, options: options, applicationName: "signet", logger: logger)
         lease = PostgresLease(instanceId: instanceId, options: options, logger: logger)
         if !options.readOnly {
-            try PostgresMigrations.apply(on: session)
+            try pool.withSession { session in _ = try PostgresMigrations.apply(on: session) }
             try lease.start()
         }
-        state = Mutex(State(session: session))
     }
 
     /// A store for queries only (no migrations, no lease), failing fast when unreachable.
@@ -69,13 +60,13 @@ public final class PostgresStateStore: StateStore {
         return try PostgresMigrations.apply(on: session)
     }
 
-    /// Runs `body` with the connection, retrying conflicts and outages with backoff.
+    /// Runs `body` with a session of the pool, retrying conflicts and outages with backoff.
     ///
     /// - Parameter waitingOutOutages: false for lookups that answer someone now (the
     ///   entitlement API, `signet state show`): during an outage they fail at once instead
     ///   of holding their caller for up to `outage_timeout`.
     private func withSession<Result>(
-        _ what: String, waitingOutOutages: Bool = true, _ body: (State) throws -> Result
+        _ what: String, waitingOutOutages: Bool = true, _ body: (PostgresSession) throws -> Result
     ) throws -> Result {
         let deadline = ContinuousClock.now + (waitingOutOutages ? options.outageTimeout : .zero)
         var backoff = Duration.milliseconds(50)
@@ -83,15 +74,12 @@ public final class PostgresStateStore: StateStore {
         while true {
             attempt += 1
             do {
-                let result = try state.withLock { state in
-                    guard let state else { throw PostgresStoreError("the PostgreSQL state store is closed") }
-                    return try body(state)
-                }
+                let result = try pool.withSession(body)
                 outage.withLock { $0 = nil }
                 return result
             } catch let error as PostgresStoreError where error.isConflict || error.isUnavailable {
                 if error.isUnavailable { outage.withLock { $0 = error } }
-                guard ContinuousClock.now + backoff < deadline, error.message != "the PostgreSQL state store is closed" else { throw error }
+                guard ContinuousClock.now + backoff < deadline, !error.isStoreClosed else { throw error }
                 if error.isConflict {
                     logger.debug("\(what): conflict with another instance, retrying (attempt \(attempt))")
                 } else {
@@ -104,19 +92,24 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
-        try withSession("batch") { state in
-            let transaction = PostgresStateTransaction(session: state.session, instanceId: instanceId, inFlight: state.inFlight)
-            try state.session.execute("BEGIN")
+        try withSession("batch") { session in
+            let transaction = PostgresStateTransaction(session: session, instanceId: instanceId, inFlight: inFlight)
+            try session.execute("BEGIN")
             let result: Result
+            var announced = false
             do {
                 result = try body(transaction)
                 try transaction.flush()
-                try state.session.execute("COMMIT")
+                // In flight before the commit shows the rows to this instance's other
+                // sessions, so none of them takes them for undelivered and delivers them too.
+                inFlight.insert(transaction.claimed)
+                announced = true
+                try session.execute("COMMIT")
             } catch {
-                _ = try? state.session.execute("ROLLBACK")
+                _ = try? session.execute("ROLLBACK")
+                if announced { inFlight.remove(transaction.claimed) }
                 throw error
             }
-            state.inFlight.formUnion(transaction.claimed)
             return result
         }
     }
@@ -128,8 +121,8 @@ public final class PostgresStateStore: StateStore {
             if let error = outage.withLock({ $0 }) { throw error }
             return []
         }
-        return try withSession("dedupe lookup") { state in
-            let rows = try state.session.query("""
+        return try withSession("dedupe lookup") { session in
+            let rows = try session.query("""
                 SELECT k.key, o.seq FROM signet_dedupe_keys k
                 LEFT JOIN signet_outbox o ON o.input_key = k.key AND o.delivered_at IS NULL
                 WHERE k.key = ANY(\(keys))
@@ -141,7 +134,7 @@ public final class PostgresStateStore: StateStore {
                 found.insert(key)
                 // Undelivered and not in flight here: `transition` decides (it waits for a live
                 // owner, or redelivers a gone one's rows), so the input is not dropped here.
-                if let sequence, !state.inFlight.contains(sequence) { unhandled.insert(key) }
+                if let sequence, !inFlight.contains(sequence) { unhandled.insert(key) }
             }
             return found.subtracting(unhandled)
         }
@@ -149,8 +142,8 @@ public final class PostgresStateStore: StateStore {
 
     public func recordKeys(_ keys: [String], seenAt: Int64) throws {
         guard !keys.isEmpty else { return }
-        _ = try withSession("record keys") { state in
-            try state.session.query("""
+        _ = try withSession("record keys") { session in
+            try session.query("""
                 INSERT INTO signet_dedupe_keys (key, seen_at) SELECT unnest(\(keys)::text[]), \(seenAt)
                 ON CONFLICT DO NOTHING
                 """)
@@ -158,14 +151,14 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func undeliveredEvents() throws -> [OutboxEntry] {
-        try withSession("outbox redelivery") { state in
-            let rows = try state.session.query(PostgresQuery(unsafeSQL: """
+        try withSession("outbox redelivery") { session in
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
                 UPDATE signet_outbox o SET owner = $1
                 WHERE o.delivered_at IS NULL AND NOT \(PostgresSchema.ownedByAnotherLiveInstance)
                 RETURNING \(PostgresSchema.aliasedOutboxColumns)
                 """, binds: Self.binds(instanceId)))
             let entries = try rows.map(PostgresSchema.outboxEntry(from:)).sorted { $0.sequence < $1.sequence }
-            state.inFlight.formUnion(entries.map(\.sequence))
+            inFlight.insert(entries.map(\.sequence))
             return entries
         }
     }
@@ -173,20 +166,20 @@ public final class PostgresStateStore: StateStore {
     public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
         guard !sequences.isEmpty else { return }
         let deleting = options.outboxRetention <= .zero
-        try withSession("delivery mark") { state in
+        try withSession("delivery mark") { session in
             if deleting {
-                try state.session.query("DELETE FROM signet_outbox WHERE seq = ANY(\(sequences))")
+                try session.query("DELETE FROM signet_outbox WHERE seq = ANY(\(sequences))")
             } else {
-                try state.session.query(
+                try session.query(
                     "UPDATE signet_outbox SET delivered_at = \(instant) WHERE seq = ANY(\(sequences)) AND delivered_at IS NULL")
             }
-            state.inFlight.subtract(sequences)
+            inFlight.remove(sequences)
         }
     }
 
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        try withSession("subscription lookup", waitingOutOutages: false) { state in
-            let rows = try state.session.query(PostgresQuery(
+        try withSession("subscription lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
                 unsafeSQL: "SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions WHERE original_transaction_id = $1",
                 binds: Self.binds(originalTransactionId)))
             return try rows.first.map { try PostgresSchema.snapshot(from: $0).0 }
@@ -194,8 +187,8 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
-        try withSession("account lookup", waitingOutOutages: false) { state in
-            let rows = try state.session.query(PostgresQuery(
+        try withSession("account lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
                 unsafeSQL: """
                     SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions
                     WHERE app_account_token = $1 ORDER BY original_transaction_id
@@ -208,35 +201,29 @@ public final class PostgresStateStore: StateStore {
     public func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - PostgresStoreOptions.milliseconds(options.outboxRetention)
         let pruneEvents = options.outboxRetention > .zero
-        try withSession("prune") { state in
+        try withSession("prune") { session in
             // Bounded chunks keep one prune from stalling a batch.
-            try state.session.query("""
+            try session.query("""
                 DELETE FROM signet_dedupe_keys WHERE key IN (
                     SELECT key FROM signet_dedupe_keys WHERE seen_at < \(keysBefore) LIMIT 20000)
                 """)
             if pruneEvents {
-                try state.session.query(
+                try session.query(
                     "DELETE FROM signet_outbox WHERE delivered_at IS NOT NULL AND delivered_at < \(deliveredBefore)")
             }
-            _ = try state.session.query("DELETE FROM signet_instances WHERE lease_expires_at < now() - interval '1 day'")
+            _ = try session.query("DELETE FROM signet_instances WHERE lease_expires_at < now() - interval '1 day'")
         }
     }
 
     /// A store dropped without ``close()`` still gives its connections and lease back.
     deinit {
         lease.stop()
-        state.withLock { state in
-            state?.session.drop()
-            state = nil
-        }
+        pool.close()
     }
 
     public func close() throws {
         lease.stop()
-        state.withLock { state in
-            state?.session.drop()
-            state = nil
-        }
+        pool.close()
     }
 
     private static func binds(_ first: String, _ rest: [String]? = nil) -> PostgresBindings {

@@ -21,7 +21,7 @@ final class PostgresStateTransaction: StateTransaction {
     private let session: PostgresSession
     private let instanceId: String
     /// Outbox rows this process emitted and the sinks have not acknowledged yet.
-    private let inFlight: Set<Int64>
+    private let inFlight: InFlightSequences
     /// Versions read (0: no row existed) per purchase, for compare-and-set.
     private var versions: [String: Int64] = [:]
     private var written: [String: SubscriptionSnapshot] = [:]
@@ -39,14 +39,14 @@ final class PostgresStateTransaction: StateTransaction {
     private var pendingEvents: [[UInt8]] = []
     /// Sequence numbers reserved for this transaction's outbox rows, last one next.
     private var reservedSequences: [Int64] = []
-    /// Outbox rows this transaction added or claimed (in flight once it commits).
+    /// Outbox rows this transaction added or claimed (in flight from just before its commit).
     private(set) var claimed: [Int64] = []
 
     /// The first key of the purchases' advisory locks ("SIGP"), apart from the one-key
     /// lock of the migrations.
     static let purchaseLockSpace: Int32 = 0x5349_4750
 
-    init(session: PostgresSession, instanceId: String, inFlight: Set<Int64>) {
+    init(session: PostgresSession, instanceId: String, inFlight: InFlightSequences) {
         self.session = session
         self.instanceId = instanceId
         self.inFlight = inFlight

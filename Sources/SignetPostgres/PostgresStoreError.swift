@@ -9,6 +9,11 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
         self.sqlState = sqlState
     }
 
+    /// Thrown by every call after ``PostgresStateStore/close()``; never retried.
+    static let storeClosed = PostgresStoreError("the PostgreSQL state store is closed")
+
+    var isStoreClosed: Bool { sqlState == nil && message == Self.storeClosed.message }
+
     /// Serialisation failure, deadlock, a unique key another instance inserted first, or
     /// outbox rows another live instance is delivering (55P03): the transaction is retried
     /// as a whole.

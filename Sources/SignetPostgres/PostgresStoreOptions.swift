@@ -4,9 +4,10 @@ import SignetState
 /// Settings of ``PostgresStateStore`` (`store: postgres` in YAML).
 public struct PostgresStoreOptions: Sendable, Hashable {
     public var url: PostgresURL
-    /// Connections the store keeps. One is used for batches (they are serialised by the
-    /// stages anyway) and one, separately, for renewing the lease.
-    public var poolSize: Int = 1
+    /// Connections the store's calls share, each used by one call at a time; a separate
+    /// one renews the lease. One serialises everything; two let delivery marks and the
+    /// entitlement API's lookups run while a batch's transaction is open.
+    public var poolSize: Int = 2
     /// The server aborts a statement running longer (`SET statement_timeout`).
     public var statementTimeout: Duration = .seconds(30)
     /// How long this instance's claim on its undelivered outbox rows outlives its last
@@ -52,7 +53,7 @@ public struct PostgresStoreOptions: Sendable, Hashable {
                 "url", .string, urlRequirement,
                 "postgres://user:password@host:5432/database?sslmode=disable|prefer|require|verify-ca|verify-full (the password is never logged)",
                 example: "${SIGNET_DATABASE_URL}"),
-            ConfigField("pool_size", .int(1...64), .default(String(defaults.poolSize)), "connections for batches (one more renews the lease)", advanced: true),
+            ConfigField("pool_size", .int(1...64), .default(String(defaults.poolSize)), "connections for batches, delivery marks and lookups, one call each at a time (one more renews the lease)", advanced: true),
             ConfigField(
                 "statement_timeout", .duration(.milliseconds(1)...(.seconds(3600))), .default(ConfigDuration.format(defaults.statementTimeout)),
                 "the server aborts a statement running longer", advanced: true),

@@ -206,6 +206,46 @@ struct PostgresStoreTests {
         #expect(Set(all).count == 30)
     }
 
+    /// `pool_size` connections, no more, each lent to one call at a time: with one, a call
+    /// waits for the open batch; with three, three batches are open at once and a fourth waits.
+    @Test(arguments: [1, 3])
+    func poolSizeBoundsTheConnectionsCallsShare(poolSize: Int) async throws {
+        let url = try Self.server().makeDatabase()
+        var options = try Self.options(url)
+        options.poolSize = poolSize
+        let store = try PostgresStateStore(options: options)
+        defer { try? store.close() }
+        struct Gate { var inside = 0, most = 0, released = false }
+        let gate = Mutex(Gate())
+        let seen = Mutex<(inside: Int, connections: String)?>(nil)
+        Thread.detachNewThread {
+            // Once `poolSize` transactions are open, give a waiting fourth time to get in (it must not).
+            let deadline = Date().addingTimeInterval(60)
+            while gate.withLock({ $0.inside }) < poolSize, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            Thread.sleep(forTimeInterval: 0.5)
+            let connections = (try? Self.server().psql(
+                PostgresServer.databaseName(url),
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'signet' AND datname = current_database()"))
+            seen.withLock { $0 = (gate.withLock { $0.inside }, connections ?? "?") }
+            gate.withLock { $0.released = true }
+        }
+        _ = try await Self.concurrently(4) { index in
+            try store.withTransaction { transaction in
+                gate.withLock {
+                    $0.inside += 1
+                    $0.most = max($0.most, $0.inside)
+                }
+                while !gate.withLock({ $0.released }) { Thread.sleep(forTimeInterval: 0.01) }
+                try transaction.recordKey("pool-\(index)", seenAt: 1)
+                gate.withLock { $0.inside -= 1 }
+            }
+        }
+        #expect(seen.withLock { $0?.inside } == poolSize)
+        #expect(seen.withLock { $0?.connections } == String(poolSize))
+        #expect(gate.withLock { $0.most } == poolSize)
+        #expect(try store.containedKeys((0..<4).map { "pool-\($0)" }).count == 4)
+    }
+
     @Test func anotherInstanceRedeliversOnlyOnceTheOwnerIsGone() async throws {
         let url = try Self.server().makeDatabase()
         let options = try Self.options(url)
