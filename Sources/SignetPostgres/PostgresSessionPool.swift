@@ -17,15 +17,14 @@ final class PostgresSessionPool: Sendable {
         var closed = false
     }
 
-    let size: Int
     /// Counts the idle sessions: a caller that passed `wait()` is sure to find one.
     private let available: DispatchSemaphore
     private let sessions: Mutex<Sessions>
 
     init(size: Int, options: PostgresStoreOptions, applicationName: String, logger: Logger) {
-        self.size = max(size, 1)
-        available = DispatchSemaphore(value: self.size)
-        sessions = Mutex(Sessions(idle: (0..<self.size).map { _ in
+        let size = max(size, 1)
+        available = DispatchSemaphore(value: size)
+        sessions = Mutex(Sessions(idle: (0..<size).map { _ in
             PostgresSession(options: options, applicationName: applicationName, logger: logger)
         }))
     }
