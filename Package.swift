@@ -108,6 +108,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
         // The production library: no test PKI (SignetFixtures holds private keys).
@@ -130,7 +131,9 @@ let package = Package(
             dependencies: ["SignetCore", "SignetFixtures", "SignetOpenSSL"],
             path: "Tests/SignetTestSupport"),
         .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
-        .testTarget(name: "SignetCoreTests", dependencies: ["SignetCore", "SignetTestSupport"]),
+        .testTarget(
+            name: "SignetCoreTests",
+            dependencies: ["SignetCore", "SignetTestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
         .testTarget(
             name: "SignetJWSTests",
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),

@@ -1,5 +1,4 @@
 import CRdKafka
-import Dispatch
 import Logging
 import SignetCore
 import Synchronization
@@ -23,6 +22,13 @@ public final class KafkaSink: Sink {
             self.properties = properties
             self.topic = topic
         }
+
+        /// The effective `message.timeout.ms` (`delivery_timeout`): the user's last setting
+        /// over the default. It also bounds the wait for room in a full local queue.
+        public var deliveryTimeout: Duration {
+            let setting = (KafkaSink.defaultProperties + properties).last { $0.name == "message.timeout.ms" }
+            return .milliseconds(setting.flatMap { Int64($0.value) } ?? 30_000)
+        }
     }
 
     /// Applied before the user's properties. `message.timeout.ms` bounds one write:
@@ -39,7 +45,7 @@ public final class KafkaSink: Sink {
     private let client = Mutex<KafkaProducerClient?>(nil)
     private let closed = Atomic<Bool>(false)
     /// For the blocking flush at close (a GCD thread, not the cooperative pool).
-    private let queue = DispatchQueue(label: "signet.kafka.sink")
+    private let queue = BlockingExecutor(label: "signet.kafka.sink")
 
     public init(options: Options, logger: Logger = Logger(label: "signet.kafka")) {
         self.options = options
@@ -60,7 +66,7 @@ public final class KafkaSink: Sink {
         guard !messages.isEmpty else { return }
         let producer = try producer()
         let batch = DeliveryBatch(count: messages.count)
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + options.deliveryTimeout
         for message in messages {
             while true {
                 let error = producer.produce(message, batch: batch)
@@ -82,7 +88,7 @@ public final class KafkaSink: Sink {
                 // start a fresh one (new producer id) for the runner's retry.
                 logger.error("kafka: \(fatal); recreating the producer")
                 client.withLock { if $0 === producer { $0 = nil } }
-                queue.async { producer.close(timeout: .zero) }
+                queue.submit { producer.close(timeout: .zero) }
             }
             throw error
         }
@@ -92,7 +98,7 @@ public final class KafkaSink: Sink {
     public func close() async throws {
         closed.store(true, ordering: .releasing)
         guard let producer = client.withLock({ $0.take() }) else { return }
-        try await runBlocking(on: queue) { producer.close(timeout: .seconds(10)) }
+        try await queue.run { producer.close(timeout: .seconds(10)) }
     }
 
     private func producer() throws -> KafkaProducerClient {

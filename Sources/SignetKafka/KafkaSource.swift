@@ -47,14 +47,14 @@ public final class KafkaSource: Source {
     public let options: Options
     private let logger: Logger
     /// One serial queue per source: poll, commitSync and close run here, one at a time.
-    private let queue: DispatchQueue
+    private let queue: BlockingExecutor
     private let client = Mutex<KafkaConsumerClient?>(nil)
     private let stopped = Atomic<Bool>(false)
 
     public init(options: Options, logger: Logger = Logger(label: "signet.kafka")) {
         self.options = options
         self.logger = logger
-        self.queue = DispatchQueue(label: "signet.kafka.source")
+        self.queue = BlockingExecutor(label: "signet.kafka.source")
     }
 
     /// Creates the consumer and subscribes (joining the group happens on the first polls).
@@ -62,7 +62,7 @@ public final class KafkaSource: Source {
         let properties = Self.defaultProperties + options.properties
         let topics = options.topics
         let logger = logger
-        let consumer = try await runBlocking(on: queue) {
+        let consumer = try await queue.run {
             try KafkaConsumerClient(properties: properties, topics: topics, logger: logger)
         }
         client.withLock { $0 = consumer }
@@ -75,7 +75,7 @@ public final class KafkaSource: Source {
         let consumer = try openClient()
         let timeout = options.pollTimeout
         let limit = max(1, maxRecords)
-        let records = try await runBlocking(on: queue) { try consumer.poll(maxRecords: limit, timeout: timeout) }
+        let records = try await queue.run { try consumer.poll(maxRecords: limit, timeout: timeout) }
         // Records polled after stop() are not committed, so the next run reads them.
         guard !stopped.load(ordering: .acquiring) else { return nil }
         return records
@@ -94,7 +94,7 @@ public final class KafkaSource: Source {
     /// Commits synchronously what is finished, leaves the group and frees the consumer.
     public func close() async throws {
         guard let consumer = client.withLock({ $0.take() }) else { return }
-        try await runBlocking(on: queue) { try consumer.close() }
+        try await queue.run { try consumer.close() }
     }
 
     /// The partitions this member owns now.
@@ -106,7 +106,7 @@ public final class KafkaSource: Source {
     /// from); partitions without a commit are absent or negative (`OFFSET_INVALID`).
     public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) async throws -> [TopicPartition: Int64] {
         let consumer = try openClient()
-        return try await runBlocking(on: queue) { try consumer.committedOffsets(partitions, timeout: timeout) }
+        return try await queue.run { try consumer.committedOffsets(partitions, timeout: timeout) }
     }
 
     /// Acknowledgements ignored because their partition was revoked after hand-out.

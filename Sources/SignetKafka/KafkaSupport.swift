@@ -44,14 +44,6 @@ final class PartitionList {
     }
 }
 
-/// Runs blocking librdkafka calls on a dedicated serial queue (a GCD thread, not one of
-/// Swift's cooperative-pool threads, which must never block) and resumes the caller.
-func runBlocking<T: Sendable>(on queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        queue.async { continuation.resume(with: Result { try body() }) }
-    }
-}
-
 /// Milliseconds for librdkafka timeouts, clamped to Int32.
 func milliseconds(_ duration: Duration) -> Int32 {
     let (seconds, attoseconds) = duration.components

@@ -8,7 +8,7 @@ import PostgresNIO
 /// for its result, and drops the connection after a failure so the next call reconnects.
 ///
 /// Why blocking is safe here: the state store is called from the pipeline's stage threads
-/// (``StageExecutor`` gives every stage a dedicated thread) or from the CLI's main thread,
+/// (``BlockingExecutor`` gives every stage a dedicated thread) or from the CLI's main thread,
 /// never from a NIO event loop. postgres-nio completes its futures on its own event-loop
 /// threads (``MultiThreadedEventLoopGroup/singleton``), which never wait on us, so
 /// `EventLoopFuture.wait()` cannot deadlock; it also never needs the Swift concurrency

@@ -30,9 +30,7 @@ struct ExpireCommand: AsyncParsableCommand {
 
     func run() async throws {
         let source = try PipelineSourceText(pipeline)
-        // A sweep writes the store: the same lock as `signet run`.
-        let lock = try source.lockDataDirectory()
-        defer { withExtendedLifetime(lock) {} }
+        try source.checkDataDirectory()
         let built = try PipelineLoader.loadForCommand(source)
         guard let stage = built.stages.lazy.compactMap({ $0 as? TransitionStage }).first else {
             throw ConfigurationFailure(description: "signet: the pipeline has no transition stage, so nothing can expire")
@@ -48,6 +46,9 @@ struct ExpireCommand: AsyncParsableCommand {
         }
         try? await stage.close()
         for named in built.resources.reversed() { try? await named.resource.close() }
+        if let inUse = failure as? StateStoreError, inUse.isInUse {
+            throw ConfigurationFailure(description: "signet: \(inUse)")
+        }
         if let failure {
             Terminal.error("expire failed: \(failure)")
             throw ExitCode.failure

@@ -24,11 +24,11 @@ struct PipelineSourceText {
         self.name = name
     }
 
-    /// Locks `$SIGNET_DATA_DIR` when the pipeline keeps data there (the shipped ones do), so a
-    /// second writer is refused before it opens anything; nil for pipelines that do not use it.
-    func lockDataDirectory() throws -> DataDirectoryLock? {
-        guard text.contains("SIGNET_DATA_DIR") else { return nil }
-        return try DataDirectoryLock.acquire(Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data")
+    /// Checks `$SIGNET_DATA_DIR` when it is set and the pipeline keeps data there (the shipped
+    /// ones do). Unset, the pipeline's own default applies and its components create it.
+    func checkDataDirectory() throws {
+        guard text.contains("SIGNET_DATA_DIR"), let path = Terminal.environment["SIGNET_DATA_DIR"] else { return }
+        try DataDirectoryCheck.check(path)
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Signet
+import SignetState
 import SignetCore
 import SignetHTTP
 
@@ -10,9 +11,9 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Runs a pipeline until its input ends or SIGTERM/SIGINT arrives.",
         discussion: """
-            Without --pipeline, runs the embedded default (Pipelines/stdin.yaml): NDJSON notifications on stdin, one entitlement-change event per line on stdout for every change of access, rejects in $SIGNET_DATA_DIR/dead-letter.ndjson. It needs SIGNET_BUNDLE_ID and SIGNET_ENVIRONMENT (and SIGNET_APP_APPLE_ID for Production).
+            Without --pipeline, runs the embedded default (Pipelines/stdin.yaml): NDJSON notifications on stdin, one entitlement-change event per line on stdout for every change of access, rejects in $SIGNET_DATA_DIR/dead-letter.ndjson. It needs SIGNET_BUNDLE_ID; SIGNET_ENVIRONMENT is Sandbox unless set (Production also needs SIGNET_APP_APPLE_ID).
 
-            A pipeline that keeps data in $SIGNET_DATA_DIR (the default one does) locks that folder: a second writer exits with status 2 ("in use by pid N"); readers such as `signet entitlements` stay allowed. The folder must be a writable directory (it is created when only its last part is missing).
+            One writer per SQLite state database: the store locks its file when it opens (DATABASE.lock beside it), so a second `signet run` on the same database exits with status 2 ("in use by pid N"); readers such as `signet entitlements` stay allowed. $SIGNET_DATA_DIR, when set, must be a writable directory (it is created when only its last part is missing).
 
             On SIGTERM or SIGINT Signet stops reading, delivers and commits what is in flight, and exits 0; an http source answers 503 with Retry-After meanwhile. If that takes longer than the pipeline's settings.shutdown_timeout (default 20s) it exits 1 (uncommitted input is read again on restart). A closed stdout (`| head`) stops the run at once with exit 1; nothing past what was written is committed. A summary with counts per reason goes to stderr at the end, and a warning when every record was rejected.
 
@@ -44,12 +45,12 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
+        let files = DescriptorLimit.raiseToHardLimit()
         PrometheusBackend.bootstrap()
         signal(SIGPIPE, SIG_IGN)
         let source = try PipelineSourceText(pipeline)
-        // Checked and locked before the pipeline opens anything in it.
-        let lock = try source.lockDataDirectory()
-        defer { withExtendedLifetime(lock) {} }
+        // Checked before the pipeline opens anything in it.
+        try source.checkDataDirectory()
         let built = try PipelineLoader.loadForCommand(source)
 
         let runner = PipelineRunner(pipeline: built)
@@ -59,11 +60,20 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw ConfigurationFailure(description: "\(error)")
         }
+        // Only listeners spend descriptors on strangers: say what they may use.
+        if let files, admin != nil || built.source is HTTPSource {
+            Logger(label: "signet").info(
+                "open files limit: \(files.after)\(files.after > files.before ? " (raised from \(files.before))" : "")")
+        }
         // SIGTERM/SIGINT drain through ServiceLifecycle (SignetHTTP.PipelineLifecycle); the admin
         // listener stops after the pipeline, so /readyz says "draining" meanwhile.
         let outcome: PipelineService.Outcome
         do {
             outcome = try await PipelineLifecycle(runner: runner, services: admin.map { [$0] } ?? []).run()
+        } catch let error as StateStoreError where error.isInUse {
+            // A second writer: a usage problem (exit 2), like a wrong setting.
+            try? writeSummary(runner.currentSummary, failure: error.description)
+            throw ConfigurationFailure(description: "signet: \(error)")
         } catch let error as SinkError {
             // One line a user can act on (closed stdout, full disk), with the progress so far.
             let progress = runner.currentSummary

@@ -60,7 +60,7 @@ struct PipesAndPathsTests {
             "$SIGNET" run < "$SIGNET_DATA_DIR.in" > /dev/null 2>&1 &
             first=$!
             exec 3> "$SIGNET_DATA_DIR.in"
-            for _ in $(seq 1 600); do [ -s "$SIGNET_DATA_DIR/signet.lock" ] && [ -e "$SIGNET_DATA_DIR/signet.sqlite" ] && break; sleep 0.05; done
+            for _ in $(seq 1 600); do [ -s "$SIGNET_DATA_DIR/signet.sqlite.lock" ] && [ -e "$SIGNET_DATA_DIR/signet.sqlite" ] && break; sleep 0.05; done
             echo "first=$first"
             "$SIGNET" run < "$INPUT" > /dev/null 2> "$SIGNET_DATA_DIR.err"; echo "second=$?"
             cat "$SIGNET_DATA_DIR.err"

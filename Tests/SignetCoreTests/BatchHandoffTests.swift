@@ -10,7 +10,10 @@ struct BatchHandoffTests {
         RecordBatch(records: offsets.map { Record(raw: [], position: SourcePosition(stream: "s", offset: Int64($0))) })
     }
 
-    func offsets(_ batch: RecordBatch?) -> [Int64] { batch?.records.map(\.position.offset) ?? [] }
+    func offsets(_ item: BatchHandoff.Item?) -> [Int64] {
+        guard case .batch(let batch)? = item else { return [] }
+        return batch.records.map(\.position.offset)
+    }
 
     @Test func batchesSentWhileTheReceiverIsBusyMergeInOrder() async throws {
         let handoff = BatchHandoff(capacity: 10)

@@ -339,3 +339,54 @@ func testSettings(batchSize: Int = 256, sinkRetryTimeout: Duration = .seconds(60
     settings.sinkRetryTimeout = sinkRetryTimeout
     return settings
 }
+
+// MARK: - Refusing sink
+
+/// Accepts every message except those `refuses` matches, which it refuses for good
+/// (``UndeliverableMessages``, as the http sink does on a 4xx).
+final class RefusingSink: Sink {
+    private let refuses: @Sendable (OutputMessage) -> Bool
+    private let accepted = Mutex<[OutputMessage]>([])
+
+    init(refusing refuses: @escaping @Sendable (OutputMessage) -> Bool) { self.refuses = refuses }
+
+    func write(_ messages: [OutputMessage]) async throws {
+        let refusals = messages.indices.filter { refuses(messages[$0]) }.map {
+            UndeliverableMessages.Refusal(index: $0, rejection: RecordRejection("test_refused", "refused: \(text(messages[$0].value))"))
+        }
+        accepted.withLock { $0 += messages.indices.filter { !refuses(messages[$0]) }.map { messages[$0] } }
+        if !refusals.isEmpty { throw UndeliverableMessages(refusals) }
+    }
+
+    var values: [String] { accepted.withLock { $0.map { text($0.value) } } }
+}
+
+// MARK: - Ticking stage
+
+/// Passes records through and, every `interval`, generates one record (as an expiry
+/// sweep does); its process waits `delay` per batch so that ticks fall due during a run.
+final class SweepingStage: TickingStage {
+    let name = "sweep"
+    let tickInterval: Duration?
+    private let delay: Duration
+    private let ticks = Mutex(0)
+
+    init(interval: Duration, delay: Duration) {
+        tickInterval = interval
+        self.delay = delay
+    }
+
+    func process(_ batch: inout RecordBatch) async throws { try await Task.sleep(for: delay) }
+
+    func tick() async throws -> RecordBatch? {
+        let number = ticks.withLock { ticks in
+            ticks += 1
+            return ticks
+        }
+        var record = Record(raw: Array("sweep\(number)".utf8), position: SourcePosition(stream: "sweep", offset: Int64(number)))
+        record.outputs.append(OutputMessage(value: Array("swept:\(number)".utf8), headers: [.init(.eventType, "expired")]))
+        return RecordBatch(records: [record])
+    }
+
+    var tickCount: Int { ticks.withLock { $0 } }
+}

@@ -79,6 +79,9 @@ struct EntitlementAPITests {
                 try await pythonGET(port: port, path: "/v1/subscriptions/0000"),
                 try await pythonGET(port: port, path: "/v1/entitlements"),
                 try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=a&originalTransactionId=b"),
+                // A repeated or an extra parameter must not answer for the first one.
+                try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)&originalTransactionId=0000"),
+                try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)&debug=1"),
             ]
         }
         let cliByOriginal = try SignetProcess.run(["entitlements", "--database", database, "--original-transaction-id", original])
@@ -98,6 +101,8 @@ struct EntitlementAPITests {
         #expect(answers[3].status == 404)
         #expect(answers[4].status == 400)
         #expect(answers[5].status == 400)
+        #expect(answers[6].status == 400)
+        #expect(answers[7].status == 400)
     }
 
     @Test("with a token (here on 127.0.0.2): 401 without it or with a wrong one, 200 with it; metrics stay open")

@@ -1,5 +1,6 @@
-import SignetState
 import Testing
+
+@testable import SignetState
 
 /// The optional snapshot cache of ``SQLiteStateStore`` (`cache_size`): what a transaction
 /// reads is never older than the file, whoever wrote it.
@@ -8,17 +9,18 @@ import Testing
         SubscriptionSnapshot(originalTransactionId: id, state: .active, entitled: true, evaluatedAt: evaluatedAt)
     }
 
-    private static func cached(_ path: String) throws -> SQLiteStateStore {
+    private static func cached(_ path: String, lockingWriter: Bool = true) throws -> SQLiteStateStore {
         var options = SQLiteStateStore.Options()
         options.cacheCapacity = 4
         options.durability = .off
-        return try SQLiteStateStore(path: path, options: options)
+        return try SQLiteStateStore(path: path, options: options, lockingWriter: lockingWriter)
     }
 
     @Test func aWriteThroughAnotherConnectionIsSeenDespiteTheCache() throws {
         let path = Fixture.temporaryDatabase()
         let first = try Self.cached(path)
-        let second = try Self.cached(path)
+        // What another process would do if it ignored the writer lock (sqlite3 by hand, say).
+        let second = try Self.cached(path, lockingWriter: false)
         defer {
             try? first.close()
             try? second.close()

@@ -143,7 +143,7 @@ final class StateHarness {
     let dedupe: DedupeStage
     let transition: TransitionStage
     private var line: Int64 = 0
-    private let executor = StageExecutor(label: "signet.test.state-harness")
+    private let executor = BlockingExecutor(label: "signet.test.state-harness")
 
     init(
         store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,

@@ -11,7 +11,7 @@ import Testing
 /// the test waits for a slot (at most ``OwnThreadTrait/slots`` such tests at once, about as
 /// many as the pool used to allow, so the machine is not flooded with child processes)
 /// without holding a pool thread, then runs on a serial dispatch queue of its own (see
-/// `StageExecutor`; serial queues get a thread even when the pool is busy).
+/// `BlockingExecutor`; serial queues get a thread even when the pool is busy).
 public struct OwnThreadTrait: TestTrait, TestScoping {
     /// Tests with this trait that run at once.
     public static let slots = 3
@@ -26,7 +26,7 @@ public struct OwnThreadTrait: TestTrait, TestScoping {
     ) async throws {
         await Self.gate.enter()
         defer { Self.gate.leave() }
-        try await withTaskExecutorPreference(StageExecutor(label: "signet.test.own-thread")) {
+        try await withTaskExecutorPreference(BlockingExecutor(label: "signet.test.own-thread")) {
             try await function()
         }
     }

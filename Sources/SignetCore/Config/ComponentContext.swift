@@ -4,6 +4,10 @@ import Logging
 public struct ComponentContext: Sendable {
     /// Where the component sits in the file (`stages[2]`), for messages.
     public var path: String
+    /// The component's own name where the file gives it one: a sink's key under `sinks:`
+    /// (its metrics' `sink` label), a store's under `stores:`, `dead_letter`; nil for a
+    /// stage or the source.
+    public var name: String?
     /// The names of the pipeline's sinks, so a routing stage can check its targets.
     public var sinkNames: [String]
     public var logger: Logger
@@ -15,10 +19,12 @@ public struct ComponentContext: Sendable {
     public var reservedKeys: Set<String>
 
     public init(
-        path: String, sinkNames: [String], logger: Logger, resources: [String: any PipelineResource] = [:],
-        location: ConfigLocation? = nil, reservedKeys: Set<String> = ["type"]
+        path: String, name: String? = nil, sinkNames: [String], logger: Logger,
+        resources: [String: any PipelineResource] = [:], location: ConfigLocation? = nil,
+        reservedKeys: Set<String> = ["type"]
     ) {
         self.path = path
+        self.name = name
         self.sinkNames = sinkNames
         self.logger = logger
         self.resources = resources

@@ -80,7 +80,7 @@ struct PipelineBuild {
         var sinks: [NamedSink] = []
         if let sinkEntries {
             for (name, node) in sinkEntries.entries() {
-                if let built = build(node, kind: .sink, path: "sinks.\(name)", table: registry.sinks) {
+                if let built = build(node, kind: .sink, path: "sinks.\(name)", name: name, table: registry.sinks) {
                     sinks.append(NamedSink(name: name, sink: built.component))
                 }
             }
@@ -93,7 +93,8 @@ struct PipelineBuild {
         var deadLetter: DeadLetterOutput?
         if let node = top.node("dead_letter") {
             if let built = build(
-                node, kind: .sink, path: "dead_letter", table: registry.sinks, extraFields: DeadLetterOutput.fields)
+                node, kind: .sink, path: "dead_letter", name: "dead_letter", table: registry.sinks,
+                extraFields: DeadLetterOutput.fields)
             {
                 deadLetter = attempt {
                     DeadLetterOutput(
@@ -132,7 +133,7 @@ struct PipelineBuild {
 
     /// Validates and builds one component; nil (errors recorded) when it cannot be built.
     private mutating func build<Component>(
-        _ node: ConfigNode, kind: ComponentKind, path: String,
+        _ node: ConfigNode, kind: ComponentKind, path: String, name: String? = nil,
         table: [String: ComponentRegistry.Entry<@Sendable (ParsedConfig, ComponentContext) throws -> Component>],
         extraFields: [ConfigField] = []
     ) -> (component: Component, config: ParsedConfig, spec: ComponentSpec)? {
@@ -173,7 +174,7 @@ struct PipelineBuild {
         let built = Set(resources.map(\.name))
         guard validator.storeReferences.allSatisfy({ built.contains($0.name) }) else { return nil }
         let context = ComponentContext(
-            path: path, sinkNames: sinkNames, logger: loader.logger,
+            path: path, name: name, sinkNames: sinkNames, logger: loader.logger,
             resources: Dictionary(resources.map { ($0.name, $0.resource) }, uniquingKeysWith: { first, _ in first }),
             location: node.location, reservedKeys: reserved)
         do {
@@ -201,7 +202,7 @@ struct PipelineBuild {
         let path = "stores.\(name)"
         guard let type = typeName(of: node), let entry = registry.stores[type] else {
             // Let the generic path report the missing or unknown type.
-            _ = build(node, kind: .store, path: path, table: registry.stores)
+            _ = build(node, kind: .store, path: path, name: name, table: registry.stores)
             return
         }
         if loader.substitutesTestStores, let substitute = entry.spec.testSubstitute, registry.stores[substitute] != nil {
@@ -213,10 +214,10 @@ struct PipelineBuild {
             var validator = ConfigValidator(storeNames: [])
             _ = validator.validate(node, fields: entry.spec.fields, reserved: ["type"], retiredKeys: entry.spec.retiredKeys)
             errors += validator.errors
-            add(name: name, type: substitute, built: build(stand, kind: .store, path: path, table: registry.stores)?.component, at: node.location)
+            add(name: name, type: substitute, built: build(stand, kind: .store, path: path, name: name, table: registry.stores)?.component, at: node.location)
             return
         }
-        add(name: name, type: type, built: build(node, kind: .store, path: path, table: registry.stores)?.component, at: node.location)
+        add(name: name, type: type, built: build(node, kind: .store, path: path, name: name, table: registry.stores)?.component, at: node.location)
     }
 
     private mutating func buildImplicitStore(named name: String, for location: ConfigLocation) {

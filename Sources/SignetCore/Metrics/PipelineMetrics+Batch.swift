@@ -7,10 +7,12 @@ enum BatchReadInstantKey: RecordPartKey {
 extension PipelineMetrics {
     /// A batch committed to the source: counts by outcome, batch latency (read to
     /// commit), end-to-end latency of records that carry a source timestamp.
-    func batchCommitted(_ batch: RecordBatch, counts: RunSummary, committedAtMilliseconds: Int64) {
+    /// `sourceRecords` leave flight: the records read from the source, not those a
+    /// ticking stage generated (they never entered it).
+    func batchCommitted(_ batch: RecordBatch, sourceRecords: Int, counts: RunSummary, committedAtMilliseconds: Int64) {
         batchFinished(
-            records: batch.count, passed: counts.passed, rejectedByReason: counts.rejectedByReason,
-            droppedByReason: counts.droppedByReason, committed: true)
+            records: sourceRecords, passed: counts.passed, rejectedByReason: counts.rejectedByReason,
+            droppedByReason: counts.droppedByReason)
         if let readAt = batch.records.first?[BatchReadInstantKey.self] {
             batchDuration(ContinuousClock.now - readAt)
         }

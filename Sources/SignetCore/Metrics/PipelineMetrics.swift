@@ -8,7 +8,7 @@ import Synchronization
 /// listed with its meaning in docs/operations.md.
 ///
 /// The runner updates counters once per batch (not per record), so the cost stays a few
-/// atomic adds per batch.
+/// atomic adds per batch. Only the runner records into them (the hooks are internal).
 public final class PipelineMetrics: Sendable {
     private let factory: any MetricsFactory
     private let read: Counter
@@ -40,17 +40,16 @@ public final class PipelineMetrics: Sendable {
     }
 
     /// Records taken from the source (they are in flight until committed).
-    public func recordsRead(_ count: Int) {
+    func recordsRead(_ count: Int) {
         read.increment(by: count)
         inFlight.increment(by: Double(count))
     }
 
-    /// A batch committed (or redelivered): it leaves flight, and its counts by outcome.
-    public func batchFinished(
-        records: Int, passed passedCount: Int, rejectedByReason: [String: Int], droppedByReason: [String: Int],
-        committed: Bool
+    /// A batch committed: its source records leave flight, and its counts by outcome.
+    func batchFinished(
+        records: Int, passed passedCount: Int, rejectedByReason: [String: Int], droppedByReason: [String: Int]
     ) {
-        if committed { inFlight.decrement(by: Double(records)) }
+        inFlight.decrement(by: Double(records))
         if passedCount > 0 { passed.increment(by: passedCount) }
         for (reason, count) in rejectedByReason {
             counter(in: rejected, key: reason, label: "signet_records_rejected_total", [("reason", reason)])
@@ -65,37 +64,37 @@ public final class PipelineMetrics: Sendable {
     }
 
     /// A message dead-lettered after the stages passed it (a sink refused it for good).
-    public func deadLettered(reason: String, count: Int = 1) {
+    func deadLettered(reason: String, count: Int = 1) {
         counter(in: deadLetters, key: reason, label: "signet_dead_letters_total", [("reason", reason)])
             .increment(by: count)
     }
 
     /// Events published, by the `signet-event-type` header of each output.
-    public func eventsPublished(_ countsByType: [String: Int]) {
+    func eventsPublished(_ countsByType: [String: Int]) {
         for (type, count) in countsByType {
             counter(in: events, key: type, label: "signet_events_total", [("type", type)]).increment(by: count)
         }
     }
 
     /// Messages a sink acknowledged.
-    public func sinkDelivered(_ sink: String, count: Int) {
+    func sinkDelivered(_ sink: String, count: Int) {
         counters(for: sink).deliveries.increment(by: count)
     }
 
     /// A failed write to a sink; `willRetry` says whether the runner tries again.
-    public func sinkFailed(_ sink: String, willRetry: Bool) {
+    func sinkFailed(_ sink: String, willRetry: Bool) {
         let counters = counters(for: sink)
         counters.failures.increment()
         if willRetry { counters.retries.increment() }
     }
 
     /// From a batch's first read to its commit.
-    public func batchDuration(_ duration: Duration) {
+    func batchDuration(_ duration: Duration) {
         batchDuration.recordNanoseconds(duration.clampedNanoseconds)
     }
 
     /// From the source's own timestamp of a record to its commit, in milliseconds.
-    public func endToEndLatency(milliseconds: Int64) {
+    func endToEndLatency(milliseconds: Int64) {
         endToEnd.recordMilliseconds(max(0, milliseconds))
     }
 

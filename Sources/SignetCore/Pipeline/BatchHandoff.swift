@@ -14,6 +14,13 @@ import Synchronization
 /// Merging keeps source order (records are appended), and every record still passes
 /// every stage exactly once, so stages see no difference except batch boundaries.
 final class BatchHandoff: Sendable {
+    /// What the receiver gets: records, or the ticker's call to tick (no records).
+    enum Item: Sendable {
+        case batch(RecordBatch)
+        /// A ``StageTicker`` marked a tick due while the receiver had no batch.
+        case tickDue
+    }
+
     private struct Waiter<Value> {
         let id: UInt64
         let continuation: CheckedContinuation<Value, any Error>
@@ -23,7 +30,7 @@ final class BatchHandoff: Sendable {
         var pending: RecordBatch?
         var finished = false
         var failure: (any Error)?
-        var receiver: Waiter<RecordBatch?>?
+        var receiver: Waiter<Item?>?
         /// The sender waiting for room, with the batch that did not fit.
         var sender: (waiter: Waiter<Void>, batch: RecordBatch)?
         var nextID: UInt64 = 0
@@ -55,7 +62,7 @@ final class BatchHandoff: Sendable {
                             // The receiver is idle, so the slot is empty: hand over directly.
                             state.receiver = nil
                             return {
-                                receiver.continuation.resume(returning: batch)
+                                receiver.continuation.resume(returning: .batch(batch))
                                 continuation.resume()
                             }
                         }
@@ -85,12 +92,13 @@ final class BatchHandoff: Sendable {
         }
     }
 
-    /// The next batch (everything that accumulated in the slot); nil once the sender
-    /// finished and the slot is empty. Throws the sender's failure, or CancellationError.
-    func next() async throws -> RecordBatch? {
+    /// The next batch (everything that accumulated in the slot), or ``Item/tickDue``; nil
+    /// once the sender finished and the slot is empty. Throws the sender's failure, or
+    /// CancellationError.
+    func next() async throws -> Item? {
         let id = newWaiterID()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<RecordBatch?, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Item?, any Error>) in
                 let resume: (() -> Void)? = state.withLock { state in
                     if let batch = state.pending {
                         state.pending = nil
@@ -103,7 +111,7 @@ final class BatchHandoff: Sendable {
                             wakeSender = sender.waiter
                         }
                         return {
-                            continuation.resume(returning: batch)
+                            continuation.resume(returning: .batch(batch))
                             wakeSender?.continuation.resume()
                         }
                     }
@@ -111,7 +119,7 @@ final class BatchHandoff: Sendable {
                     if state.finished { return { continuation.resume(returning: nil) } }
                     if state.woken {
                         state.woken = false
-                        return { continuation.resume(returning: RecordBatch(records: [])) }
+                        return { continuation.resume(returning: .tickDue) }
                     }
                     if Task.isCancelled { return { continuation.resume(throwing: CancellationError()) } }
                     state.receiver = Waiter(id: id, continuation: continuation)
@@ -120,7 +128,7 @@ final class BatchHandoff: Sendable {
                 resume?()
             }
         } onCancel: {
-            let waiter = state.withLock { state -> Waiter<RecordBatch?>? in
+            let waiter = state.withLock { state -> Waiter<Item?>? in
                 guard let receiver = state.receiver, receiver.id == id else { return nil }
                 state.receiver = nil
                 return receiver
@@ -138,10 +146,10 @@ final class BatchHandoff: Sendable {
     }
 
     /// Gets the receiver's attention without a batch (a ``TickingStage``'s tick is due): an
-    /// idle receiver gets an empty batch now; a busy one gets its next batch (or an empty
-    /// one) without waiting. Never merges into or delays real batches.
+    /// idle receiver gets ``Item/tickDue`` now; a busy one gets its next batch (or
+    /// ``Item/tickDue``) without waiting. Never merges into or delays real batches.
     func wake() {
-        let receiver = state.withLock { state -> Waiter<RecordBatch?>? in
+        let receiver = state.withLock { state -> Waiter<Item?>? in
             guard !state.finished else { return nil }
             guard let receiver = state.receiver else {
                 state.woken = true
@@ -150,7 +158,7 @@ final class BatchHandoff: Sendable {
             state.receiver = nil
             return receiver
         }
-        receiver?.continuation.resume(returning: RecordBatch(records: []))
+        receiver?.continuation.resume(returning: .tickDue)
     }
 
     /// No more batches: the receiver gets what is pending, then nil.
@@ -164,7 +172,7 @@ final class BatchHandoff: Sendable {
     }
 
     private func close(failure: (any Error)?) {
-        let receiver = state.withLock { state -> Waiter<RecordBatch?>? in
+        let receiver = state.withLock { state -> Waiter<Item?>? in
             guard !state.finished else { return nil }
             state.finished = true
             state.failure = failure

@@ -24,11 +24,11 @@ public struct DeadLetterOutput: Sendable {
     public func message(for record: Record, rejection: RecordRejection, stage: String, at time: Date = Date()) -> OutputMessage {
         let id = Self.stableId(input: record.raw, reason: rejection.reason.rawValue)
         let headers = [
-            OutputMessage.Header("signet-reason", rejection.reason.rawValue),
-            OutputMessage.Header("signet-detail", rejection.detail),
-            OutputMessage.Header("signet-stage", stage),
-            OutputMessage.Header("signet-source", record.position.description),
-            OutputMessage.Header("signet-dead-letter-id", id),
+            OutputMessage.Header(.reason, rejection.reason.rawValue),
+            OutputMessage.Header(.detail, rejection.detail),
+            OutputMessage.Header(.stage, stage),
+            OutputMessage.Header(.source, record.position.description),
+            OutputMessage.Header(.deadLetterId, id),
         ]
         switch format {
         case .raw:

@@ -129,11 +129,10 @@ public final class PipelineRunner: Sendable {
         for (index, stage) in stages.enumerated() {
             let ticker = StageTicker(stage)
             if let ticker { group.addTask { try await ticker.wake(handoffs[index]) } }
-            group.addTask(executorPreference: StageExecutor(label: "signet.stage.\(stage.name)")) {
+            group.addTask(executorPreference: BlockingExecutor(label: "signet.stage.\(stage.name)")) {
                 do {
-                    while var batch = try await handoffs[index].next() {
-                        // An empty batch is the ticker's wake-up call, not input.
-                        if !batch.records.isEmpty {
+                    while let item = try await handoffs[index].next() {
+                        if case .batch(var batch) = item {
                             try await stage.process(&batch)
                             FaultInjection.point("after_stage_process")
                             await handoffs[index + 1].send(batch)
@@ -150,8 +149,8 @@ public final class PipelineRunner: Sendable {
             }
         }
         do {
-            while let batch = try await handoffs[stages.count].next() {
-                try await deliver(batch)
+            while let item = try await handoffs[stages.count].next() {
+                if case .batch(let batch) = item { try await deliver(batch) }
             }
         } catch {
             await source.stop()
@@ -177,90 +176,55 @@ public final class PipelineRunner: Sendable {
         }
     }
 
-    /// Writes a batch's outputs and rejects, then acknowledges and commits it.
+    /// Delivers one batch: plan, write, commit. The commit rule in one place: stages
+    /// acknowledge and the source commits only after every sink acknowledged its messages
+    /// and the dead-letter sink acknowledged every reject and every message a sink refused
+    /// for good. Any failure before that throws, and the batch is read again next run.
     private func deliver(_ batch: RecordBatch) async throws {
-        var perSink = Array(repeating: [OutputMessage](), count: pipeline.sinks.count)
-        // For each sink's message, the index of the record that produced it (for dead-lettering
-        // messages a sink refuses for good).
-        var origins = Array(repeating: [Int](), count: pipeline.sinks.count)
-        var deadLetters: [OutputMessage] = []
-        var counts = RunSummary()
-        var eventTypes: [String: Int] = [:]
-        for (recordIndex, record) in batch.records.enumerated() {
-            switch record.status {
-            case .active:
-                if record[GeneratedRecordKey.self] != true { counts.passed += 1 }
-                for message in record.outputs {
-                    if let type = message.headers.first(where: { $0.name == "signet-event-type" }) {
-                        eventTypes[String(decoding: type.value, as: UTF8.self), default: 0] += 1
-                    }
-                    for (index, named) in pipeline.sinks.enumerated() where message.isRouted(to: named.name) {
-                        perSink[index].append(message)
-                        origins[index].append(recordIndex)
-                    }
-                }
-            case .rejected(let rejection, let stage):
-                counts.rejected += 1
-                counts.rejectedByReason[rejection.reason.rawValue, default: 0] += 1
-                deadLetters.append(pipeline.deadLetter.message(for: record, rejection: rejection, stage: stage))
-                logger.debug("rejected \(record.position): \(rejection)")
-            case .dropped(let reason):
-                counts.dropped += 1
-                counts.droppedByReason[reason, default: 0] += 1
-            }
-        }
+        let plan = DeliveryPlan(batch: batch, sinkNames: pipeline.sinks.map(\.name), deadLetter: pipeline.deadLetter)
 
-        let refused = try await withThrowingTaskGroup(of: [OutputMessage].self) { group in
-            for (index, named) in pipeline.sinks.enumerated() where !perSink[index].isEmpty {
-                let messages = perSink[index]
-                let sinkOrigins = origins[index]
-                group.addTask { [self] in
-                    let undeliverable = try await write(messages, to: named.sink, name: named.name)
-                    return undeliverable.map { refusal in
-                        let record = batch.records[sinkOrigins[refusal.index]]
-                        return pipeline.deadLetter.message(for: record, rejection: refusal.rejection, stage: "sinks.\(named.name)")
-                    }
-                }
-                counts.deliveredBySink[named.name, default: 0] += messages.count
-                counts.delivered += messages.count
+        // Write: every sink its share, and the rejects to the dead-letter sink, at once.
+        let refusals = try await withThrowingTaskGroup(of: (Int, [UndeliverableMessages.Refusal]).self) { group in
+            for (index, share) in plan.shares.enumerated() {
+                let named = pipeline.sinks[share.sink]
+                group.addTask { [self] in (index, try await write(share.messages, to: named.sink, name: named.name)) }
             }
-            if !deadLetters.isEmpty {
-                let messages = deadLetters
+            if !plan.deadLetters.isEmpty {
                 group.addTask { [self] in
-                    _ = try await write(messages, to: pipeline.deadLetter.sink, name: "dead_letter")
-                    return []
+                    try await writeDeadLetters(plan.deadLetters)
+                    return (-1, [])
                 }
             }
-            return try await group.reduce(into: [OutputMessage]()) { $0 += $1 }
+            var refusals = Array(repeating: [UndeliverableMessages.Refusal](), count: plan.shares.count)
+            for try await (index, refused) in group where index >= 0 { refusals[index] = refused }
+            return refusals
         }
-        if !refused.isEmpty {
-            // A sink refused these for good (e.g. HTTP 4xx): dead-letter them before the commit.
-            _ = try await write(refused, to: pipeline.deadLetter.sink, name: "dead_letter")
-            for message in refused {
-                let reason = message.headers.first { $0.name == "signet-reason" }.map { String(decoding: $0.value, as: UTF8.self) }
-                metrics.deadLettered(reason: reason ?? "unknown")
+        let settlement = plan.settle(refusals: refusals)
+        if !settlement.refusedDeadLetters.isEmpty {
+            // A sink refused these for good (e.g. HTTP 4xx): their records are dead-lettered before the commit.
+            try await writeDeadLetters(settlement.refusedDeadLetters)
+            for message in settlement.refusedDeadLetters {
+                metrics.deadLettered(reason: message.header(.reason) ?? "unknown")
             }
         }
-
         FaultInjection.point("after_sink_write")
+
+        // Commit: stages first (their outbox marks), then the source.
         for stage in pipeline.stages {
             try await stage.acknowledge(batch)
         }
         FaultInjection.point("after_acknowledge")
-        metrics.eventsPublished(eventTypes)
+        metrics.eventsPublished(settlement.publishedEventTypes)
         if batch.isRedelivery {
-            metrics.batchFinished(
-                records: 0, passed: 0, rejectedByReason: [:], droppedByReason: [:], committed: false)
+            // Already counted when first processed; only its deliveries are new.
             summary.withLock {
-                $0.redelivered += counts.delivered
-                $0.delivered += counts.delivered
-                $0.deliveredBySink.merge(counts.deliveredBySink, uniquingKeysWith: +)
+                $0.redelivered += settlement.delivered
+                $0.delivered += settlement.delivered
+                $0.deliveredBySink.merge(settlement.deliveredBySink, uniquingKeysWith: +)
             }
             return
         }
-        // Records a ticking stage generated have no source position.
-        let positions = batch.records.filter { $0[GeneratedRecordKey.self] != true }.map(\.position)
-        if !positions.isEmpty { try await pipeline.source.commit(positions) }
+        if !plan.positions.isEmpty { try await pipeline.source.commit(plan.positions) }
         FaultInjection.point("after_source_commit")
         let committedAt = WallClock.milliseconds()
         latencies.withLock { histogram in
@@ -268,8 +232,12 @@ public final class PipelineRunner: Sendable {
                 if let written = record.sourceTimestamp { histogram.record(committedAt - written) }
             }
         }
+        var counts = plan.counts
+        counts.delivered = settlement.delivered
+        counts.deliveredBySink = settlement.deliveredBySink
         summary.withLock { $0.add(counts) }
-        metrics.batchCommitted(batch, counts: counts, committedAtMilliseconds: committedAt)
+        metrics.batchCommitted(
+            batch, sourceRecords: plan.positions.count, counts: counts, committedAtMilliseconds: committedAt)
         logger.debug(
             "batch committed",
             metadata: [
@@ -278,6 +246,18 @@ public final class PipelineRunner: Sendable {
                 "first": "\(batch.records.first?.position.description ?? "-")",
                 "last": "\(batch.records.last?.position.description ?? "-")",
             ])
+    }
+
+    /// Writes to the dead-letter sink. It is the last place a record can go, so a refusal
+    /// there (an `http` dead-letter sink answering 4xx) is not dropped: it fails the run
+    /// before the commit, and the next run reads the batch again.
+    private func writeDeadLetters(_ messages: [OutputMessage]) async throws {
+        let refused = try await write(messages, to: pipeline.deadLetter.sink, name: "dead_letter")
+        guard let first = refused.first else { return }
+        throw SinkError(
+            "the dead-letter sink refused \(refused.count) of \(messages.count) records for good (first: \(first.rejection)); "
+                + "stopped before the commit: the next run reads them again",
+            isPermanent: true)
     }
 
     /// Writes to one sink, retrying with capped exponential backoff while the sink fails,
@@ -298,7 +278,7 @@ public final class PipelineRunner: Sendable {
             } catch let undeliverable as UndeliverableMessages {
                 metrics.sinkFailed(name, willRetry: false)
                 metrics.sinkDelivered(name, count: messages.count - undeliverable.refusals.count)
-                logger.warning("sink '\(name)' refused \(undeliverable.refusals.count) messages for good; dead-lettering them")
+                logger.warning("sink '\(name)' refused \(undeliverable.refusals.count) messages for good")
                 return undeliverable.refusals
             } catch {
                 let permanent = (error as? SinkError)?.isPermanent ?? false

@@ -150,4 +150,37 @@ public struct OutputMessage: Sendable, Equatable {
 
     /// Whether a sink of this name should receive the message.
     public func isRouted(to sink: String) -> Bool { routes?.contains(sink) ?? true }
+
+    /// The value of the first header called `name`, as text.
+    public func header(_ name: HeaderName) -> String? {
+        headers.first { $0.name == name.rawValue }.map { String(decoding: $0.value, as: UTF8.self) }
+    }
+}
+
+extension OutputMessage {
+    /// The headers Signet itself sets, named once: the runner, the sinks and the stages
+    /// that read them all use these.
+    public struct HeaderName: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// An entitlement-change event's deterministic id.
+        public static let eventId = HeaderName(rawValue: "signet-event-id")
+        /// An entitlement-change event's type (`signet_events_total` counts by it).
+        public static let eventType = HeaderName(rawValue: "signet-event-type")
+        public static let environment = HeaderName(rawValue: "signet-environment")
+        public static let productId = HeaderName(rawValue: "signet-product-id")
+        /// A dead letter's reason code (docs/reason-codes.md).
+        public static let reason = HeaderName(rawValue: "signet-reason")
+        public static let detail = HeaderName(rawValue: "signet-detail")
+        /// The stage (or `sinks.<name>`) that rejected the record.
+        public static let stage = HeaderName(rawValue: "signet-stage")
+        /// The rejected record's source position.
+        public static let source = HeaderName(rawValue: "signet-source")
+        public static let deadLetterId = HeaderName(rawValue: "signet-dead-letter-id")
+    }
+}
+
+extension OutputMessage.Header {
+    public init(_ name: OutputMessage.HeaderName, _ value: String) { self.init(name.rawValue, value) }
 }

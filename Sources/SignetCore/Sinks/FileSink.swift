@@ -9,13 +9,20 @@ public final class FileSink: Sink {
     public let path: String
     public let fsync: Bool
     private let descriptor = Mutex<Int32>(-1)
+    /// `write(2)` and `fsync` block: off the cooperative pool, one batch at a time.
+    private let executor: BlockingExecutor
 
     public init(path: String, fsync: Bool = true) {
         self.path = path
         self.fsync = fsync
+        executor = BlockingExecutor(label: "signet.sink.file")
     }
 
     public func open() async throws {
+        try await executor.run { [self] in try openBlocking() }
+    }
+
+    private func openBlocking() throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {
@@ -69,6 +76,10 @@ public final class FileSink: Sink {
     }
 
     public func write(_ messages: [OutputMessage]) async throws {
+        try await executor.run { [self] in try writeBlocking(messages) }
+    }
+
+    private func writeBlocking(_ messages: [OutputMessage]) throws {
         try descriptor.withLock { fd in
             guard fd >= 0 else { throw SinkError("file sink '\(path)' is not open") }
             try LineWriter.write(messages, to: fd, destination: path)

@@ -6,11 +6,12 @@ import Synchronization
 /// A write counts as acknowledged once the kernel accepted it; a closed pipe (EPIPE, EBADF)
 /// is a permanent error, so the run stops at once and commits nothing that nobody read.
 public final class StdoutSink: Sink {
-    private let lock = Mutex(())
+    /// A slow reader blocks `write(2)`: off the cooperative pool, one write at a time.
+    private let executor = BlockingExecutor(label: "signet.sink.stdout")
 
     public init() {}
 
     public func write(_ messages: [OutputMessage]) async throws {
-        try lock.withLock { _ in try LineWriter.write(messages, to: STDOUT_FILENO, destination: "stdout") }
+        try await executor.run { try LineWriter.write(messages, to: STDOUT_FILENO, destination: "stdout") }
     }
 }

@@ -23,7 +23,8 @@ public final class LineSource: Source {
     public let stream: String
     private let path: String?
     private let options: Options
-    private let queue = DispatchQueue(label: "signet.line-source")
+    /// Reads block (a pipe, a slow disk): off the cooperative pool.
+    private let executor = BlockingExecutor(label: "signet.line-source")
     private let stopped = Atomic<Bool>(false)
     private let state = Mutex<State>(State())
 
@@ -83,14 +84,10 @@ public final class LineSource: Source {
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { [self] in
-                continuation.resume(with: Result { try readBatch(maxRecords: maxRecords) })
-            }
-        }
+        try await executor.run { [self] in try readBatch(maxRecords: maxRecords) }
     }
 
-    /// Runs on `queue`: blocking reads, bounded by the poll interval so `stop()` is noticed.
+    /// Runs on `executor`: blocking reads, bounded by the poll interval so `stop()` is noticed.
     private func readBatch(maxRecords: Int) throws -> [Record]? {
         try state.withLock { state throws -> [Record]? in
             guard !state.finished, state.reader != nil else { return nil }

@@ -98,9 +98,6 @@ extension PipelineTestExpectation.DeadLetter {
 
     /// Reason, stage and detail from the dead letter's headers (both formats carry them).
     static func facts(_ message: OutputMessage) -> (reason: String, stage: String, detail: String) {
-        func header(_ name: String) -> String {
-            message.headers.first { $0.name == name }.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
-        }
-        return (header("signet-reason"), header("signet-stage"), header("signet-detail"))
+        (message.header(.reason) ?? "", message.header(.stage) ?? "", message.header(.detail) ?? "")
     }
 }

@@ -9,12 +9,22 @@ public struct AdminConfiguration: Sendable, Equatable {
     public var apiToken: String?
     /// The store (by its `stores:` name) the API reads; nil serves no API.
     public var store: String?
+    /// Open connections at most; more wait in the listen backlog. The listener's own
+    /// budget, so scrapers and scanners cannot use up the descriptors the webhook needs.
+    public var maxConnections: Int
+    /// How long a connection may stay silent (headers not complete, or idle between requests).
+    public var idleTimeout: Duration
 
-    public init(host: String = "127.0.0.1", port: Int = 9464, apiToken: String? = nil, store: String? = "default") {
+    public init(
+        host: String = "127.0.0.1", port: Int = 9464, apiToken: String? = nil, store: String? = "default",
+        maxConnections: Int = 64, idleTimeout: Duration = .seconds(30)
+    ) {
         self.host = host
         self.port = port
         self.apiToken = apiToken
         self.store = store
+        self.maxConnections = maxConnections
+        self.idleTimeout = idleTimeout
     }
 
     /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost), where the API
@@ -60,6 +70,13 @@ extension ComponentSpec {
                 example: "${SIGNET_API_TOKEN}"),
             ConfigField("api", .bool, .default("true"), "serve the /v1 entitlement API"),
             ConfigField("store", .string, .default("default"), "the store the /v1 API reads"),
+            ConfigField(
+                "max_connections", .int(1...65_536), .default("64"),
+                "open connections at most (more wait in the backlog): its own budget, apart from the webhook's",
+                advanced: true),
+            ConfigField(
+                "idle_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("30s"),
+                "a connection silent this long (headers not complete, or idle between requests) is closed", advanced: true),
         ],
         examples: [
             """
@@ -80,7 +97,9 @@ extension AdminConfiguration {
         }
         let token = try section.optionalString("api_token") ?? environment["SIGNET_API_TOKEN"]
         let store = try section.bool("api") ? try section.string("store") : nil
-        self.init(host: host, port: port, apiToken: token, store: store)
+        self.init(
+            host: host, port: port, apiToken: token, store: store, maxConnections: try section.int("max_connections"),
+            idleTimeout: try section.duration("idle_timeout"))
     }
 }
 

@@ -72,7 +72,7 @@ public final class AdminServer: Service {
             let api = EntitlementAPI(store: store, token: token, logger: logger)
             // Store reads block (a PostgreSQL round trip, a SQLite page read): on a thread of
             // their own, so the cooperative pool keeps serving the webhook and /readyz.
-            let reads = StageExecutor(label: "signet.api.store")
+            let reads = BlockingExecutor(label: "signet.api.store")
             router.get("/v1/entitlements") { request, _ in
                 await withTaskExecutorPreference(reads) { api.entitlements(request) }
             }
@@ -83,7 +83,11 @@ public final class AdminServer: Service {
         }
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            server: GuardedHTTP1Channel.builder(
+                idleTimeout: configuration.idleTimeout, limits: .init(linger: .seconds(1), maxDiscardBytes: 64 << 10)),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil,
+                availableConnectionsDelegate: ConnectionLimit(configuration.maxConnections, listener: "http", logger: logger)),
             onServerRunning: { [listening, logger] channel in
                 logger.info("http: listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
                 listening.announce(channel.localAddress?.port ?? 0)

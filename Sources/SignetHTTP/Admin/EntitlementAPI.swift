@@ -15,13 +15,13 @@ struct EntitlementAPI: Sendable {
 
     func entitlements(_ request: Request) -> Response {
         if let refusal = authorize(request) { return refusal }
+        // Exactly one parameter: a repeated one (`?originalTransactionId=A&originalTransactionId=B`)
+        // or an extra one must not silently answer for the first.
         let parameters = request.uri.queryParameters
-        let token = parameters.get("appAccountToken")
-        let original = parameters.get("originalTransactionId")
         let query: StateJSON.Query
-        switch (token, original) {
-        case (let token?, nil) where !token.isEmpty: query = .appAccountToken(token)
-        case (nil, let original?) where !original.isEmpty: query = .originalTransactionId(original)
+        switch parameters.count == 1 ? parameters.first : nil {
+        case let (name, value)? where name == "appAccountToken" && !value.isEmpty: query = .appAccountToken(String(value))
+        case let (name, value)? where name == "originalTransactionId" && !value.isEmpty: query = .originalTransactionId(String(value))
         default:
             return Self.json(.badRequest, #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#)
         }

@@ -125,10 +125,8 @@ public final class HTTPSink: Sink {
         switch options.mode {
         case .single:
             return messages.indices.map { index in
-                let id = messages[index].headers.first { $0.name == "signet-event-id" }
-                return PreparedRequest(
-                    body: messages[index].value, indices: index..<(index + 1),
-                    eventId: id.map { String(decoding: $0.value, as: UTF8.self) })
+                PreparedRequest(
+                    body: messages[index].value, indices: index..<(index + 1), eventId: messages[index].header(.eventId))
             }
         case .batch:
             return stride(from: 0, to: messages.count, by: max(1, options.maxBatch)).map { start in

@@ -48,9 +48,7 @@ extension ComponentRegistry {
     /// Registers the `http` sink and the top-level `http:` section.
     public mutating func registerHTTPComponents() {
         registerSink(.httpSink) { config, context in
-            // The context path is `sinks.NAME`.
-            let name = context.path.split(separator: ".", maxSplits: 1).last.map(String.init) ?? context.path
-            return HTTPSink(options: try HTTPSink.Options(config), name: name, logger: context.logger)
+            HTTPSink(options: try HTTPSink.Options(config), name: context.name ?? "http", logger: context.logger)
         }
         registerSection(.httpSection)
     }

@@ -81,11 +81,13 @@ public final class HTTPSource: Source {
         let responder = WebhookResponder(intake: intake, options: options, deadlines: deadlines, logger: logger)
         let application = Application(
             responder: responder,
-            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: Self.timeAmount(options.readTimeout))),
+            server: GuardedHTTP1Channel.builder(
+                idleTimeout: options.readTimeout,
+                limits: .init(linger: .seconds(1), maxDiscardBytes: options.maxBodyBytes)),
             configuration: ApplicationConfiguration(
                 address: .hostname(options.address.host, port: options.address.port),
                 serverName: "signet",
-                availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
+                availableConnectionsDelegate: ConnectionLimit(options.maxConnections, listener: "webhook", logger: logger)),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? options.address.port
                 serverStarted(ListenAddress(host: options.address.host, port: port))
@@ -151,9 +153,5 @@ public final class HTTPSource: Source {
             state.starting = nil
             starting.resume(throwing: SourceError("cannot listen on \(options.address): \(error)"))
         }
-    }
-
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .milliseconds(Int64(duration.seconds * 1000))
     }
 }

@@ -18,7 +18,8 @@ public final class DedupeStage: Stage {
 
     public struct Options: Sendable {
         public var key = DedupeKeyKind.notificationUUID
-        /// How long keys are kept.
+        /// How long keys are kept: longer than Apple retries a notification
+        /// (``NotificationRetrySchedule/total``, about 6.5 days).
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys are pruned.
         public var pruneInterval: Duration = .seconds(60)
@@ -40,9 +41,6 @@ public final class DedupeStage: Stage {
         self.handle = StoreHandle(.resource(resource))
         self.options = options
     }
-
-    public func open() async throws { try handle.open() }
-    public func close() async throws { try handle.close() }
 
     public func process(_ batch: inout RecordBatch) async throws {
         let store = try handle.store()

@@ -21,11 +21,9 @@ public struct FanoutStage: Stage {
         for index in batch.records.indices where batch.records[index].isActive {
             for output in batch.records[index].outputs.indices {
                 let message = batch.records[index].outputs[output]
-                guard let type = Self.header("signet-event-type", in: message) else { continue }
+                guard let type = message.header(.eventType) else { continue }
                 batch.records[index].outputs[output].routes = sinks(
-                    type: type,
-                    environment: Self.header("signet-environment", in: message),
-                    product: Self.header("signet-product-id", in: message))
+                    type: type, environment: message.header(.environment), product: message.header(.productId))
             }
         }
     }
@@ -37,9 +35,5 @@ public struct FanoutStage: Stage {
             for sink in route.sinks where !chosen.contains(sink) { chosen.append(sink) }
         }
         return chosen.isEmpty ? defaultSinks : chosen
-    }
-
-    private static func header(_ name: String, in message: OutputMessage) -> String? {
-        message.headers.first { $0.name == name }.map { String(decoding: $0.value, as: UTF8.self) }
     }
 }

@@ -25,7 +25,7 @@ extension ComponentSpec {
             dedupeKeyField,
             ConfigField(
                 "retention", .duration(.seconds(1)...(.seconds(3650 * 86_400))), .default(ConfigDuration.format(DedupeStage.Options().retention)),
-                "how long keys are kept (Apple retries for up to three days)"),
+                "how long keys are kept (Apple retries a notification for about 6.5 days: 1, 12, 24, 48 and 72 hours after the previous attempt)"),
             storeField,
         ],
         requiresBefore: ["verify"],

@@ -23,7 +23,8 @@ public final class TransitionStage: TickingStage {
         public var policy = TransitionPolicy()
         /// Used when no `dedupe` stage computed a key for the record.
         public var dedupeKey = DedupeKeyKind.notificationUUID
-        /// How long dedupe keys are kept (Apple retries for up to three days).
+        /// How long dedupe keys are kept: longer than Apple retries a notification
+        /// (``NotificationRetrySchedule/total``, about 6.5 days).
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys and delivered outbox rows are pruned.
         public var pruneInterval: Duration = .seconds(60)
@@ -57,9 +58,6 @@ public final class TransitionStage: TickingStage {
         self.options = options
         resource.checkedByTransition.store(true, ordering: .relaxed)
     }
-
-    public func open() async throws { try handle.open() }
-    public func close() async throws { try handle.close() }
 
     /// Every record leaves with its events as outputs, or dropped or rejected without any.
     public var replacesOutputs: Bool { true }
@@ -162,11 +160,11 @@ public final class TransitionStage: TickingStage {
     /// so a redelivered event is the same bytes with the same headers.
     public static func message(for entry: OutboxEntry) -> OutputMessage {
         var headers = [
-            OutputMessage.Header("signet-event-id", entry.eventId),
-            OutputMessage.Header("signet-event-type", entry.eventType),
+            OutputMessage.Header(.eventId, entry.eventId),
+            OutputMessage.Header(.eventType, entry.eventType),
         ]
-        if let environment = entry.environment { headers.append(.init("signet-environment", environment)) }
-        if let productId = entry.productId { headers.append(.init("signet-product-id", productId)) }
+        if let environment = entry.environment { headers.append(.init(.environment, environment)) }
+        if let productId = entry.productId { headers.append(.init(.productId, productId)) }
         return OutputMessage(key: Array(entry.key.utf8), value: entry.payload, headers: headers)
     }
 

@@ -68,9 +68,17 @@ public final class SQLiteStateStore: StateStore {
     public let path: String
     public let options: Options
     private let connection: Mutex<Connection?>
+    /// Held by a writer from open to close (nil for readers).
+    private let writerLock: Mutex<SQLiteWriterLock?>
 
-    /// Opens (creating when needed) the database at `path`.
-    public init(path: String, options: Options = Options()) throws {
+    /// Opens (creating when needed) the database at `path`. A writer locks it
+    /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
+    public convenience init(path: String, options: Options = Options()) throws {
+        try self.init(path: path, options: options, lockingWriter: true)
+    }
+
+    /// `lockingWriter: false` only for tests that play a second process on one file.
+    init(path: String, options: Options, lockingWriter: Bool) throws {
         self.path = path
         self.options = options
         let milliseconds = Int32(clamping: options.busyTimeout.components.seconds * 1000
@@ -84,6 +92,9 @@ public final class SQLiteStateStore: StateStore {
             // Like the file sinks: a fresh SIGNET_DATA_DIR just works.
             let folder = (path as NSString).deletingLastPathComponent
             if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+            writerLock = Mutex(lockingWriter ? try SQLiteWriterLock.acquire(database: path) : nil)
+        } else {
+            writerLock = Mutex(nil)
         }
         let database = try SQLiteDatabase(
             path: path, readOnly: options.readOnly, synchronous: synchronous, busyTimeoutMilliseconds: milliseconds)
@@ -283,5 +294,6 @@ public final class SQLiteStateStore: StateStore {
             connection?.database.close()
             connection = nil
         }
+        writerLock.withLock { $0 = nil }
     }
 }

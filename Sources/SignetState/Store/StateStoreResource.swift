@@ -53,7 +53,7 @@ public final class StateStoreResource: PipelineResource {
     /// The opened store; throws when the runner has not opened it.
     public func store() throws -> any StateStore {
         guard let store = opened.withLock({ $0 }) else {
-            throw SQLiteError(code: 21, message: "the state store is not open (was the pipeline's resource opened?)", context: identity ?? "store")
+            throw StateStoreError("the state store '\(identity ?? "store")' is not open (was the pipeline's resource opened?)")
         }
         return store
     }

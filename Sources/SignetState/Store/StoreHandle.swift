@@ -23,10 +23,6 @@ final class StoreHandle: Sendable {
         return false
     }
 
-    /// Nothing to do: an instance is the caller's, a resource is the runner's.
-    func open() throws {}
-    func close() throws {}
-
     /// The opened store; throws when its resource is not open.
     func store() throws -> any StateStore {
         switch origin {

@@ -1,0 +1,39 @@
+import Dispatch
+
+/// The one sanctioned way to run blocking work in Signet: a serial dispatch queue (its own
+/// thread), usable as a task executor or to run one blocking call.
+///
+/// Swift's cooperative pool has one thread per core (two here), shared by the webhook's
+/// answers, the runner's hand-offs and every sink's delivery reports. A `write(2)` plus
+/// `fsync`, a SQLite page read, a PostgreSQL round trip or a librdkafka poll on it stalls
+/// all of those. So whatever blocks runs on a `BlockingExecutor`: stages as their task
+/// executor (`addTask(executorPreference:)`), sources, sinks and the admin API's store reads
+/// through ``run(_:)``. Each owner keeps its own executor, so the calls it makes stay in
+/// order on one thread, as a serial queue does (the same idea as swift-nio's
+/// `NIOThreadPool.runIfActive`, with one thread per owner).
+public final class BlockingExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    /// - Parameter label: the dispatch queue's label (shows in thread names and crash logs).
+    public init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Runs `body` on this executor's thread, after whatever was submitted before it, and
+    /// returns its result; the calling task is suspended meanwhile, not blocking its thread.
+    public func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Swift.Result { try body() }) }
+        }
+    }
+
+    /// Submits `body` without waiting for it (a close that must not delay its caller).
+    public func submit(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+}

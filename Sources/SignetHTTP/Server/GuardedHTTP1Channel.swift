@@ -1,0 +1,40 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import SignetCore
+
+/// Hummingbird's HTTP/1 channel with a ``ConnectionGuardHandler`` in its pipeline: every
+/// listener of Signet (the webhook, the admin listener) closes a connection that cannot be
+/// reused right after its answer, instead of reading an unread body without a deadline.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let channel: HTTP1Channel
+    let limits: ConnectionGuardHandler.Limits
+
+    /// A server builder for `Application(server:)`.
+    static func builder(idleTimeout: Duration, limits: ConnectionGuardHandler.Limits) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(
+                channel: HTTP1Channel(
+                    responder: responder,
+                    configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds))),
+                limits: limits)
+        }
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        self.channel.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // Right after NIOHTTP1's decoder, where the request's version is still known.
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuardHandler(limits: limits), position: .after(decoder))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await channel.handle(value: value, logger: logger)
+    }
+}
