@@ -13,6 +13,7 @@ import PackageDescription
 /// - `SignetKafka`     librdkafka source/sink and the local mock broker
 /// - `SignetPostgres`  the PostgreSQL state store (postgres-nio), for several instances
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
+/// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
     name: "Signet",
@@ -27,6 +28,7 @@ let package = Package(
         .library(name: "SignetKafka", targets: ["SignetKafka"]),
         .library(name: "SignetHTTP", targets: ["SignetHTTP"]),
         .library(name: "SignetPostgres", targets: ["SignetPostgres"]),
+        .library(name: "SignetAppStoreAPI", targets: ["SignetAppStoreAPI"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -111,10 +113,20 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
+        // The App Store Server API client: JWT auth, paging, retries, client-side rate limits.
+        .target(
+            name: "SignetAppStoreAPI",
+            dependencies: [
+                "SignetCore", "SignetOpenSSL", "SignetJWS", "AppStoreModels",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres"]),
+            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStoreAPI"]),
         // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
         .executableTarget(
             name: "signet",
@@ -128,7 +140,12 @@ let package = Package(
         // Shared test helpers: paths to Tests/Fixtures, temp dirs, running the CLI.
         .target(
             name: "SignetTestSupport",
-            dependencies: ["SignetCore", "SignetFixtures", "SignetOpenSSL"],
+            dependencies: [
+                "SignetCore", "SignetFixtures", "SignetOpenSSL", "AppStoreModels",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/SignetTestSupport"),
         .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
         .testTarget(
@@ -148,6 +165,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
+        .testTarget(
+            name: "SignetAppStoreAPITests",
+            dependencies: [
+                "SignetAppStoreAPI", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.

@@ -1,0 +1,166 @@
+import AppStoreModels
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import SignetCore
+
+/// One App Store Server API call: what to send and which budget it spends.
+struct AppStoreAPICall: Sendable {
+    var method: HTTPMethod
+    /// The path, already percent-encoded (`/inApps/v1/...`).
+    var path: String
+    var query: [(name: String, value: String)] = []
+    var body: [UInt8]?
+    var endpointClass: AppStoreAPIEndpointClass = .standard
+
+    /// `METHOD /path` for errors and logs; the query is left out, it may hold tokens.
+    var endpoint: String { "\(method.rawValue) \(path)" }
+}
+
+/// Sends calls with auth, the rate limiter and the retry policy; knows nothing of endpoints.
+///
+/// Per attempt: wait for the bucket's slot, sign (or reuse) the JWT, send, classify:
+/// - 2xx: the body;
+/// - 429: pause the whole bucket until `Retry-After` (absolute UNIX ms; capped; backoff with
+///   jitter when missing, unparsable or past), then retry;
+/// - 5xx, Apple's retryable 4xx codes, transport errors: capped exponential backoff with
+///   jitter, then retry;
+/// - 401 and every other answer: thrown at once.
+/// 429s and retryable errors share one budget of `maxRetries` attempts after the first.
+struct AppStoreAPITransport: Sendable {
+    /// Largest answer read (a page of 20 notifications is ~0.5 MB).
+    static let maximumResponseBytes = 16 << 20
+
+    let configuration: AppStoreAPIConfiguration
+    let httpClient: HTTPClient
+    let limiter: AppStoreAPIRateLimiter
+    let signer: AppStoreAPITokenSigner
+    let logger: Logger
+
+    /// What one attempt came to.
+    private enum Outcome {
+        case success([UInt8])
+        /// Worth another try; the pause applies to the whole bucket when `pauseBucket`.
+        case retry(AppStoreAPIError, wait: Duration?, pauseBucket: Bool)
+        case fail(AppStoreAPIError)
+    }
+
+    /// The body of a 2xx answer. Throws ``AppStoreAPIError`` or `CancellationError`.
+    func send(_ call: AppStoreAPICall, to baseURL: String) async throws -> [UInt8] {
+        let bucket = AppStoreAPIRateLimiter.Bucket(
+            baseURL: baseURL, bundleId: configuration.credentials.bundleId, endpointClass: call.endpointClass)
+        let rate = call.endpointClass == .standard
+            ? configuration.requestsPerSecond : configuration.testNotificationRequestsPerSecond
+        var backoff = configuration.initialBackoff
+        var attempt = 0
+        while true {
+            try await limiter.acquire(bucket, requestsPerSecond: rate)
+            switch await exchange(call, baseURL: baseURL) {
+            case .success(let body):
+                return body
+            case .fail(let error):
+                throw error
+            case .retry(let error, let wait, let pauseBucket):
+                // A cancelled call stops here with CancellationError, not with the transport error it caused.
+                try Task.checkCancellation()
+                guard attempt < configuration.maxRetries else { throw error }
+                let delay = wait ?? Self.jittered(backoff)
+                backoff = min(backoff * 2, configuration.maxBackoff)
+                attempt += 1
+                logger.warning(
+                    "App Store Server API: \(error.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")
+                if pauseBucket {
+                    // Every caller of this bucket waits, not only this one (Apple counts per app).
+                    limiter.pause(bucket, until: .now + delay)
+                } else {
+                    try await Task.sleep(for: delay)
+                }
+            }
+        }
+    }
+
+    private func exchange(_ call: AppStoreAPICall, baseURL: String) async -> Outcome {
+        let token: String
+        do {
+            token = try signer.token()
+        } catch {
+            return .fail(AppStoreAPIError(.permanent, endpoint: call.endpoint, errorMessage: "cannot sign the JWT: \(error)"))
+        }
+        var request = HTTPClientRequest(url: baseURL + call.path + Self.queryString(call.query))
+        request.method = call.method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "User-Agent", value: "signet")
+        request.headers.add(name: "Accept", value: "application/json")
+        if let body = call.body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let status: Int
+        let headers: HTTPHeaders
+        let body: ByteBuffer
+        do {
+            let response = try await httpClient.execute(
+                request, timeout: .nanoseconds(configuration.requestTimeout.clampedNanoseconds), logger: logger)
+            status = Int(response.status.code)
+            headers = response.headers
+            body = try await response.body.collect(upTo: Self.maximumResponseBytes)
+        } catch {
+            return .retry(AppStoreAPIError(.transport, endpoint: call.endpoint, errorMessage: "\(error)"), wait: nil, pauseBucket: false)
+        }
+        if (200..<300).contains(status) { return .success(Array(buffer: body)) }
+        return classify(status: status, body: Array(buffer: body), retryAfter: headers.first(name: "Retry-After"), call: call)
+    }
+
+    private func classify(status: Int, body: [UInt8], retryAfter: String?, call: AppStoreAPICall) -> Outcome {
+        // A 401 has no body; anything else may carry Apple's {errorCode, errorMessage}.
+        let apple = status == 401 ? nil : try? AppStoreJSON.decode(AppStoreAPIErrorBody.self, from: body)
+        func error(_ kind: AppStoreAPIError.Kind) -> AppStoreAPIError {
+            AppStoreAPIError(kind, endpoint: call.endpoint, status: status, errorCode: apple?.errorCode, errorMessage: apple?.errorMessage)
+        }
+        if status == 401 { return .fail(error(.unauthorized)) }
+        if status == 429 || apple?.errorCode == AppStoreAPIErrorCode.rateLimitExceeded {
+            return .retry(error(.rateLimited), wait: retryAfterDelay(retryAfter), pauseBucket: true)
+        }
+        if status >= 500 || apple.flatMap(\.errorCode).map(AppStoreAPIErrorCode.retryable.contains) == true {
+            return .retry(error(.unavailable), wait: nil, pauseBucket: false)
+        }
+        return .fail(error(.permanent))
+    }
+
+    /// How long until Apple's `Retry-After` (UNIX time in milliseconds), capped; nil when
+    /// the header is missing, unparsable or already past (then: backoff with jitter).
+    func retryAfterDelay(_ header: String?, now: Date = Date()) -> Duration? {
+        guard let header, let milliseconds = Int64(header.trimmingCharacters(in: .whitespaces)) else { return nil }
+        let remaining = milliseconds - Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        guard remaining > 0 else { return nil }
+        // +1 ms: `now` was truncated to the millisecond, the wait must not end before the instant.
+        return min(.milliseconds(remaining + 1), configuration.maxRetryAfter)
+    }
+
+    /// Between half and all of `backoff` ("equal jitter"): callers that failed together
+    /// spread out, and none retries sooner than half the backoff.
+    static func jittered(_ backoff: Duration) -> Duration {
+        backoff / 2 + backoff / 2 * Double.random(in: 0...1)
+    }
+
+    static func queryString(_ query: [(name: String, value: String)]) -> String {
+        guard !query.isEmpty else { return "" }
+        return "?" + query.map { "\(percentEncoded($0.name))=\(percentEncoded($0.value))" }.joined(separator: "&")
+    }
+
+    /// RFC 3986 unreserved characters stay, everything else is %-encoded (ids and tokens in
+    /// paths and queries).
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}
+
+/// Apple's error body, `{"errorCode": N, "errorMessage": "..."}`.
+struct AppStoreAPIErrorBody: Decodable {
+    var errorCode: Int?
+    var errorMessage: String?
+}

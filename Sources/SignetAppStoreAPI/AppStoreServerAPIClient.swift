@@ -1,0 +1,217 @@
+import AppStoreModels
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import SignetCore
+import SignetJWS
+import Synchronization
+
+/// A client of Apple's App Store Server API for one app (docs/appstore-api.md).
+///
+/// Every call authenticates with a fresh-enough ES256 JWT, waits for the shared rate
+/// limiter's slot of its (host, app, endpoint class) bucket, retries what Apple documents
+/// as retryable with capped, jittered backoff, honours `Retry-After` on 429 for every caller
+/// of the bucket, and throws ``AppStoreAPIError`` otherwise (or `CancellationError`).
+///
+/// Signed data comes back as Apple's strings: TLS is no reason to trust them. Verify each
+/// with the webhook's ``AppStoreVerifier`` (the `verified(by:)` conveniences do), or use the
+/// calls that take a verifier.
+///
+/// Thread safety: immutable apart from the HTTP client's shutdown flag; share one instance.
+/// Call ``shutdown()`` when done.
+public final class AppStoreServerAPIClient: Sendable {
+    public let configuration: AppStoreAPIConfiguration
+    private let transport: AppStoreAPITransport
+    /// The HTTP client this instance created and must shut down (nil when given one).
+    private let ownedHTTPClient: Mutex<HTTPClient?>
+
+    /// - Parameters:
+    ///   - httpClient: an existing client to share (not shut down by ``shutdown()``); nil
+    ///     creates one with the configuration's timeouts.
+    ///   - rateLimiter: the budget keeper; the process-wide ``AppStoreAPIRateLimiter/shared``
+    ///     unless a test isolates itself.
+    public init(
+        configuration: AppStoreAPIConfiguration, httpClient: HTTPClient? = nil,
+        rateLimiter: AppStoreAPIRateLimiter = .shared, logger: Logger = Logger(label: "signet.appstore-api")
+    ) {
+        let client = httpClient ?? HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: HTTPClient.Configuration(
+                redirectConfiguration: .disallow,
+                timeout: .init(connect: .nanoseconds(configuration.connectTimeout.clampedNanoseconds))))
+        self.configuration = configuration
+        self.ownedHTTPClient = Mutex(httpClient == nil ? client : nil)
+        self.transport = AppStoreAPITransport(
+            configuration: configuration, httpClient: client, limiter: rateLimiter,
+            signer: AppStoreAPITokenSigner(credentials: configuration.credentials), logger: logger)
+    }
+
+    deinit {
+        // Dropped without shutdown() (a caller that threw): AsyncHTTPClient would trap in its
+        // deinit, ending the process; shut it down in the background instead.
+        if let leftover = ownedHTTPClient.withLock({ $0 }) { leftover.shutdown(queue: .global()) { _ in } }
+    }
+
+    /// Shuts down the HTTP client this instance created (a given one is left alone).
+    public func shutdown() async throws {
+        let owned = ownedHTTPClient.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        try await owned?.shutdown()
+    }
+
+    // MARK: - Get Notification History
+
+    /// One page of Get Notification History (`POST /inApps/v1/notifications/history`), as
+    /// Apple answers it. 4000012/4000014/4000017 are thrown: ``notificationHistory(_:resumingAfter:)``
+    /// handles them.
+    public func notificationHistoryPage(
+        _ request: NotificationHistoryRequest, paginationToken: String? = nil
+    ) async throws -> NotificationHistoryResponse {
+        let body = try AppStoreJSON.encode(request)
+        let call = AppStoreAPICall(
+            method: .POST, path: "/inApps/v1/notifications/history",
+            query: paginationToken.map { [("paginationToken", $0)] } ?? [], body: body)
+        return try await decode(NotificationHistoryResponse.self, call)
+    }
+
+    /// Every page of a window, in order, starting after `paginationToken` when resuming.
+    ///
+    /// Sends the same body on every page. A refused token (4000014 invalid, 4000017 expired)
+    /// restarts the window from its first page; a start date beyond Apple's lookback
+    /// (4000012) is clamped to the lookback with a logged warning. Both are reported on the
+    /// page that follows (``NotificationHistoryPage/restartedWindow``,
+    /// ``NotificationHistoryPage/request``), so a resumable consumer can note them.
+    public func notificationHistory(
+        _ request: NotificationHistoryRequest, resumingAfter paginationToken: String? = nil
+    ) -> NotificationHistoryPages {
+        NotificationHistoryPages(client: self, request: request, paginationToken: paginationToken)
+    }
+
+    // MARK: - Subscriptions and transactions
+
+    /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`), for any
+    /// transaction id of the customer; `status` filters (empty: all).
+    public func subscriptionStatuses(
+        transactionId: String, status: [SubscriptionStatus] = []
+    ) async throws -> SubscriptionStatusesResponse {
+        let call = AppStoreAPICall(
+            method: .GET, path: "/inApps/v1/subscriptions/" + AppStoreAPITransport.percentEncoded(transactionId),
+            query: status.map { ("status", String($0.rawValue)) })
+        return try await decode(SubscriptionStatusesResponse.self, call)
+    }
+
+    /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`) in the configured
+    /// environment only.
+    public func transactionInfo(transactionId: String) async throws -> TransactionInfoResponse {
+        try await decode(TransactionInfoResponse.self, Self.transactionInfoCall(transactionId))
+    }
+
+    /// A bare transaction id, in whichever store knows it, as Apple asks servers to do.
+    ///
+    /// Configured for Production: asks Production; on 4040010 asks again after
+    /// ``AppStoreAPIConfiguration/notFoundRetryDelay`` (a new id takes a moment to appear),
+    /// then the Sandbox host (TestFlight and App Review purchases live there). Configured for
+    /// Sandbox: asks Sandbox only.
+    public func lookUpTransaction(transactionId: String) async throws -> TransactionLookup {
+        let call = Self.transactionInfoCall(transactionId)
+        guard configuration.environment == .production else {
+            let info = try await decode(TransactionInfoResponse.self, call)
+            return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: configuration.environment)
+        }
+        for attempt in 0..<2 {
+            do {
+                let info = try await decode(TransactionInfoResponse.self, call)
+                return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: .production)
+            } catch let error as AppStoreAPIError where error.isTransactionIdNotFound {
+                if attempt == 0 { try await Task.sleep(for: configuration.notFoundRetryDelay) }
+            }
+        }
+        transport.logger.info("App Store Server API: transaction \(transactionId) not in Production; asking Sandbox")
+        let info = try await decode(TransactionInfoResponse.self, call, baseURL: configuration.sandboxFallbackURL)
+        return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: .sandbox)
+    }
+
+    /// One page of Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`);
+    /// `revision` from the previous page (nil for the first).
+    public func transactionHistoryPage(transactionId: String, revision: String? = nil) async throws -> TransactionHistoryResponse {
+        let call = AppStoreAPICall(
+            method: .GET, path: "/inApps/v2/history/" + AppStoreAPITransport.percentEncoded(transactionId),
+            query: revision.map { [("revision", $0)] } ?? [])
+        return try await decode(TransactionHistoryResponse.self, call)
+    }
+
+    /// The customer's whole transaction history, every page, each transaction verified by
+    /// `verifier` and kept once per `transactionId` (a transaction that appears again, e.g.
+    /// updated by a refund, keeps its first position and its most recently signed version).
+    ///
+    /// Throws ``AppStoreAPIError``, or the `RecordRejection` of the first transaction that
+    /// fails verification (nothing unverified is returned).
+    public func transactionHistory(transactionId: String, verifier: AppStoreVerifier) async throws -> [VerifiedTransaction] {
+        var order: [String] = []
+        var latest: [String: VerifiedTransaction] = [:]
+        var revision: String?
+        repeat {
+            let page = try await transactionHistoryPage(transactionId: transactionId, revision: revision)
+            for signed in page.signedTransactions {
+                let transaction = try verifier.verifyTransaction(signed)
+                // The signed payload carries the id; only a verified one is trusted to.
+                let id = transaction.payload.transactionId ?? ""
+                if let seen = latest[id] {
+                    let seenDate = seen.payload.signedDate?.millisecondsSince1970 ?? .min
+                    if (transaction.payload.signedDate?.millisecondsSince1970 ?? .min) >= seenDate { latest[id] = transaction }
+                } else {
+                    order.append(id)
+                    latest[id] = transaction
+                }
+            }
+            guard page.hasMore else { break }
+            guard let next = page.revision, next != revision else {
+                throw AppStoreAPIError(
+                    .invalidResponse, endpoint: "GET /inApps/v2/history", errorMessage: "hasMore without a new revision")
+            }
+            revision = next
+        } while true
+        return order.compactMap { latest[$0] }
+    }
+
+    // MARK: - Test notifications
+
+    /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a
+    /// TEST notification to the app's configured URL.
+    public func requestTestNotification() async throws -> TestNotificationResponse {
+        try await decode(
+            TestNotificationResponse.self,
+            AppStoreAPICall(method: .POST, path: "/inApps/v1/notifications/test", endpointClass: .testNotification))
+    }
+
+    /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{token}`).
+    public func testNotificationStatus(token: String) async throws -> TestNotificationStatusResponse {
+        try await decode(
+            TestNotificationStatusResponse.self,
+            AppStoreAPICall(
+                method: .GET, path: "/inApps/v1/notifications/test/" + AppStoreAPITransport.percentEncoded(token),
+                endpointClass: .testNotification))
+    }
+
+    // MARK: - Plumbing
+
+    private static func transactionInfoCall(_ transactionId: String) -> AppStoreAPICall {
+        AppStoreAPICall(method: .GET, path: "/inApps/v1/transactions/" + AppStoreAPITransport.percentEncoded(transactionId))
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ call: AppStoreAPICall, baseURL: String? = nil) async throws -> T {
+        let body = try await transport.send(call, to: baseURL ?? configuration.baseURL)
+        do {
+            return try AppStoreJSON.decode(type, from: body)
+        } catch {
+            throw AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)")
+        }
+    }
+
+    /// The logger, for the pager's warnings.
+    var logger: Logger { transport.logger }
+}

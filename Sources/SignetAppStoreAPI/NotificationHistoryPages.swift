@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import SignetCore
+
+/// One page of a notification-history window, with what a resumable consumer must commit.
+public struct NotificationHistoryPage: Sendable {
+    /// The notifications of this page, in Apple's order.
+    public var items: [NotificationHistoryItem]
+    /// The body this page was fetched with: the window asked for, unless its start was
+    /// clamped to Apple's lookback (then `startDate` is later than asked).
+    public var request: NotificationHistoryRequest
+    /// The token this page was fetched with (nil: the window's first page).
+    public var paginationToken: String?
+    /// The token of the next page; nil on the last page. After processing ``items``, commit
+    /// ``request`` with this token; resume with
+    /// ``AppStoreServerAPIClient/notificationHistory(_:resumingAfter:)``.
+    public var nextPaginationToken: String?
+    /// Whether Apple has more pages.
+    public var hasMore: Bool
+    /// Why the window started over before this page (Apple refused the token: 4000014 or
+    /// 4000017), nil otherwise. Items of pages already seen come again; a consumer that
+    /// dedupes (Signet's pipeline does) needs to do nothing else.
+    public var restartedWindow: AppStoreAPIError?
+}
+
+/// The pages of one Get Notification History window, fetched one after the other (Apple's
+/// pagination is sequential; split a long window into several to fetch concurrently).
+public struct NotificationHistoryPages: AsyncSequence, Sendable {
+    public typealias Element = NotificationHistoryPage
+    /// Token refusals tolerated per window before the refusal is thrown (a token that keeps
+    /// failing would otherwise restart the window forever).
+    public static let maximumRestarts = 3
+    /// Clamped starts lie this far inside Apple's lookback, so the retry does not land on its edge.
+    static let clampMargin: Int64 = 10 * 60 * 1000
+
+    let client: AppStoreServerAPIClient
+    let request: NotificationHistoryRequest
+    let paginationToken: String?
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(client: client, request: request, token: paginationToken, finished: false)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let client: AppStoreServerAPIClient
+        var request: NotificationHistoryRequest
+        var token: String?
+        var finished: Bool
+        var restarts = 0
+        var clamped = false
+
+        init(client: AppStoreServerAPIClient, request: NotificationHistoryRequest, token: String?, finished: Bool) {
+            self.client = client
+            self.request = request
+            self.token = token
+            self.finished = finished
+        }
+
+        /// The next page, nil after the last. Throws ``AppStoreAPIError`` (or `CancellationError`).
+        public mutating func next() async throws -> NotificationHistoryPage? {
+            guard !finished else { return nil }
+            var restartedWindow: AppStoreAPIError?
+            while true {
+                do {
+                    let response = try await client.notificationHistoryPage(request, paginationToken: token)
+                    let page = NotificationHistoryPage(
+                        items: response.notificationHistory, request: request, paginationToken: token,
+                        nextPaginationToken: response.hasMore ? response.paginationToken : nil, hasMore: response.hasMore,
+                        restartedWindow: restartedWindow)
+                    guard response.hasMore else {
+                        finished = true
+                        return page
+                    }
+                    guard let next = response.paginationToken, !next.isEmpty else {
+                        throw AppStoreAPIError(
+                            .invalidResponse, endpoint: "POST /inApps/v1/notifications/history",
+                            errorMessage: "hasMore without a paginationToken")
+                    }
+                    token = next
+                    return page
+                } catch let error as AppStoreAPIError where error.isPaginationTokenRejected && token != nil {
+                    restarts += 1
+                    guard restarts <= NotificationHistoryPages.maximumRestarts else { throw error }
+                    client.logger.warning(
+                        "App Store Server API: notification history \(error.errorMessage ?? "pagination token refused") (\(error.errorCode ?? 0)); restarting the window from its first page")
+                    token = nil
+                    restartedWindow = error
+                } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast && !clamped {
+                    let lookback = client.configuration.notificationHistoryLookback.clampedNanoseconds / 1_000_000
+                    let start = WallClock.milliseconds() - lookback + NotificationHistoryPages.clampMargin
+                    guard start < request.endDate else { throw error }
+                    client.logger.warning(
+                        "App Store Server API: notification history start \(Self.iso(request.startDate)) is older than Apple keeps (\(lookback / 86_400_000) days in \(client.configuration.environment)); clamped to \(Self.iso(start))")
+                    clamped = true
+                    request.startDate = start
+                    token = nil
+                }
+            }
+        }
+
+        static func iso(_ milliseconds: Int64) -> String {
+            ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        }
+    }
+}

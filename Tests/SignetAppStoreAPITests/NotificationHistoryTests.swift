@@ -1,0 +1,129 @@
+import AppStoreModels
+import Foundation
+import SignetAppStoreAPI
+import SignetFixtures
+import SignetJWS
+import SignetTestSupport
+import Testing
+
+@Suite("Get Notification History: paging, restarts, clamping, resuming")
+struct NotificationHistoryTests {
+    static func collect(_ pages: NotificationHistoryPages) async throws -> [NotificationHistoryPage] {
+        var all: [NotificationHistoryPage] = []
+        for try await page in pages { all.append(page) }
+        return all
+    }
+
+    @Test("every item of the window, in order, 20 a page, the same body on every page, each payload verifies")
+    func pagesInOrder() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(45)
+            fake.addNotifications(stored)
+            // Outside the window: sent three days ago.
+            fake.addNotifications([APITestBed.samples[50].stored(sentDate: APITestBed.nowMilliseconds() - 3 * 86_400_000)])
+            let pages = try await Self.collect(client.notificationHistory(APITestBed.lastTwoDays()))
+            #expect(pages.map(\.items.count) == [20, 20, 5])
+            #expect(pages.map(\.hasMore) == [true, true, false])
+            #expect(pages.flatMap(\.items).map(\.signedPayload) == stored.map(\.signedPayload))
+            #expect(pages[0].paginationToken == nil)
+            #expect(pages[1].paginationToken == pages[0].nextPaginationToken)
+            #expect(pages[2].nextPaginationToken == nil)
+            #expect(pages.allSatisfy { $0.restartedWindow == nil })
+
+            let requests = fake.requests(.notificationHistory)
+            #expect(requests.count == 3)
+            #expect(Set(requests.map { String(decoding: $0.body, as: UTF8.self) }).count == 1)
+            #expect(requests.map { $0.query["paginationToken"]?.first } == [nil, pages[0].nextPaginationToken, pages[1].nextPaginationToken])
+            #expect(requests[0].jsonBody?["onlyFailures"] == nil)
+
+            let verifier = try APITestBed.verifier()
+            let verified = try pages.flatMap(\.items).map { try $0.verified(by: verifier) }
+            #expect(verified.map(\.payload.notificationUUID) == APITestBed.samples.prefix(45).map(\.sample.notificationUUID))
+        }
+    }
+
+    @Test("onlyFailures is sent and only failed deliveries come back")
+    func onlyFailures() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(30, failedEvery: 3)
+            fake.addNotifications(stored)
+            let pages = try await Self.collect(client.notificationHistory(APITestBed.lastTwoDays(onlyFailures: true)))
+            #expect(pages.flatMap(\.items).map(\.signedPayload) == stored.filter(\.failed).map(\.signedPayload))
+            #expect(pages.flatMap(\.items).allSatisfy { $0.sendAttempts.map(\.sendAttemptResult) == ["NO_RESPONSE"] })
+            #expect(fake.requests(.notificationHistory).first?.jsonBody?["onlyFailures"] as? Bool == true)
+        }
+    }
+
+    @Test("an expired token (4000017) restarts the window without the token, and the page says so")
+    func expiredTokenRestarts() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(45)
+            fake.addNotifications(stored)
+            var iterator = client.notificationHistory(APITestBed.lastTwoDays()).makeAsyncIterator()
+            let first = try #require(try await iterator.next())
+            fake.expirePaginationTokens()
+            let restarted = try #require(try await iterator.next())
+            #expect(restarted.restartedWindow?.errorCode == 4_000_017)
+            #expect(restarted.paginationToken == nil)
+            #expect(restarted.items.map(\.signedPayload) == first.items.map(\.signedPayload))
+            var rest: [NotificationHistoryItem] = []
+            while let page = try await iterator.next() {
+                #expect(page.restartedWindow == nil)
+                rest += page.items
+            }
+            #expect((restarted.items + rest).map(\.signedPayload) == stored.map(\.signedPayload))
+            let requests = fake.requests(.notificationHistory)
+            #expect(requests.map(\.status) == [200, 400, 200, 200, 200])
+            #expect(requests[1].query["paginationToken"] != nil)
+            #expect(requests[2].query["paginationToken"] == nil)
+            #expect(Set(requests.map { String(decoding: $0.body, as: UTF8.self) }).count == 1)
+        }
+    }
+
+    @Test("resuming after a committed token continues there; an invalid token (4000014) restarts the window")
+    func resume() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(45)
+            fake.addNotifications(stored)
+            let request = APITestBed.lastTwoDays()
+            var iterator = client.notificationHistory(request).makeAsyncIterator()
+            let committed = try #require(try await iterator.next()?.nextPaginationToken)
+            let resumed = try await Self.collect(client.notificationHistory(request, resumingAfter: committed))
+            #expect(resumed.flatMap(\.items).map(\.signedPayload) == stored.dropFirst(20).map(\.signedPayload))
+
+            let bogus = try await Self.collect(client.notificationHistory(request, resumingAfter: "not-a-token"))
+            #expect(bogus.first?.restartedWindow?.errorCode == 4_000_014)
+            #expect(bogus.flatMap(\.items).map(\.signedPayload) == stored.map(\.signedPayload))
+        }
+    }
+
+    @Test("a start beyond the lookback (4000012) is clamped to it and the window still comes back")
+    func clamp() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(25)
+            fake.addNotifications(stored)
+            let now = APITestBed.nowMilliseconds()
+            let asked = NotificationHistoryRequest(startDate: now - 40 * 86_400_000, endDate: now)
+            let pages = try await Self.collect(client.notificationHistory(asked))
+            #expect(pages.flatMap(\.items).map(\.signedPayload) == stored.map(\.signedPayload))
+            let clampedStart = try #require(pages.first?.request.startDate)
+            #expect(clampedStart > now - fake.lookbackMilliseconds)
+            #expect(clampedStart < now - fake.lookbackMilliseconds + 3_600_000)
+            #expect(pages.allSatisfy { $0.request.startDate == clampedStart && $0.request.endDate == now })
+            let requests = fake.requests(.notificationHistory)
+            #expect(requests.map(\.status) == [400, 200, 200])
+            #expect((requests[0].jsonBody?["startDate"] as? NSNumber)?.int64Value == asked.startDate)
+            #expect((requests[1].jsonBody?["startDate"] as? NSNumber)?.int64Value == clampedStart)
+        }
+    }
+
+    @Test("a window entirely beyond the lookback throws 4000012 instead of clamping to nothing")
+    func windowTooOld() async throws {
+        try await withFakeAPI { _, client in
+            let now = APITestBed.nowMilliseconds()
+            let old = NotificationHistoryRequest(startDate: now - 60 * 86_400_000, endDate: now - 45 * 86_400_000)
+            let error = await #expect(throws: AppStoreAPIError.self) { _ = try await Self.collect(client.notificationHistory(old)) }
+            #expect(error?.isStartDateTooFarInPast == true)
+        }
+    }
+}

@@ -1,0 +1,443 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SignetCore
+import Synchronization
+
+/// A fake App Store Server API: a real HTTP server on 127.0.0.1 (a free port) that answers
+/// like Apple's, for tests of the API client and of whatever pages through it.
+///
+/// Every request's JWT is checked as Apple does (``FakeAppStoreAPIJWTCheck``); a bad one gets
+/// a 401 with no body. Serves Get Notification History (20 a page, filtered by the window,
+/// `onlyFailures`, `notificationType`/`notificationSubtype` and `transactionId`, opaque
+/// pagination tokens, 4000012 beyond the environment's lookback), Get All Subscription
+/// Statuses, Get Transaction Info (4040010 for unknown ids), Get Transaction History v2
+/// (paged by revision) and the test-notification endpoints. Faults are scripted per route
+/// (``script(_:on:)``) and every request is recorded with its arrival time (``requests``).
+/// Stop it with ``stop()``.
+public final class FakeAppStoreAPI: Sendable {
+    /// The routes, for scripting faults and reading the log.
+    public enum Route: String, Sendable, Hashable, CaseIterable {
+        case notificationHistory, subscriptionStatuses, transactionInfo, transactionHistory
+        case requestTestNotification, testNotificationStatus
+    }
+
+    /// An answer the fake gives instead of the real one, once, to the next request of a route.
+    public enum Fault: Sendable, Hashable {
+        /// 429 `{"errorCode":4290000}` with `Retry-After` = now + the duration in UNIX ms.
+        case tooManyRequests(retryAfter: Duration)
+        /// 429 with exactly this `Retry-After` header (nil: none).
+        case tooManyRequestsHeader(String?)
+        /// This status with `{"errorCode", "errorMessage"}` (no body when the code is nil).
+        case error(status: Int, errorCode: Int?)
+        /// This status with exactly this body (e.g. one of Apple's error fixtures).
+        case raw(status: Int, body: [UInt8])
+        /// 401, no body.
+        case unauthorized
+        /// Waits this long before answering normally.
+        case delay(Duration)
+    }
+
+    /// A notification the fake's history holds.
+    public struct StoredNotification: Sendable {
+        public var signedPayload: String
+        /// When Apple "sent" it (UNIX ms): what the window filters on.
+        public var sentDate: Int64
+        /// Whether every delivery attempt failed (`onlyFailures`).
+        public var failed: Bool
+        public var notificationType: String?
+        public var subtype: String?
+        /// Transaction ids it is about (`transactionId` filter).
+        public var transactionIds: Set<String>
+
+        public init(
+            signedPayload: String, sentDate: Int64, failed: Bool = false, notificationType: String? = nil,
+            subtype: String? = nil, transactionIds: Set<String> = []
+        ) {
+            self.signedPayload = signedPayload
+            self.sentDate = sentDate
+            self.failed = failed
+            self.notificationType = notificationType
+            self.subtype = subtype
+            self.transactionIds = transactionIds
+        }
+    }
+
+    /// A signed transaction the fake's store holds.
+    public struct StoredTransaction: Sendable {
+        public var transactionId: String
+        public var originalTransactionId: String
+        public var signedTransactionInfo: String
+        public var signedRenewalInfo: String?
+        public var status: Int
+
+        public init(
+            transactionId: String, originalTransactionId: String, signedTransactionInfo: String,
+            signedRenewalInfo: String? = nil, status: Int = 1
+        ) {
+            self.transactionId = transactionId
+            self.originalTransactionId = originalTransactionId
+            self.signedTransactionInfo = signedTransactionInfo
+            self.signedRenewalInfo = signedRenewalInfo
+            self.status = status
+        }
+    }
+
+    /// One request as it arrived.
+    public struct RecordedRequest: Sendable {
+        public var route: Route
+        public var method: String
+        /// The path's id parameter (transaction id, test-notification token), if any.
+        public var pathParameter: String?
+        public var query: [String: [String]]
+        public var body: [UInt8]
+        /// Wall clock at arrival, UNIX ms (what a `Retry-After` is compared with).
+        public var arrivalMilliseconds: Int64
+        /// Monotonic arrival (for rates).
+        public var arrival: ContinuousClock.Instant
+        /// Why the JWT was refused; nil when accepted.
+        public var authRefusal: String?
+        /// The status answered.
+        public var status: Int
+        /// The `Retry-After` header answered (429s).
+        public var retryAfter: String?
+
+        /// The body as a JSON object (history requests).
+        public var jsonBody: [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        }
+    }
+
+    public let environment: AppStoreEnvironment
+    /// `http://127.0.0.1:PORT`.
+    public let baseURL: String
+    public let jwtCheck: FakeAppStoreAPIJWTCheck
+
+    private struct State {
+        var notifications: [StoredNotification] = []
+        var transactions: [StoredTransaction] = []
+        /// Get Transaction History entries per original transaction id, in order (may repeat).
+        var history: [String: [String]] = [:]
+        var faults: [Route: [Fault]] = [:]
+        var tokens: [String: (window: String, offset: Int)] = [:]
+        var testNotifications: [String: String?] = [:]
+        var log: [RecordedRequest] = []
+        var pageSize = 20
+        var historyPageSize = 20
+        var delay: Duration = .zero
+        var testNotificationPayload: String?
+    }
+
+    private let state = Mutex(State())
+    private let server: Task<Void, any Error>
+
+    private init(environment: AppStoreEnvironment, port: Int, jwtCheck: FakeAppStoreAPIJWTCheck, server: Task<Void, any Error>) {
+        self.environment = environment
+        self.baseURL = "http://127.0.0.1:\(port)"
+        self.jwtCheck = jwtCheck
+        self.server = server
+    }
+
+    /// Starts a fake store of `environment` (its lookback: 180 days Production, 30 Sandbox).
+    public static func start(environment: AppStoreEnvironment = .sandbox, jwtCheck: FakeAppStoreAPIJWTCheck) async throws -> FakeAppStoreAPI {
+        let box = Mutex<FakeAppStoreAPI?>(nil)
+        let port = AsyncStream<Int>.makeStream()
+        let router = Router()
+        let routes: [(HTTPRequest.Method, String, Route)] = [
+            (.post, "/inApps/v1/notifications/history", .notificationHistory),
+            (.get, "/inApps/v1/subscriptions/:id", .subscriptionStatuses),
+            (.get, "/inApps/v1/transactions/:id", .transactionInfo),
+            (.get, "/inApps/v2/history/:id", .transactionHistory),
+            (.post, "/inApps/v1/notifications/test", .requestTestNotification),
+            (.get, "/inApps/v1/notifications/test/:id", .testNotificationStatus),
+        ]
+        for (method, path, route) in routes {
+            router.on(RouterPath(path), method: method) { request, context in
+                guard let fake = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+                return try await fake.handle(route, request, parameter: context.parameters.get("id"))
+            }
+        }
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
+            onServerRunning: { channel in
+                port.continuation.yield(channel.localAddress?.port ?? 0)
+                port.continuation.finish()
+            },
+            // Stopping cancels the server, which Hummingbird reports as errors: not the test's business.
+            logger: Logger(label: "fake-appstore-api", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let server = Task { try await app.run() }
+        var bound = 0
+        for await value in port.stream { bound = value }
+        guard bound != 0 else {
+            server.cancel()
+            throw FakeAppStoreAPIError("the fake App Store Server API did not start")
+        }
+        let fake = FakeAppStoreAPI(environment: environment, port: bound, jwtCheck: jwtCheck, server: server)
+        box.withLock { $0 = fake }
+        return fake
+    }
+
+    /// Stops the server.
+    public func stop() async {
+        server.cancel()
+        _ = try? await server.value
+    }
+
+    // MARK: - Content and scripting
+
+    /// Adds notifications to the history (kept sorted by sent date).
+    public func addNotifications(_ notifications: [StoredNotification]) {
+        state.withLock { state in
+            state.notifications += notifications
+            state.notifications.sort { $0.sentDate < $1.sentDate }
+        }
+    }
+
+    /// Adds transactions: found by Get Transaction Info and Get All Subscription Statuses, and
+    /// appended to their original transaction's history.
+    public func addTransactions(_ transactions: [StoredTransaction]) {
+        state.withLock { state in
+            state.transactions += transactions
+            for transaction in transactions {
+                state.history[transaction.originalTransactionId, default: []].append(transaction.signedTransactionInfo)
+            }
+        }
+    }
+
+    /// Appends raw entries to an original transaction's history (duplicates allowed).
+    public func appendHistory(originalTransactionId: String, signedTransactions: [String]) {
+        state.withLock { $0.history[originalTransactionId, default: []] += signedTransactions }
+    }
+
+    /// Queues faults for the next requests of `route`, one per request, in order.
+    public func script(_ faults: [Fault], on route: Route) {
+        state.withLock { $0.faults[route, default: []] += faults }
+    }
+
+    /// Every pagination token issued so far answers 4000017 (expired) from now on.
+    public func expirePaginationTokens() {
+        state.withLock { state in
+            for key in state.tokens.keys { state.tokens[key]?.offset = -1 }
+        }
+    }
+
+    /// Waits this long before every answer (a realistic round trip).
+    public func setResponseDelay(_ delay: Duration) { state.withLock { $0.delay = delay } }
+
+    /// Notification-history page size (Apple: 20) and transaction-history page size.
+    public func setPageSizes(notifications: Int = 20, transactions: Int = 20) {
+        state.withLock { state in
+            state.pageSize = notifications
+            state.historyPageSize = transactions
+        }
+    }
+
+    /// The `signedPayload` Get Test Notification Status answers with.
+    public func setTestNotificationPayload(_ signedPayload: String?) { state.withLock { $0.testNotificationPayload = signedPayload } }
+
+    /// Every request so far, in arrival order.
+    public var requests: [RecordedRequest] { state.withLock { $0.log } }
+
+    /// The requests of one route.
+    public func requests(_ route: Route) -> [RecordedRequest] { requests.filter { $0.route == route } }
+
+    /// The fake's lookback for notification history.
+    public var lookbackMilliseconds: Int64 { (environment == .production ? 180 : 30) * 86_400_000 }
+
+    // MARK: - Answering
+
+    private func handle(_ route: Route, _ request: Request, parameter: String?) async throws -> Response {
+        let arrival = ContinuousClock.now
+        let arrivalMilliseconds = Self.nowMilliseconds()
+        var request = request
+        let body = Array(buffer: try await request.collectBody(upTo: 1 << 20))
+        var query: [String: [String]] = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key), default: []].append(String(value)) }
+        let refusal = jwtCheck.refusal(authorization: request.headers[.authorization])
+        let (fault, delay) = state.withLock { state -> (Fault?, Duration) in
+            // A refused JWT consumes no fault: Apple answers 401 before anything else.
+            guard refusal == nil, var queue = state.faults[route], !queue.isEmpty else { return (nil, state.delay) }
+            let fault = queue.removeFirst()
+            state.faults[route] = queue
+            return (fault, state.delay)
+        }
+        if delay > .zero { try await Task.sleep(for: delay) }
+        var answer: Answer
+        if refusal != nil {
+            answer = Answer(status: 401)
+        } else {
+            switch fault {
+            case .tooManyRequests(let after):
+                let instant = Self.nowMilliseconds() + after.clampedMilliseconds
+                answer = .error(429, 4_290_000, retryAfter: String(instant))
+            case .tooManyRequestsHeader(let header):
+                answer = .error(429, 4_290_000, retryAfter: header)
+            case .error(let status, let code):
+                answer = code.map { .error(status, $0) } ?? Answer(status: status)
+            case .raw(let status, let body):
+                answer = Answer(status: status, json: body)
+            case .unauthorized:
+                answer = Answer(status: 401)
+            case .delay(let extra):
+                try await Task.sleep(for: extra)
+                answer = answerNormally(route, body: body, query: query, parameter: parameter)
+            case nil:
+                answer = answerNormally(route, body: body, query: query, parameter: parameter)
+            }
+        }
+        let record = RecordedRequest(
+            route: route, method: request.method.rawValue, pathParameter: parameter, query: query, body: body,
+            arrivalMilliseconds: arrivalMilliseconds, arrival: arrival, authRefusal: refusal, status: answer.status,
+            retryAfter: answer.retryAfter)
+        state.withLock { $0.log.append(record) }
+        var headers = HTTPFields()
+        if let retryAfter = answer.retryAfter { headers[HTTPField.Name("Retry-After")!] = retryAfter }
+        if answer.json != nil { headers[.contentType] = "application/json" }
+        return Response(
+            status: .init(code: answer.status), headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.json ?? [])))
+    }
+
+    private struct Answer {
+        var status: Int
+        var json: [UInt8]?
+        var retryAfter: String?
+
+        static func ok(_ object: [String: Any]) -> Answer {
+            Answer(status: 200, json: Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()))
+        }
+
+        static func error(_ status: Int, _ code: Int, retryAfter: String? = nil) -> Answer {
+            let object: [String: Any] = ["errorCode": code, "errorMessage": "fake error \(code)"]
+            var answer = ok(object)
+            answer.status = status
+            answer.retryAfter = retryAfter
+            return answer
+        }
+    }
+
+    private func answerNormally(_ route: Route, body: [UInt8], query: [String: [String]], parameter: String?) -> Answer {
+        state.withLock { state in
+            switch route {
+            case .notificationHistory:
+                return notificationHistory(&state, body: body, token: query["paginationToken"]?.first)
+            case .subscriptionStatuses:
+                let statuses = Set((query["status"] ?? []).compactMap { Int($0) })
+                return subscriptionStatuses(state, transactionId: parameter ?? "", statuses: statuses)
+            case .transactionInfo:
+                guard let found = state.transactions.first(where: { $0.transactionId == parameter }) else {
+                    return .error(404, 4_040_010)
+                }
+                return .ok(["signedTransactionInfo": found.signedTransactionInfo])
+            case .transactionHistory:
+                return transactionHistory(state, transactionId: parameter ?? "", revision: query["revision"]?.first)
+            case .requestTestNotification:
+                let token = UUID().uuidString.lowercased()
+                state.testNotifications[token] = state.testNotificationPayload
+                return .ok(["testNotificationToken": token])
+            case .testNotificationStatus:
+                guard let payload = state.testNotifications[parameter ?? ""] else { return .error(404, 4_040_008) }
+                var object: [String: Any] = [
+                    "sendAttempts": [["attemptDate": Self.nowMilliseconds(), "sendAttemptResult": "SUCCESS"]]
+                ]
+                if let payload { object["signedPayload"] = payload }
+                return .ok(object)
+            }
+        }
+    }
+
+    private func notificationHistory(_ state: inout State, body: [UInt8], token: String?) -> Answer {
+        guard let filter = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+              let start = (filter["startDate"] as? NSNumber)?.int64Value, let end = (filter["endDate"] as? NSNumber)?.int64Value
+        else { return .error(400, 4_000_000) }
+        if start < Self.nowMilliseconds() - lookbackMilliseconds { return .error(400, 4_000_012) }
+        if start >= end { return .error(400, 4_000_013) }
+        let type = filter["notificationType"] as? String
+        let subtype = filter["notificationSubtype"] as? String
+        let transactionId = filter["transactionId"] as? String
+        if type != nil && transactionId != nil { return .error(400, 4_000_019) }
+        let onlyFailures = filter["onlyFailures"] as? Bool ?? false
+        // The window a token belongs to: the same body must come with it (Apple's rule).
+        let window = String(decoding: (try? JSONSerialization.data(withJSONObject: filter, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+        var offset = 0
+        if let token {
+            guard let issued = state.tokens[token], issued.window == window else { return .error(400, 4_000_014) }
+            guard issued.offset >= 0 else { return .error(400, 4_000_017) }
+            offset = issued.offset
+        }
+        let matching = state.notifications.filter { notification in
+            notification.sentDate >= start && notification.sentDate < end && (!onlyFailures || notification.failed)
+                && (type == nil || notification.notificationType == type) && (subtype == nil || notification.subtype == subtype)
+                && (transactionId == nil || notification.transactionIds.contains(transactionId!))
+        }
+        let page = matching.dropFirst(offset).prefix(state.pageSize)
+        let hasMore = offset + page.count < matching.count
+        var object: [String: Any] = [
+            "hasMore": hasMore,
+            "notificationHistory": page.map { notification -> [String: Any] in
+                [
+                    "signedPayload": notification.signedPayload,
+                    "sendAttempts": [[
+                        "attemptDate": notification.sentDate,
+                        "sendAttemptResult": notification.failed ? "NO_RESPONSE" : "SUCCESS",
+                    ]],
+                ]
+            },
+        ]
+        if hasMore {
+            let next = UUID().uuidString
+            state.tokens[next] = (window, offset + page.count)
+            object["paginationToken"] = next
+        }
+        return .ok(object)
+    }
+
+    private func subscriptionStatuses(_ state: State, transactionId: String, statuses: Set<Int>) -> Answer {
+        guard let known = state.transactions.first(where: { $0.transactionId == transactionId || $0.originalTransactionId == transactionId })
+        else { return .error(404, 4_040_010) }
+        let latest = state.transactions.last { $0.originalTransactionId == known.originalTransactionId }!
+        var last: [[String: Any]] = []
+        if statuses.isEmpty || statuses.contains(latest.status) {
+            var entry: [String: Any] = [
+                "status": latest.status, "originalTransactionId": latest.originalTransactionId,
+                "signedTransactionInfo": latest.signedTransactionInfo,
+            ]
+            if let renewal = latest.signedRenewalInfo { entry["signedRenewalInfo"] = renewal }
+            last.append(entry)
+        }
+        return .ok([
+            "environment": environment.rawValue, "bundleId": jwtCheck.bundleId,
+            "data": [["subscriptionGroupIdentifier": "fake-group", "lastTransactions": last]],
+        ])
+    }
+
+    private func transactionHistory(_ state: State, transactionId: String, revision: String?) -> Answer {
+        guard let known = state.transactions.first(where: { $0.transactionId == transactionId || $0.originalTransactionId == transactionId })
+        else { return .error(400, 4_000_006) }
+        let all = state.history[known.originalTransactionId] ?? []
+        let offset = revision.flatMap { Int($0.dropFirst("rev-".count)) } ?? 0
+        let page = Array(all.dropFirst(offset).prefix(state.historyPageSize))
+        return .ok([
+            "revision": "rev-\(offset + page.count)", "hasMore": offset + page.count < all.count,
+            "bundleId": jwtCheck.bundleId, "environment": environment.rawValue, "signedTransactions": page,
+        ])
+    }
+
+    static func nowMilliseconds() -> Int64 { WallClock.milliseconds() }
+}
+
+/// Why the fake could not start.
+public struct FakeAppStoreAPIError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension Duration {
+    /// Whole milliseconds (test scripting only).
+    var clampedMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
