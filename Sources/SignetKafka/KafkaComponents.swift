@@ -15,7 +15,9 @@ extension ComponentRegistry {
             let topics = try config.stringList("topics") ?? []
             guard !topics.isEmpty else { throw config.error("'\(config.path).topics' needs at least one topic", key: "topics") }
             return KafkaSource(
-                options: KafkaSource.Options(properties: properties, topics: topics, pollTimeout: try config.duration("poll_timeout")),
+                options: KafkaSource.Options(
+                    properties: properties, topics: topics, pollTimeout: try config.duration("poll_timeout"),
+                    commitTimeout: try config.duration("commit_timeout")),
                 logger: context.logger)
         }
         registerSink(.kafkaSink) { config, context in

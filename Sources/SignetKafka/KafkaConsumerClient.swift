@@ -1,5 +1,8 @@
 import CRdKafka
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import SignetCore
 import Synchronization
@@ -52,10 +55,14 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
                 logger.warning("kafka: lost \(partitions.map(\.description).joined(separator: ", ")) without a clean revoke; not committing")
             } else if !finished.isEmpty {
                 // Synchronously, so the next owner starts right after what we finished
-                // (librdkafka documents a sync commit in the revoke callback).
-                let result = PartitionList(offsets: finished).withList { rd_kafka_commit(handle, $0, 0) }
+                // (librdkafka documents a sync commit in the revoke callback); a retriable
+                // failure is tried again for a short while (the rebalance waits for us).
+                let result = KafkaConsumerClient.commitSync(handle, finished, until: .now + Self.revokeCommitTimeout)
                 if result != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    logger.warning("kafka: commit before revoke failed: \(KafkaError("commit", error: result))")
+                    // Sent again if the partitions come straight back to this member.
+                    tracker.withLock { $0.carryOver(finished) }
+                    logger.error(
+                        "kafka: could not commit before giving up \(KafkaConsumerClient.describe(finished)): \(KafkaError("commit", error: result)); the next owner reads those records again")
                 }
             }
             logger.info("kafka: revoked \(partitions.map(\.description).joined(separator: ", "))")
@@ -74,15 +81,37 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
         }
     }
 
-    /// Result of an asynchronous commit: on failure, forget that those points were
-    /// sent so the next commit (or close) sends them again.
+    /// How long a revoke waits for its commit to pass a retriable error (the group's
+    /// rebalance waits for this member meanwhile).
+    static let revokeCommitTimeout = Duration.seconds(3)
+
+    /// Result of an asynchronous commit. On failure the points count as unsent again: a
+    /// retriable failure is sent again after a backoff by ``KafkaConsumerClient/poll``,
+    /// even if no more records arrive; a final one goes with the next commit or the close.
     func commitResult(_ error: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
-        guard error != RD_KAFKA_RESP_ERR_NO_ERROR, error != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
+        guard error != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
         let entries = PartitionList.entries(of: list)
+        let now = ContinuousClock.now
+        // The request's error, or a partition's own.
+        var failed: [(TopicPartition, Int64, rd_kafka_resp_err_t)] = []
         tracker.withLock { tracker in
-            for (partition, offset, _) in entries { tracker.commitFailed(partition, offset: offset) }
+            for (partition, offset, partitionError) in entries {
+                let cause = error != RD_KAFKA_RESP_ERR_NO_ERROR ? error : partitionError
+                if cause == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    tracker.commitSucceeded(partition, offset: offset)
+                } else {
+                    tracker.commitFailed(partition, offset: offset, retriable: KafkaCommitOutcome.isRetriable(cause), at: now)
+                    failed.append((partition, offset, cause))
+                }
+            }
         }
-        logger.warning("kafka: offset commit failed (will retry with the next commit): \(KafkaError("commit", error: error))")
+        guard let (_, _, cause) = failed.first else { return }
+        let points = Dictionary(failed.map { ($0.0, $0.1) }, uniquingKeysWith: max)
+        if KafkaCommitOutcome.isRetriable(cause) {
+            logger.warning("kafka: offset commit of \(KafkaConsumerClient.describe(points)) failed, sending it again shortly: \(KafkaError("commit", error: cause))")
+        } else {
+            logger.error("kafka: offset commit of \(KafkaConsumerClient.describe(points)) failed: \(KafkaError("commit", error: cause)); it goes with the next commit or the close")
+        }
     }
 }
 
@@ -169,6 +198,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
         var polled: [(record: Record, partition: TopicPartition, epoch: UInt64)] = []
         let deadline = ContinuousClock.now + timeout
         noticeSlowJoin()
+        resendDueCommits()
         while polled.count < maxRecords {
             let remaining = deadline - ContinuousClock.now
             let wait = polled.isEmpty ? milliseconds(remaining) : 0
@@ -246,30 +276,87 @@ final class KafkaConsumerClient: @unchecked Sendable {
         }
     }
 
-    /// Commits every finished-but-unsent (or failed) commit point synchronously.
-    /// Blocking: call on the source's queue.
-    func commitSync() throws {
-        let points = callbacks.tracker.withLock { $0.uncommitted() }
-        guard !points.isEmpty else { return }
-        let result = PartitionList(offsets: points).withList { rd_kafka_commit(handle, $0, 0) }
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("commit failed", error: result) }
-        callbacks.tracker.withLock { $0.markCommitted(points) }
+    /// Sends again, asynchronously, the commits whose retriable failure's backoff is over.
+    private func resendDueCommits() {
+        callbacks.tracker.withLock { tracker in
+            let due = tracker.dueRetries(at: .now)
+            guard !due.isEmpty else { return }
+            let result = PartitionList(offsets: due).withList { rd_kafka_commit(handle, $0, 1) }
+            if result == RD_KAFKA_RESP_ERR_NO_ERROR { tracker.markCommitted(due) }
+        }
     }
 
-    /// Commits what is finished, then leaves the group (rd_kafka_consumer_close runs
-    /// the final revoke through the rebalance callback). Blocking; idempotent.
-    func close() throws {
+    /// Commits every finished commit point the broker has not acknowledged synchronously
+    /// (also those sent asynchronously: their answer may still be on its way, or be a
+    /// failure), serving the group between
+    /// attempts while a retriable error lasts (a rebalance in progress completes only once
+    /// this member polls), until `deadline`. Returns what is still uncommitted then, with
+    /// the last error. Blocking: call on the source's queue.
+    func commitFinished(until deadline: ContinuousClock.Instant) -> (points: [TopicPartition: Int64], error: rd_kafka_resp_err_t)? {
+        var backoff = OffsetTracker.initialRetryBackoff
+        while true {
+            // A revoke served by the poll below commits (and drops) its partitions itself.
+            let points = callbacks.tracker.withLock { $0.unconfirmed() }
+            guard !points.isEmpty else { return nil }
+            let result = PartitionList(offsets: points).withList { rd_kafka_commit(handle, $0, 0) }
+            if result == RD_KAFKA_RESP_ERR_NO_ERROR {
+                callbacks.tracker.withLock { tracker in
+                    tracker.markCommitted(points)
+                    for (partition, point) in points { tracker.commitSucceeded(partition, offset: point) }
+                }
+                return nil
+            }
+            guard KafkaCommitOutcome.isRetriable(result), ContinuousClock.now + backoff < deadline else {
+                return (points, result)
+            }
+            callbacks.logger.notice("kafka: commit of \(Self.describe(points)) failed (\(KafkaError("commit", error: result))); retrying in \(backoff)")
+            // Polled messages are dropped unhanded (nothing commits them): the next owner reads them.
+            let until = ContinuousClock.now + backoff
+            while ContinuousClock.now < until {
+                if let message = rd_kafka_consumer_poll(handle, max(1, milliseconds(until - .now))) { rd_kafka_message_destroy(message) }
+            }
+            backoff = min(backoff * 2, .seconds(1))
+        }
+    }
+
+    /// Commits what is finished (retrying through a rebalance until `commitTimeout`), then
+    /// leaves the group (rd_kafka_consumer_close runs the final revoke through the
+    /// rebalance callback). Throws ``UncommittedPositions`` when finished work stayed
+    /// uncommitted. Blocking; idempotent.
+    func close(commitTimeout: Duration) throws {
         let first = closed.withLock { closed in
             defer { closed = true }
             return !closed
         }
         guard first else { return }
-        var commitError: (any Error)?
-        do { try commitSync() } catch { commitError = error }
+        let left = commitFinished(until: .now + commitTimeout)
         settleJoin()
         let result = rd_kafka_consumer_close(handle)
-        if let commitError { throw commitError }
+        if let left {
+            let positions = Dictionary(uniqueKeysWithValues: left.points.map { ($0.key.description, $0.value) })
+            throw UncommittedPositions(positions: positions, reason: "\(KafkaError("commit", error: left.error))")
+        }
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("consumer close failed", error: result) }
+    }
+
+    /// `topic[0] at 42, topic[1] at 7`, for logs.
+    static func describe(_ points: [TopicPartition: Int64]) -> String {
+        points.sorted { $0.key.description < $1.key.description }.map { "\($0.key) at \($0.value)" }.joined(separator: ", ")
+    }
+
+    /// A synchronous commit of `points`, sent again after a short backoff while it fails
+    /// with a retriable error, until `deadline`. For the revoke callback, which must not
+    /// poll (it runs inside a poll).
+    static func commitSync(_ handle: OpaquePointer, _ points: [TopicPartition: Int64], until deadline: ContinuousClock.Instant) -> rd_kafka_resp_err_t {
+        var backoff = OffsetTracker.initialRetryBackoff
+        while true {
+            let result = PartitionList(offsets: points).withList { rd_kafka_commit(handle, $0, 0) }
+            guard result != RD_KAFKA_RESP_ERR_NO_ERROR, KafkaCommitOutcome.isRetriable(result),
+                ContinuousClock.now + backoff < deadline
+            else { return result }
+            usleep(UInt32(clamping: backoff.clampedNanoseconds / 1000))
+            backoff = min(backoff * 2, .seconds(1))
+        }
     }
 
     /// Waits (bounded) for a group join still in progress to finish before closing.

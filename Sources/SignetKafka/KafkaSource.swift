@@ -27,11 +27,19 @@ public final class KafkaSource: Source {
         public var topics: [String]
         /// How long one `nextBatch` waits for the first message before returning empty.
         public var pollTimeout: Duration
+        /// How long ``KafkaSource/close()`` keeps committing finished offsets through a
+        /// rebalance in progress or a coordinator move before it gives up (and throws
+        /// ``UncommittedPositions``). Keep it below the pipeline's `shutdown_timeout`.
+        public var commitTimeout: Duration
 
-        public init(properties: [KafkaProperty], topics: [String], pollTimeout: Duration = .milliseconds(100)) {
+        public init(
+            properties: [KafkaProperty], topics: [String], pollTimeout: Duration = .milliseconds(100),
+            commitTimeout: Duration = .seconds(10)
+        ) {
             self.properties = properties
             self.topics = topics
             self.pollTimeout = pollTimeout
+            self.commitTimeout = commitTimeout
         }
     }
 
@@ -46,7 +54,7 @@ public final class KafkaSource: Source {
 
     public let options: Options
     private let logger: Logger
-    /// One serial queue per source: poll, commitSync and close run here, one at a time.
+    /// One serial queue per source: poll, the close's commits and close run here, one at a time.
     private let queue: BlockingExecutor
     private let client = Mutex<KafkaConsumerClient?>(nil)
     private let stopped = Atomic<Bool>(false)
@@ -83,6 +91,8 @@ public final class KafkaSource: Source {
 
     /// Marks the positions finished and commits, asynchronously, each partition's new
     /// contiguous high-water mark. Positions of revoked partitions are ignored.
+    /// A commit that fails with a retriable error (a rebalance in progress, ...) is sent
+    /// again with backoff by the following polls, even when no more records arrive.
     public func commit(_ positions: [SourcePosition]) async throws {
         try openClient().finish(positions)
     }
@@ -91,10 +101,13 @@ public final class KafkaSource: Source {
         stopped.store(true, ordering: .releasing)
     }
 
-    /// Commits synchronously what is finished, leaves the group and frees the consumer.
+    /// Commits synchronously what is finished (retrying through a rebalance up to
+    /// ``Options/commitTimeout``), leaves the group and frees the consumer. Throws
+    /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted.
     public func close() async throws {
         guard let consumer = client.withLock({ $0.take() }) else { return }
-        try await queue.run { try consumer.close() }
+        let timeout = options.commitTimeout
+        try await queue.run { try consumer.close(commitTimeout: timeout) }
     }
 
     /// The partitions this member owns now.

@@ -18,6 +18,10 @@ extension ComponentSpec {
             ConfigField(
                 "poll_timeout", .duration(.milliseconds(1)...(.seconds(10))), .default("100ms"),
                 "how long one poll waits for the first message", advanced: true),
+            ConfigField(
+                "commit_timeout", .duration(.milliseconds(100)...(.seconds(600))), .default("10s"),
+                "how long a clean stop keeps committing finished offsets through a rebalance or a coordinator move (keep it below settings.shutdown_timeout); what stays uncommitted is logged, listed in --summary-json and exits 1",
+                advanced: true),
             kafkaPropertiesField,
         ],
         examples: ["source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group: signet\n  topics: [appstore-notifications]"])

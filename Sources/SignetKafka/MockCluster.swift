@@ -109,6 +109,14 @@ public final class MockCluster: @unchecked Sendable {
         }
     }
 
+    /// Drops the errors still queued for `apiKey` by ``pushRequestErrors(apiKey:error:count:)``.
+    public func clearRequestErrors(apiKey: Int16) throws {
+        try call("cannot clear injected errors") { cluster in
+            rd_kafka_mock_clear_request_errors(cluster, apiKey)
+            return RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+    }
+
     /// Stops the brokers and frees the cluster (idempotent; also done by deinit).
     public func close() {
         guard let taken = handles.withLock({ $0.take() }) else { return }

@@ -45,13 +45,19 @@ struct OffsetTracker: Sendable {
         var commitPoint: Int64?
         /// The last commit point sent to the broker.
         var committed: Int64?
+        /// The last commit point the broker acknowledged.
+        var confirmed: Int64?
+        /// After a commit failed with an error that can pass (a rebalance in progress, the
+        /// coordinator moving): when to send it again, and the wait after that.
+        var retry: (due: ContinuousClock.Instant, backoff: Duration)?
 
         mutating func advance() {
             while head < handedOut.count, finished.contains(handedOut[head]) {
                 let offset = handedOut[head]
                 finished.remove(offset)
                 pending.remove(offset)
-                commitPoint = offset + 1
+                // Never backwards: a point carried over from the previous assignment may lie ahead.
+                commitPoint = max(commitPoint ?? offset + 1, offset + 1)
                 head += 1
             }
             // Compact now and then so the array does not grow for a long-lived assignment.
@@ -75,21 +81,42 @@ struct OffsetTracker: Sendable {
 
     var assignment: Set<TopicPartition> { Set(assigned.keys) }
 
-    /// Starts tracking newly assigned partitions (a fresh epoch each time).
+    /// Points whose commit failed when their partitions were revoked (see ``carryOver(_:)``).
+    private(set) var carriedOver: [TopicPartition: Int64] = [:]
+
+    /// Starts tracking newly assigned partitions (a fresh epoch each time). A partition that
+    /// comes straight back after a revoke whose commit failed gets that point as its commit
+    /// point, due to be sent at once: the work was finished, only the commit was refused
+    /// while the group rebalanced.
     mutating func assign(_ partitions: [TopicPartition]) {
         for partition in partitions {
-            assigned[partition] = PartitionState(epoch: nextEpoch)
+            var state = PartitionState(epoch: nextEpoch)
+            if let point = carriedOver[partition] {
+                state.commitPoint = point
+                state.retry = (.now, Self.initialRetryBackoff)
+            }
+            assigned[partition] = state
             nextEpoch += 1
         }
+        // Only into the assignment right after the revoke: later, another owner may have
+        // committed past the point, and sending it would move the group's offset back.
+        carriedOver = [:]
     }
 
-    /// Stops tracking revoked partitions and returns the commit points not yet sent
-    /// to the broker, which the caller commits before giving the partitions up.
+    /// Remembers points that a revoke could not commit, for ``assign(_:)``.
+    mutating func carryOver(_ points: [TopicPartition: Int64]) {
+        carriedOver.merge(points) { max($0, $1) }
+    }
+
+    /// Stops tracking revoked partitions and returns their commit points that the broker
+    /// has not acknowledged, which the caller commits synchronously before giving the
+    /// partitions up: also those already sent asynchronously, whose answer may not have
+    /// arrived (or may be a failure that would come too late to send again).
     mutating func revoke(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
         var toCommit: [TopicPartition: Int64] = [:]
         for partition in partitions {
             guard let state = assigned.removeValue(forKey: partition) else { continue }
-            if let point = state.commitPoint, point != state.committed { toCommit[partition] = point }
+            if let point = state.commitPoint, point != state.confirmed { toCommit[partition] = point }
             // Finished ones were acknowledged already; only the unfinished can still be.
             let unfinished = state.handedOut[state.head...].filter { !state.finished.contains($0) }
             if !unfinished.isEmpty {
@@ -142,6 +169,12 @@ struct OffsetTracker: Sendable {
         return moved
     }
 
+    /// The commit point of every assigned partition that the broker has not acknowledged,
+    /// sent or not (what a clean stop commits synchronously, sure of the answer).
+    func unconfirmed() -> [TopicPartition: Int64] {
+        assigned.compactMapValues { state in state.commitPoint.flatMap { $0 == state.confirmed ? nil : $0 } }
+    }
+
     /// Commit points of assigned partitions not yet sent to the broker.
     func uncommitted() -> [TopicPartition: Int64] {
         var result: [TopicPartition: Int64] = [:]
@@ -163,11 +196,42 @@ struct OffsetTracker: Sendable {
 }
 
 extension OffsetTracker {
+    /// The first wait before a failed commit is sent again; it doubles up to ``maximumRetryBackoff``.
+    static let initialRetryBackoff = Duration.milliseconds(100)
+    static let maximumRetryBackoff = Duration.seconds(5)
+
     /// An asynchronous commit of `offset` failed: if it is still the last one sent,
-    /// forget it so ``uncommitted()`` offers it again.
-    mutating func commitFailed(_ partition: TopicPartition, offset: Int64) {
+    /// forget it so ``uncommitted()`` offers it again. A `retriable` failure is also sent
+    /// again by itself (``dueRetries(at:)``) after a backoff, whether or not more records
+    /// of the partition finish; a final one waits for the next commit or the close.
+    mutating func commitFailed(_ partition: TopicPartition, offset: Int64, retriable: Bool, at now: ContinuousClock.Instant) {
         guard var state = assigned[partition], state.committed == offset else { return }
         state.committed = nil
+        if retriable {
+            let backoff = state.retry.map { min($0.backoff * 2, Self.maximumRetryBackoff) } ?? Self.initialRetryBackoff
+            state.retry = (now + backoff, backoff)
+        } else {
+            state.retry = nil
+        }
         assigned[partition] = state
+    }
+
+    /// A commit of `offset` reached the broker: the partition's backoff starts afresh.
+    mutating func commitSucceeded(_ partition: TopicPartition, offset: Int64) {
+        guard var state = assigned[partition] else { return }
+        state.confirmed = max(state.confirmed ?? offset, offset)
+        if state.committed == offset { state.retry = nil }
+        assigned[partition] = state
+    }
+
+    /// Commit points of owned partitions whose retry is due: send them now (and mark them
+    /// committed, as any commit sent).
+    func dueRetries(at now: ContinuousClock.Instant) -> [TopicPartition: Int64] {
+        var result: [TopicPartition: Int64] = [:]
+        for (partition, state) in assigned {
+            guard let retry = state.retry, retry.due <= now, let point = state.commitPoint, point != state.committed else { continue }
+            result[partition] = point
+        }
+        return result
     }
 }

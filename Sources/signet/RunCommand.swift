@@ -74,6 +74,12 @@ struct RunCommand: AsyncParsableCommand {
             // A second writer: a usage problem (exit 2), like a wrong setting.
             try? writeSummary(runner.currentSummary, failure: error.description)
             throw ConfigurationFailure(description: "signet: \(error)")
+        } catch let error as UncommittedPositions {
+            // Everything ran, but finished work stayed uncommitted: not a clean stop.
+            Terminal.error("signet: \(error)")
+            Terminal.error("progress: \(runner.currentSummary)")
+            try? writeSummary(runner.currentSummary, failure: error.description, uncommitted: error.positions)
+            throw ExitCode.failure
         } catch let error as SinkError {
             // One line a user can act on (closed stdout, full disk), with the progress so far.
             let progress = runner.currentSummary
@@ -102,14 +108,16 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// Writes `--summary-json`, with the reason a run stopped early under "failure".
-    private func writeSummary(_ summary: RunSummary, failure: String?) throws {
+    /// Writes `--summary-json`, with the reason a run stopped early under "failure" and the
+    /// positions a source could not commit under "uncommitted".
+    private func writeSummary(_ summary: RunSummary, failure: String?, uncommitted: [String: Int64] = [:]) throws {
         guard let summaryJson else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         var data = try encoder.encode(summary)
         if let failure, var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
             object["failure"] = failure
+            if !uncommitted.isEmpty { object["uncommitted"] = uncommitted }
             data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
         }
         try data.write(to: URL(fileURLWithPath: summaryJson))

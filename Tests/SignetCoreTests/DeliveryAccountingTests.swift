@@ -116,3 +116,30 @@ struct EventTypeStage: RecordStage {
         for index in record.outputs.indices { record.outputs[index].headers.append(.init(.eventType, "renewed")) }
     }
 }
+
+/// A source whose close cannot commit what was finished (a Kafka group stuck rebalancing).
+final class UncommittableSource: Source {
+    let inner: MemorySource
+    init(_ inner: MemorySource) { self.inner = inner }
+    func nextBatch(maxRecords: Int) async throws -> [Record]? { try await inner.nextBatch(maxRecords: maxRecords) }
+    func commit(_ positions: [SourcePosition]) async throws { try await inner.commit(positions) }
+    func stop() async { await inner.stop() }
+    func close() async throws {
+        throw UncommittedPositions(positions: ["t[0]": 3], reason: "REBALANCE_IN_PROGRESS")
+    }
+}
+
+@Suite("A stop that leaves work to redo")
+struct UncommittedStopTests {
+    @Test func theRunThrowsAfterClosingEverythingElse() async throws {
+        let out = CaptureSink(name: "out")
+        let pipeline = Pipeline(
+            source: UncommittableSource(MemorySource(lines: ["a", "b"])), stages: [CheckStage()],
+            sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
+            settings: testSettings())
+        let error = await #expect(throws: UncommittedPositions.self) { try await PipelineRunner(pipeline: pipeline).run() }
+        #expect(error?.positions == ["t[0]": 3])
+        #expect(out.values == ["out:a", "out:b"])
+        #expect(out.closeCount == 1, "the sinks are closed before the error is thrown")
+    }
+}

@@ -43,7 +43,7 @@ struct OffsetTrackerTests {
         tracker.assign([p0])
         for offset in 0...2 { tracker.handOut(p0, offset: Int64(offset)) }
         #expect(tracker.finish([position(0)]) == [p0: 1])
-        // Revoked before 1 and 2 finished: the revoke commits 1 (not yet marked sent).
+        // Revoked before 1 and 2 finished: the revoke commits 1.
         #expect(tracker.revoke([p0]) == [p0: 1])
         // The partition comes back; the new epoch re-reads from 1.
         tracker.assign([p0])
@@ -71,7 +71,37 @@ struct OffsetTrackerTests {
         let moved = tracker.finish([position(0)])
         tracker.markCommitted(moved)
         #expect(tracker.uncommitted().isEmpty)
-        tracker.commitFailed(p0, offset: 1)
+        let now = ContinuousClock.now
+        tracker.commitFailed(p0, offset: 1, retriable: false, at: now)
         #expect(tracker.uncommitted() == [p0: 1])
+        // A final failure is not sent again by itself.
+        #expect(tracker.dueRetries(at: now + .seconds(60)).isEmpty)
+    }
+
+    @Test func retriableCommitFailuresComeDueWithGrowingBackoff() {
+        var tracker = OffsetTracker()
+        tracker.assign([p0])
+        tracker.handOut(p0, offset: 0)
+        tracker.markCommitted(tracker.finish([position(0)]))
+        let start = ContinuousClock.now
+        tracker.commitFailed(p0, offset: 1, retriable: true, at: start)
+        #expect(tracker.dueRetries(at: start).isEmpty, "not before the backoff")
+        let first = start + OffsetTracker.initialRetryBackoff
+        #expect(tracker.dueRetries(at: first) == [p0: 1])
+        // Sent again and failed again: twice the wait.
+        tracker.markCommitted([p0: 1])
+        #expect(tracker.dueRetries(at: first).isEmpty, "sent, not due")
+        tracker.commitFailed(p0, offset: 1, retriable: true, at: first)
+        #expect(tracker.dueRetries(at: first + OffsetTracker.initialRetryBackoff).isEmpty)
+        #expect(tracker.dueRetries(at: first + OffsetTracker.initialRetryBackoff * 2) == [p0: 1])
+        // Success resets; a revoked partition is never retried.
+        tracker.markCommitted([p0: 1])
+        tracker.commitSucceeded(p0, offset: 1)
+        tracker.handOut(p0, offset: 1)
+        tracker.markCommitted(tracker.finish([position(1)]))
+        tracker.commitFailed(p0, offset: 2, retriable: true, at: start)
+        #expect(tracker.dueRetries(at: start + OffsetTracker.initialRetryBackoff) == [p0: 2])
+        _ = tracker.revoke([p0])
+        #expect(tracker.dueRetries(at: start + .seconds(60)).isEmpty)
     }
 }

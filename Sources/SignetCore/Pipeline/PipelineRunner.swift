@@ -90,7 +90,9 @@ public final class PipelineRunner: Sendable {
             }
         } catch {
             health.enter(.stopped)
-            await closeAll(opened.reversed())
+            for case let uncommitted as UncommittedPositions in await closeAll(opened.reversed()) {
+                logger.error("\(uncommitted)")
+            }
             // A permanent sink error (closed stdout, full disk) is one line the caller prints;
             // repeating it here at error level would bury that line.
             let level: Logger.Level = (error as? SinkError)?.isPermanent == true ? .debug : .error
@@ -98,8 +100,13 @@ public final class PipelineRunner: Sendable {
             throw error
         }
         health.enter(.draining)
-        await closeAll(opened.reversed())
+        let closeFailures = await closeAll(opened.reversed())
         health.enter(.stopped)
+        // Everything else is closed; a source that could not commit finished work says so.
+        if let uncommitted = closeFailures.lazy.compactMap({ $0 as? UncommittedPositions }).first {
+            logger.error("\(uncommitted)")
+            throw uncommitted
+        }
         let final = currentSummary
         summary.withLock { $0.elapsedSeconds = final.elapsedSeconds }
         return final
@@ -311,10 +318,21 @@ public final class PipelineRunner: Sendable {
         }
     }
 
-    private func closeAll(_ closers: [@Sendable () async throws -> Void]) async {
+    /// Closes each in turn whatever the others do; returns what failed.
+    @discardableResult
+    private func closeAll(_ closers: [@Sendable () async throws -> Void]) async -> [any Error] {
+        var failures: [any Error] = []
         for close in closers {
-            do { try await close() } catch { logger.warning("error while closing: \(error)") }
+            do {
+                try await close()
+            } catch let error as UncommittedPositions {
+                failures.append(error)
+            } catch {
+                logger.warning("error while closing: \(error)")
+                failures.append(error)
+            }
         }
+        return failures
     }
 }
 
