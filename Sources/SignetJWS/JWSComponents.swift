@@ -10,13 +10,15 @@ extension ComponentRegistry {
         registerStage(.decodeStage) { config, _ in
             DecodeStage(parallelism: try config.int("workers"))
         }
-        registerStage(.verifyStage) { config, _ in
+        registerStage(.verifyStage) { config, context in
             // 0 (the default) means every core.
             let configured = try config.int("workers")
             let workers = configured == 0 ? ProcessInfo.processInfo.activeProcessorCount : configured
             let configuration = try VerifierConfiguration(reading: config)
             do {
-                return VerifyStage(verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers)
+                return VerifyStage(
+                    verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers, logger: context.logger,
+                    monitor: VerificationMonitor(logger: context.logger))
             } catch let error as VerifierConfigurationError {
                 throw config.error(error.message, key: "environment")
             }

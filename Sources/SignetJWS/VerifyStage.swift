@@ -1,6 +1,8 @@
 import AppStoreModels
 import Foundation
+import Logging
 import SignetCore
+import SignetOpenSSL
 
 /// The `verify` stage: checks the JWS signature, the x5c chain to the configured roots,
 /// Apple's marker OIDs, validity at `signedDate`, the claims, and the nested JWS, then
@@ -8,8 +10,10 @@ import SignetCore
 /// (Schemas/decoded-notification.schema.json) as the record's output.
 ///
 /// Records spread over `parallelism` threads: verification is pure CPU and the
-/// verifier's caches are thread-safe.
-public struct VerifyStage: RecordStage {
+/// verifier's caches are thread-safe. With a ``VerificationMonitor`` the stage logs its
+/// effective settings when it opens, and a misconfiguration (every notification rejected
+/// for another app or environment) is logged, counted and turns `/readyz` unready.
+public struct VerifyStage: RecordStage, HealthReporting {
     public let name = "verify"
     public let verifier: AppStoreVerifier
     public let parallelism: Int
@@ -17,18 +21,73 @@ public struct VerifyStage: RecordStage {
     /// `transition` replaces it with events (``discardingOutputs()``), since building it
     /// costs a copy of every payload.
     public let emitsDocument: Bool
+    /// Watches outcomes for a misconfiguration; nil: no logging, metrics or readiness.
+    public let monitor: VerificationMonitor?
+    private let logger: Logger?
 
     public init(
         verifier: AppStoreVerifier, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-        emitsDocument: Bool = true
+        emitsDocument: Bool = true, logger: Logger? = nil, monitor: VerificationMonitor? = nil
     ) {
         self.verifier = verifier
         self.parallelism = max(1, parallelism)
         self.emitsDocument = emitsDocument
+        self.logger = logger
+        self.monitor = monitor
     }
 
     public func discardingOutputs() -> any Stage {
-        VerifyStage(verifier: verifier, parallelism: parallelism, emitsDocument: false)
+        VerifyStage(verifier: verifier, parallelism: parallelism, emitsDocument: false, logger: logger, monitor: monitor)
+    }
+
+    /// Says what is checked, so a wrong environment or bundle id shows in the first lines of the log.
+    public func open() async throws {
+        guard let logger else { return }
+        let configuration = verifier.configuration
+        let roots = configuration.roots.map { root in
+            root.sha256FingerprintHex == AppleRoots.appleRootCAG3SHA256
+                ? "Apple Root CA - G3 (built in)" : "\(root.subject) (sha256 \(root.sha256FingerprintHex.prefix(16))…)"
+        }
+        logger.info(
+            "verify: environment \(configuration.environment?.rawValue ?? "any"), bundle id \(configuration.bundleId ?? "any"), app Apple ID \(configuration.appAppleId.map(String.init) ?? "not checked"), roots: \(roots.joined(separator: "; "))")
+    }
+
+    /// Verifies every active record (on up to ``parallelism`` threads), then reports the
+    /// batch's outcomes to the monitor in one call.
+    public func process(_ batch: inout RecordBatch) async throws {
+        let stageName = name
+        batch.records.concurrentUpdate(maxThreads: parallelism) { record in
+            guard record.isActive else { return }
+            do throws(RecordRejection) {
+                try process(record: &record)
+            } catch {
+                record.reject(error, stage: stageName)
+            }
+        }
+        guard let monitor else { return }
+        var verifiedTypes: [String: Int] = [:]
+        var rejections: [(reason: ReasonCode, detail: String)] = []
+        for record in batch.records {
+            switch record.status {
+            case .active:
+                guard let verified = record[VerifiedPayloadKey.self] else { continue }
+                let type: String = switch verified {
+                case .notification(let notification): notification.payload.notificationType?.rawValue ?? "unknown"
+                case .transaction: "transaction"
+                case .renewalInfo: "renewalInfo"
+                }
+                verifiedTypes[type, default: 0] += 1
+            case .rejected(let rejection, let stage) where stage == stageName:
+                rejections.append((rejection.reason, rejection.detail))
+            default:
+                continue
+            }
+        }
+        monitor.observe(verifiedTypes: verifiedTypes, rejections: rejections)
+    }
+
+    public func readiness() async -> HealthCheck {
+        monitor?.readiness() ?? .ready("verify")
     }
 
     public func process(record: inout Record) throws(RecordRejection) {

@@ -47,6 +47,7 @@ struct RunCommand: AsyncParsableCommand {
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
         let files = DescriptorLimit.raiseToHardLimit()
         PrometheusBackend.bootstrap()
+        PrometheusBackend.recordBuildInfo(version: Signet.version)
         signal(SIGPIPE, SIG_IGN)
         let source = try PipelineSourceText(pipeline)
         // Checked before the pipeline opens anything in it.

@@ -20,4 +20,10 @@ public enum PrometheusBackend {
     public static func bootstrap() {
         _ = bootstrapped
     }
+
+    /// Publishes `signet_build_info{version="…"} 1`, so dashboards show what runs and an
+    /// alert can tell "no data" from "no notifications".
+    public static func recordBuildInfo(version: String) {
+        Gauge(label: "signet_build_info", dimensions: [("version", version)]).record(1)
+    }
 }

@@ -1,0 +1,118 @@
+import Logging
+import Metrics
+import SignetCore
+import Synchronization
+
+/// Watches what `verify` accepts and rejects, so that a misconfiguration cannot stay silent.
+///
+/// A wrong bundle id, a Production deployment left on the Sandbox default or a wrong app id
+/// rejects every real notification, and the webhook still answers 200 (dead-lettered is
+/// committed), so Apple counts them delivered and never retries. The monitor makes that loud:
+/// - a warning per configuration-class reason, at most once a minute, with the count since
+///   the last one and the last rejection's detail (expected and received value);
+/// - `/readyz` turns unready (``readiness()``) while the recent notifications, at least
+///   ``minimumEvidence`` of them, were all rejected for such a reason; one accepted
+///   notification makes it ready again;
+/// - metrics to alert on: `signet_configuration_rejections_total{reason}`,
+///   `signet_misconfigured` (1 or 0), `signet_notifications_verified_total{type}` (TEST
+///   included: "Apple reaches us") and `signet_last_verified_notification_timestamp_seconds`.
+///
+/// Forged and malformed input (bad signatures, chains to no root) is not counted: that is an
+/// attacker's traffic, not a sign of a wrong setting. Observed once per batch.
+public final class VerificationMonitor: Sendable {
+    /// Reasons that say the deployment, not the input, is wrong: the payload verified
+    /// (Apple signed it) but is for another app or environment than configured.
+    public static let configurationReasons: Set<ReasonCode> = [.environmentMismatch, .bundleIdMismatch, .appAppleIdMismatch]
+    /// How many recent outcomes (accepted, or rejected for a configuration reason) are kept.
+    public static let window = 20
+    /// How many of them must be there, all rejections, before readiness turns.
+    public static let minimumEvidence = 5
+    /// The least time between two warnings for one reason.
+    public static let warningInterval = Duration.seconds(60)
+
+    private struct State {
+        /// Recent outcomes, oldest first: the reason of a configuration rejection, or nil for accepted.
+        var recent: [ReasonCode?] = []
+        /// Per reason: rejections since its last warning, the last detail, when it was last logged.
+        var unreported: [ReasonCode: (count: Int, detail: String)] = [:]
+        var lastWarned: [ReasonCode: ContinuousClock.Instant] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let factory: any MetricsFactory
+    private let misconfigured: Gauge
+    private let lastVerified: Gauge
+    private let counters = Mutex([String: Counter]())
+
+    public init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
+        self.logger = logger
+        self.factory = factory
+        misconfigured = Gauge(label: "signet_misconfigured", factory: factory)
+        lastVerified = Gauge(label: "signet_last_verified_notification_timestamp_seconds", factory: factory)
+    }
+
+    /// One batch's outcomes: verified notifications by type, and rejections (reason, detail).
+    public func observe(verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], at now: ContinuousClock.Instant = .now) {
+        let configuration = rejections.filter { Self.configurationReasons.contains($0.reason) }
+        let accepted = verifiedTypes.values.reduce(0, +)
+        guard accepted > 0 || !configuration.isEmpty else { return }
+        for (type, count) in verifiedTypes {
+            counter("signet_notifications_verified_total", ("type", type)).increment(by: count)
+        }
+        if accepted > 0 { lastVerified.record(WallClock.milliseconds() / 1000) }
+        for rejection in configuration {
+            counter("signet_configuration_rejections_total", ("reason", rejection.reason.rawValue)).increment()
+        }
+        let (warnings, isMisconfigured) = state.withLock { state -> ([(ReasonCode, Int, String)], Bool) in
+            // Accepted ones first, then the rejections: a batch that mixes them is not "all rejected".
+            state.recent += Array(repeating: nil, count: min(accepted, Self.window))
+            state.recent += configuration.suffix(Self.window).map(\.reason)
+            if state.recent.count > Self.window { state.recent.removeFirst(state.recent.count - Self.window) }
+            var due: [(ReasonCode, Int, String)] = []
+            for rejection in configuration {
+                var entry = state.unreported[rejection.reason] ?? (0, "")
+                entry.count += 1
+                entry.detail = rejection.detail
+                state.unreported[rejection.reason] = entry
+            }
+            for (reason, entry) in state.unreported {
+                if let last = state.lastWarned[reason], now - last < Self.warningInterval { continue }
+                due.append((reason, entry.count, entry.detail))
+                state.lastWarned[reason] = now
+                state.unreported[reason] = nil
+            }
+            return (due, Self.isMisconfigured(state.recent))
+        }
+        misconfigured.record(isMisconfigured ? 1 : 0)
+        for (reason, count, detail) in warnings {
+            logger.warning(
+                "verify: \(count) notification\(count == 1 ? "" : "s") rejected for \(reason) (last: \(detail)); check the verify stage's settings (SIGNET_BUNDLE_ID, SIGNET_ENVIRONMENT, SIGNET_APP_APPLE_ID): these are answered 200 and dead-lettered, so Apple does not send them again",
+                metadata: ["reason": "\(reason)", "count": "\(count)"])
+        }
+    }
+
+    /// Unready while the recent notifications were all rejected for a configuration reason.
+    public func readiness() -> HealthCheck {
+        let recent = state.withLock { $0.recent }
+        guard Self.isMisconfigured(recent), let reason = recent.last.flatMap({ $0 }) else {
+            return .ready("verify")
+        }
+        return .notReady(
+            "verify", "the last \(recent.count) notifications were all rejected for configuration reasons (last: \(reason)); check the verify settings")
+    }
+
+    private static func isMisconfigured(_ recent: [ReasonCode?]) -> Bool {
+        recent.count >= minimumEvidence && recent.allSatisfy { $0 != nil }
+    }
+
+    private func counter(_ label: String, _ dimension: (String, String)) -> Counter {
+        counters.withLock { table in
+            let key = label + "\u{0}" + dimension.1
+            if let existing = table[key] { return existing }
+            let made = Counter(label: label, dimensions: [dimension], factory: factory)
+            table[key] = made
+            return made
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import SignetTestSupport
+import Testing
+
+/// A deployment with a wrong bundle id, tried through the real binary and Pipelines/webhook.yaml:
+/// every notification is answered 200 and dead-lettered (as Apple must see), and the
+/// operator cannot miss it: the effective settings at start, one rate-limited warning with
+/// the count, `/readyz` unready, and the metrics to alert on.
+@Suite("a misconfiguration is loud (the binary)", .serialized, .timeLimit(.minutes(5)))
+struct MisconfigurationTests {
+    static let driver = #"""
+        import http.client, json, os, socket, subprocess, sys, time
+        binary, pipeline, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+        bodies = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()[:8]
+        def free_port():
+            probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close(); return port
+        port, admin = free_port(), free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
+        env.update(SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ADMIN_ADDRESS="127.0.0.1:%d" % admin,
+                   SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"), SIGNET_BUNDLE_ID="com.example.wrong",
+                   SIGNET_DATA_DIR=os.path.join(folder, "data"))
+        process = subprocess.Popen([binary, "run", "--pipeline", pipeline], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "signet.err"), "wb"))
+        for _ in range(1200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close(); break
+            except OSError: time.sleep(0.05)
+        def get(path):
+            c = http.client.HTTPConnection("127.0.0.1", admin, timeout=10); c.request("GET", path)
+            r = c.getresponse(); return r.status, r.read().decode()
+        report = {"ready_before": get("/readyz")[0], "answers": []}
+        for body in bodies:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("POST", "/notifications", body, {"Content-Type": "application/json"})
+            r = c.getresponse(); r.read(); report["answers"].append(r.status)
+        report["ready_after"] = get("/readyz")
+        report["metrics"] = [l for l in get("/metrics")[1].splitlines() if l.startswith(("signet_misconfigured", "signet_configuration_rejections_total", "signet_build_info", "signet_notifications_verified_total"))]
+        process.terminate(); report["exit"] = process.wait(timeout=60)
+        print(json.dumps(report))
+        """#
+
+    @Test("wrong bundle id: 200s dead-lettered, settings logged at start, one warning with the count, /readyz unready, metrics")
+    func wrongBundleId() async throws {
+        let dir = try TemporaryDirectory(prefix: "signet-misconfigured")
+        defer { dir.remove() }
+        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "8"])
+        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
+        let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
+        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path("")])
+        let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
+            "\(result.output)\n\(stderr)")
+        #expect(report["ready_before"] as? Int == 200, "\(report)")
+        let answers = try #require(report["answers"] as? [Int])
+        #expect(answers.count == 8 && answers.allSatisfy { $0 == 200 }, "\(answers)")
+        let readyAfter = try #require(report["ready_after"] as? [Any])
+        #expect(readyAfter.first as? Int == 503, "\(readyAfter)")
+        #expect((readyAfter.last as? String)?.contains("stages.verify: not ready") == true, "\(readyAfter)")
+        let metrics = (report["metrics"] as? [String]) ?? []
+        #expect(metrics.contains("signet_misconfigured 1.0") || metrics.contains("signet_misconfigured 1"), "\(metrics)")
+        #expect(metrics.contains { $0.hasPrefix("signet_configuration_rejections_total{reason=\"bundle_id_mismatch\"} 8") }, "\(metrics)")
+        #expect(metrics.contains { $0.hasPrefix("signet_build_info{version=") }, "\(metrics)")
+        #expect(!metrics.contains { $0.hasPrefix("signet_notifications_verified_total") }, "nothing was accepted: \(metrics)")
+        #expect(stderr.contains("verify: environment Sandbox, bundle id com.example.wrong"), "\(stderr)")
+        let warnings = stderr.split(separator: "\n").filter { $0.contains("rejected for bundle_id_mismatch") }
+        #expect(warnings.count == 1, "rate-limited to one line: \(warnings)")
+        #expect(warnings.first?.contains("com.example.wrong") == true || warnings.first?.contains("com.example.signet") == true, "\(warnings)")
+        #expect(report["exit"] as? Int == 0, "\(report)")
+        let deadLetters = try String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
+        #expect(deadLetters.count == 8)
+    }
+}
