@@ -49,6 +49,9 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
     public static let environmentMismatch: ReasonCode = "environment_mismatch"
     public static let bundleIdMismatch: ReasonCode = "bundle_id_mismatch"
     public static let appAppleIdMismatch: ReasonCode = "app_apple_id_mismatch"
+    /// The reasons that say the deployment, not the input, is wrong: Apple signed the payload,
+    /// but for another app or environment than configured.
+    public static let configurationMismatches: Set<ReasonCode> = [.environmentMismatch, .bundleIdMismatch, .appAppleIdMismatch]
     /// A nested `signedTransactionInfo` / `signedRenewalInfo` failed verification.
     public static let nestedJWSInvalid: ReasonCode = "nested_jws_invalid"
 

@@ -20,9 +20,6 @@ import Synchronization
 /// Forged and malformed input (bad signatures, chains to no root) is not counted: that is an
 /// attacker's traffic, not a sign of a wrong setting. Observed once per batch.
 public final class VerificationMonitor: Sendable {
-    /// Reasons that say the deployment, not the input, is wrong: the payload verified
-    /// (Apple signed it) but is for another app or environment than configured.
-    public static let configurationReasons: Set<ReasonCode> = [.environmentMismatch, .bundleIdMismatch, .appAppleIdMismatch]
     /// How many recent outcomes (accepted, or rejected for a configuration reason) are kept.
     public static let window = 20
     /// How many of them must be there, all rejections, before readiness turns.
@@ -54,7 +51,7 @@ public final class VerificationMonitor: Sendable {
 
     /// One batch's outcomes: verified notifications by type, and rejections (reason, detail).
     public func observe(verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], at now: ContinuousClock.Instant = .now) {
-        let configuration = rejections.filter { Self.configurationReasons.contains($0.reason) }
+        let configuration = rejections.filter { ReasonCode.configurationMismatches.contains($0.reason) }
         let accepted = verifiedTypes.values.reduce(0, +)
         guard accepted > 0 || !configuration.isEmpty else { return }
         for (type, count) in verifiedTypes {

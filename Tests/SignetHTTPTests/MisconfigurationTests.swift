@@ -10,7 +10,7 @@ import Testing
 struct MisconfigurationTests {
     static let driver = #"""
         import http.client, json, os, socket, subprocess, sys, time
-        binary, pipeline, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+        binary, pipeline, folder, retry = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
         bodies = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()[:8]
         def free_port():
             probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close(); return port
@@ -18,7 +18,7 @@ struct MisconfigurationTests {
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
         env.update(SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ADMIN_ADDRESS="127.0.0.1:%d" % admin,
                    SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"), SIGNET_BUNDLE_ID="com.example.wrong",
-                   SIGNET_DATA_DIR=os.path.join(folder, "data"))
+                   SIGNET_DATA_DIR=os.path.join(folder, "data"), SIGNET_RETRY_MISCONFIGURED=retry)
         process = subprocess.Popen([binary, "run", "--pipeline", pipeline], env=env, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "signet.err"), "wb"))
         for _ in range(1200):
@@ -28,11 +28,11 @@ struct MisconfigurationTests {
         def get(path):
             c = http.client.HTTPConnection("127.0.0.1", admin, timeout=10); c.request("GET", path)
             r = c.getresponse(); return r.status, r.read().decode()
-        report = {"ready_before": get("/readyz")[0], "answers": []}
+        report = {"ready_before": get("/readyz")[0], "answers": [], "bodies": []}
         for body in bodies:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             c.request("POST", "/notifications", body, {"Content-Type": "application/json"})
-            r = c.getresponse(); r.read(); report["answers"].append(r.status)
+            r = c.getresponse(); report["bodies"].append(r.read().decode()); report["answers"].append(r.status)
         report["ready_after"] = get("/readyz")
         report["metrics"] = [l for l in get("/metrics")[1].splitlines() if l.startswith(("signet_misconfigured", "signet_configuration_rejections_total", "signet_build_info", "signet_notifications_verified_total"))]
         process.terminate(); report["exit"] = process.wait(timeout=60)
@@ -46,7 +46,7 @@ struct MisconfigurationTests {
         let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "8"])
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
         let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
-        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path("")])
+        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path(""), "false"])
         let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
@@ -54,6 +54,8 @@ struct MisconfigurationTests {
         #expect(report["ready_before"] as? Int == 200, "\(report)")
         let answers = try #require(report["answers"] as? [Int])
         #expect(answers.count == 8 && answers.allSatisfy { $0 == 200 }, "\(answers)")
+        let bodies = (report["bodies"] as? [String]) ?? []
+        #expect(bodies.allSatisfy { $0.contains(#""status":"dead_lettered""#) && $0.contains(#""reason":"bundle_id_mismatch""#) }, "\(bodies)")
         let readyAfter = try #require(report["ready_after"] as? [Any])
         #expect(readyAfter.first as? Int == 503, "\(readyAfter)")
         #expect((readyAfter.last as? String)?.contains("stages.verify: not ready") == true, "\(readyAfter)")
@@ -69,5 +71,27 @@ struct MisconfigurationTests {
         #expect(report["exit"] as? Int == 0, "\(report)")
         let deadLetters = try String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
         #expect(deadLetters.count == 8)
+    }
+
+    @Test("retry_misconfigured: the dead-lettered notification is answered 503 with Retry-After, so Apple sends it again")
+    func retryMisconfigured() async throws {
+        let dir = try TemporaryDirectory(prefix: "signet-misconfigured-retry")
+        defer { dir.remove() }
+        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "8"])
+        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
+        let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
+        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path(""), "true"])
+        let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
+            "\(result.output)\n\(stderr)")
+        let answers = try #require(report["answers"] as? [Int])
+        #expect(answers.count == 8 && answers.allSatisfy { $0 == 503 }, "\(answers)")
+        let bodies = (report["bodies"] as? [String]) ?? []
+        #expect(bodies.allSatisfy { $0.contains(#""reason":"misconfigured""#) && $0.contains("bundle_id_mismatch") }, "\(bodies)")
+        // Committed as dead letters all the same: nothing is lost when the setting is never fixed.
+        let deadLetters = try String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
+        #expect(deadLetters.count == 8)
+        #expect(report["exit"] as? Int == 0, "\(report)")
     }
 }

@@ -13,7 +13,7 @@ struct WebhookSourceTests {
         let harness = try await WebhookHarness(count: 4)
         let first = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(first.status == 200, "\(first.body)")
-        #expect(first.body.contains("committed"))
+        #expect(first.body.contains(#""status":"committed""#), "\(first.body)")
         // The answer came after the commit: the record is counted and its event is in the file.
         #expect(harness.source.statistics.committed == 1)
         let events = try harness.eventLines()
@@ -21,10 +21,12 @@ struct WebhookSourceTests {
 
         let retry = try await Curl.request(harness.url, body: harness.notifications[0])
         #expect(retry.status == 200)
+        #expect(retry.body.contains(#""status":"dropped","reason":"duplicate""#), "\(retry.body)")
         #expect(try harness.eventLines() == events, "Apple's retry emits nothing new")
 
         let forged = try await Curl.request(harness.url, body: harness.forged[0])
         #expect(forged.status == 200, "a notification that can never verify is not retried forever")
+        #expect(forged.body.contains(#""status":"dead_lettered""#), "the answer says what became of it: \(forged.body)")
         let dead = try harness.deadLetters()
         #expect(dead.count == 1)
         #expect(dead.first?.contains("\"reason\"") == true)
@@ -32,6 +34,7 @@ struct WebhookSourceTests {
         // Shaped like an object but not JSON: the pipeline's decode dead-letters it with its reason.
         let malformed = try await Curl.request(harness.url, body: "{oops}")
         #expect(malformed.status == 200)
+        #expect(malformed.body.contains(#""reason":"malformed_json""#), "\(malformed.body)")
         let deadAfter = try harness.deadLetters()
         #expect(deadAfter.count == 2)
         #expect(deadAfter.last?.contains("malformed_json") == true, "\(deadAfter.last ?? "")")

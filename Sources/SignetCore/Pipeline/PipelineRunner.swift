@@ -231,7 +231,13 @@ public final class PipelineRunner: Sendable {
             }
             return
         }
-        if !plan.positions.isEmpty { try await pipeline.source.commit(plan.positions) }
+        if let reporting = pipeline.source as? any OutcomeReportingSource {
+            let outcomes = batch.records.lazy.filter { $0[GeneratedRecordKey.self] != true }
+                .map { RecordOutcome(position: $0.position, status: $0.status) }
+            if !outcomes.isEmpty { try await reporting.commit(outcomes: Array(outcomes)) }
+        } else if !plan.positions.isEmpty {
+            try await pipeline.source.commit(plan.positions)
+        }
         FaultInjection.point("after_source_commit")
         let committedAt = WallClock.milliseconds()
         latencies.withLock { histogram in

@@ -14,7 +14,7 @@ import Synchronization
 /// The server (Hummingbird, HTTP/1.1) starts in ``open()`` and stops in ``close()``, so
 /// the source behaves like any other under ``PipelineRunner``. ``stop()`` starts the
 /// drain: new requests get 503 with `Retry-After` while queued ones are still committed.
-public final class HTTPSource: Source {
+public final class HTTPSource: OutcomeReportingSource {
     /// The source's settings (YAML keys in ``ComponentSpec/httpSource``).
     public struct Options: Sendable {
         /// Where to listen; port 0 picks a free port (see ``boundAddress``).
@@ -36,6 +36,9 @@ public final class HTTPSource: Source {
         public var responseTimeout: Duration = .seconds(25)
         /// The `Retry-After` of every 503.
         public var retryAfter: Duration = .seconds(5)
+        /// Answer 503 (Apple retries) instead of 200 for a record dead-lettered for a
+        /// configuration reason (``ReasonCode/configurationMismatches``).
+        public var retryMisconfigured = false
 
         public init() {}
 
@@ -116,8 +119,13 @@ public final class HTTPSource: Source {
         await intake.nextBatch(maxRecords: maxRecords)
     }
 
+    /// Answers each record's request with its fate (processed, dead-lettered and why, dropped).
+    public func commit(outcomes: [RecordOutcome]) async throws {
+        intake.commit(outcomes)
+    }
+
     public func commit(_ positions: [SourcePosition]) async throws {
-        intake.commit(positions)
+        intake.commit(positions.map { RecordOutcome(position: $0, status: .active) })
     }
 
     public func stop() async {

@@ -39,6 +39,12 @@ extension ComponentSpec {
             ConfigField(
                 "retry_after", .duration(.seconds(1)...(.seconds(86_400))), .default("5s"),
                 "the Retry-After of every 503", advanced: true),
+            ConfigField(
+                "retry_misconfigured", .bool, .default("false"),
+                "answer 503 instead of 200 when a notification is dead-lettered because it is for another app or "
+                    + "environment than configured (bundle id, environment, app Apple ID), so Apple sends it again (for "
+                    + "about 6.5 days, Production only) and fixing the setting in time recovers it; each retry is "
+                    + "dead-lettered again until then (docs/webhook.md)"),
         ],
         examples: ["source:\n  type: http\n  address: 127.0.0.1:8080\n  path: /notifications"])
 }
@@ -70,5 +76,6 @@ extension HTTPSource.Options {
         maxInFlight = try config.int("max_in_flight")
         responseTimeout = try config.duration("response_timeout")
         retryAfter = try config.duration("retry_after")
+        retryMisconfigured = try config.bool("retry_misconfigured")
     }
 }

@@ -13,8 +13,9 @@ import Synchronization
 final class WebhookIntake: Sendable {
     /// What a request learns about its record.
     enum Fate: Sendable, Equatable {
-        /// Committed: state written, every sink acknowledged, or dead-lettered with a reason.
-        case committed
+        /// Committed: state written and every sink acknowledged, dead-lettered with a
+        /// reason, or dropped on purpose (a retry `dedupe` recognised); the status says which.
+        case committed(Record.Status)
         /// Not taken or not committed: the client should retry later (503).
         case unavailable(UnavailableReason)
     }
@@ -30,6 +31,9 @@ final class WebhookIntake: Sendable {
         /// The record was not committed within the response timeout (a sink is retrying);
         /// it stays in the pipeline and a retry is deduplicated.
         case timeout
+        /// Committed as a dead letter for another app or environment than configured, and
+        /// the source asks Apple to send it again (`retry_misconfigured`).
+        case misconfigured
     }
 
     /// Counts for tests, benchmarks and metrics.
@@ -145,14 +149,14 @@ final class WebhookIntake: Sendable {
         }
     }
 
-    /// The runner committed these positions: answer their requests with 200.
-    func commit(_ positions: [SourcePosition]) {
+    /// The runner committed these records: answer their requests with what became of them.
+    func commit(_ outcomes: [RecordOutcome]) {
         state.withLock { state in
             var resolved = 0
-            for position in positions where position.stream == stream {
-                guard state.uncommitted.remove(position.offset) != nil else { continue }
+            for outcome in outcomes where outcome.position.stream == stream {
+                guard state.uncommitted.remove(outcome.position.offset) != nil else { continue }
                 resolved += 1
-                resume(state.waiters.removeValue(forKey: position.offset), .committed)
+                resume(state.waiters.removeValue(forKey: outcome.position.offset), .committed(outcome.status))
             }
             if resolved > 0 {
                 state.statistics.committed += resolved

@@ -9,12 +9,12 @@ import SignetCore
 ///
 /// | Answer | When |
 /// |---|---|
-/// | 200 | the record was committed: state written and every sink acknowledged, or dead-lettered with its reason |
+/// | 200 | the record was committed: `{"status":"committed"}` (state written, every sink acknowledged), `{"status":"dead_lettered","reason":…}` or `{"status":"dropped","reason":"duplicate"}` |
 /// | 400 | the body is empty or not shaped like a JSON object, `{...}` (nothing is kept: Apple never sends that) |
 /// | 404 / 405 | another path / another method than POST |
 /// | 413 | the body is larger than `max_body_bytes` |
 /// | 415 | a `Content-Type` that is not JSON |
-/// | 503 + Retry-After | backpressure, draining, a sink or store failing, or no commit within `response_timeout` |
+/// | 503 + Retry-After | backpressure, draining, a sink or store failing, no commit within `response_timeout`, or (with `retry_misconfigured`) dead-lettered for another app or environment |
 ///
 /// Bodies are never logged, only their size.
 struct WebhookResponder: HTTPResponder {
@@ -54,7 +54,15 @@ struct WebhookResponder: HTTPResponder {
         }
 
         switch await intake.submit(body, timeout: options.responseTimeout) {
-        case .committed:
+        case .committed(.rejected(let rejection, _)):
+            if options.retryMisconfigured, ReasonCode.configurationMismatches.contains(rejection.reason) {
+                // Committed (dead-lettered), but Apple should send it again once the setting is fixed.
+                return unavailable(.misconfigured, detail: rejection.reason.rawValue)
+            }
+            return Self.reply(.ok, ["status": "dead_lettered", "reason": rejection.reason.rawValue])
+        case .committed(.dropped(let reason)):
+            return Self.reply(.ok, ["status": "dropped", "reason": reason])
+        case .committed(.active):
             return Self.reply(.ok, ["status": "committed"])
         case .unavailable(let reason):
             return unavailable(reason)
@@ -93,10 +101,14 @@ struct WebhookResponder: HTTPResponder {
             .contentTooLarge, ["error": "body_too_large", "detail": "at most \(options.maxBodyBytes) bytes"], headers: headers)
     }
 
-    private func unavailable(_ reason: WebhookIntake.UnavailableReason) -> Response {
+    private func unavailable(_ reason: WebhookIntake.UnavailableReason, detail: String? = nil) -> Response {
         logger.debug("webhook: answering 503", metadata: ["reason": "\(reason.rawValue)"])
         var headers = HTTPFields()
         headers[.retryAfter] = String(options.retryAfterSeconds)
+        if let detail {
+            return Self.reply(
+                .serviceUnavailable, ["error": "unavailable", "reason": reason.rawValue, "detail": detail], headers: headers)
+        }
         return Self.reply(.serviceUnavailable, ["error": "unavailable", "reason": reason.rawValue], headers: headers)
     }
 
