@@ -38,3 +38,9 @@ extension Sink {
     public func open() async throws {}
     public func close() async throws {}
 }
+
+/// A sink that writes to a named file and can open it again: `signet run` calls
+/// ``reopen()`` on SIGHUP, after logrotate moved the file away (`postrotate`).
+public protocol ReopenableSink: Sink {
+    func reopen() async throws
+}

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// With `fsync` (the default) a batch is acknowledged only once it is on disk, so a
 /// power cut after the source commit cannot lose it.
-public final class FileSink: Sink {
+public final class FileSink: ReopenableSink {
     public let path: String
     public let fsync: Bool
     private let descriptor = Mutex<Int32>(-1)
@@ -39,7 +39,22 @@ public final class FileSink: Sink {
             Foundation.close(fd)
             throw error
         }
-        descriptor.withLock { $0 = fd }
+        // A reopen (log rotation) swaps in the new file; the old one is closed after the swap.
+        let previous = descriptor.withLock { current in
+            defer { current = fd }
+            return current
+        }
+        if previous >= 0 { Foundation.close(previous) }
+    }
+
+    /// Opens `path` anew (after logrotate moved the file away) and writes there from the
+    /// next batch on. Runs on the sink's executor, so it falls between two writes: no batch
+    /// is split across the files, and none is lost.
+    public func reopen() async throws {
+        try await executor.run { [self] in
+            guard descriptor.withLock({ $0 >= 0 }) else { return }
+            try openBlocking()
+        }
     }
 
     /// A process killed in the middle of a write (kill -9, OOM) can leave the start of a line

@@ -46,6 +46,13 @@ public struct PipelineLifecycle: Sendable {
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .gracefullyShutdownGroup)
         }
+        // SIGHUP reopens the file sinks (log rotation) instead of ending the process (only
+        // when this lifecycle handles signals at all: not in tests that pass none).
+        if !signals.isEmpty, let reopener = SinkReopener(pipeline: pipeline.runner.pipeline, logger: logger) {
+            entries.append(
+                ServiceGroupConfiguration.ServiceConfiguration(
+                    service: reopener, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+        }
         entries.append(
             ServiceGroupConfiguration.ServiceConfiguration(
                 service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup,
