@@ -55,16 +55,9 @@ public struct VerifyStage: RecordStage, HealthReporting {
     /// Verifies every active record (on up to ``parallelism`` threads), then reports the
     /// batch's outcomes to the monitor in one call.
     public func process(_ batch: inout RecordBatch) async throws {
-        let stageName = name
-        batch.records.concurrentUpdate(maxThreads: parallelism) { record in
-            guard record.isActive else { return }
-            do throws(RecordRejection) {
-                try process(record: &record)
-            } catch {
-                record.reject(error, stage: stageName)
-            }
-        }
+        processEachRecord(&batch)
         guard let monitor else { return }
+        let stageName = name
         var verifiedTypes: [String: Int] = [:]
         var rejections: [(reason: ReasonCode, detail: String)] = []
         for record in batch.records {

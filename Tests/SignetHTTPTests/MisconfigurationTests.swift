@@ -8,23 +8,15 @@ import Testing
 /// the count, `/readyz` unready, and the metrics to alert on.
 @Suite("a misconfiguration is loud (the binary)", .serialized, .timeLimit(.minutes(5)))
 struct MisconfigurationTests {
+    static let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
     static let driver = #"""
-        import http.client, json, os, socket, subprocess, sys, time
-        binary, pipeline, folder, retry = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+        pipeline, retry = sys.argv[3], sys.argv[4]
         bodies = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()[:8]
-        def free_port():
-            probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close(); return port
         port, admin = free_port(), free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
-        env.update(SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ADMIN_ADDRESS="127.0.0.1:%d" % admin,
-                   SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"), SIGNET_BUNDLE_ID="com.example.wrong",
-                   SIGNET_DATA_DIR=os.path.join(folder, "data"), SIGNET_RETRY_MISCONFIGURED=retry)
-        process = subprocess.Popen([binary, "run", "--pipeline", pipeline], env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "signet.err"), "wb"))
-        for _ in range(1200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close(); break
-            except OSError: time.sleep(0.05)
+        process = start(pipeline, dict(
+            SIGNET_HTTP_ADDRESS="127.0.0.1:%d" % port, SIGNET_ADMIN_ADDRESS="127.0.0.1:%d" % admin,
+            SIGNET_ROOT_CERTS=os.path.join(folder, "root.pem"), SIGNET_BUNDLE_ID="com.example.wrong",
+            SIGNET_DATA_DIR=os.path.join(folder, "data"), SIGNET_RETRY_MISCONFIGURED=retry), port)
         def get(path):
             c = http.client.HTTPConnection("127.0.0.1", admin, timeout=10); c.request("GET", path)
             r = c.getresponse(); return r.status, r.read().decode()
@@ -41,16 +33,9 @@ struct MisconfigurationTests {
 
     @Test("wrong bundle id: 200s dead-lettered, settings logged at start, one warning with the count, /readyz unready, metrics")
     func wrongBundleId() async throws {
-        let dir = try TemporaryDirectory(prefix: "signet-misconfigured")
-        defer { dir.remove() }
-        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "8"])
-        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
-        let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
-        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path(""), "false"])
-        let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
-        let report = try #require(
-            try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
-            "\(result.output)\n\(stderr)")
+        let run = try await BinaryDriver.run(Self.driver, prefix: "signet-misconfigured", fixtures: 8, arguments: [Self.pipeline, "false"])
+        defer { run.directory.remove() }
+        let report = run.report, stderr = run.stderr
         #expect(report["ready_before"] as? Int == 200, "\(report)")
         let answers = try #require(report["answers"] as? [Int])
         #expect(answers.count == 8 && answers.allSatisfy { $0 == 200 }, "\(answers)")
@@ -69,28 +54,21 @@ struct MisconfigurationTests {
         #expect(warnings.count == 1, "rate-limited to one line: \(warnings)")
         #expect(warnings.first?.contains("com.example.wrong") == true || warnings.first?.contains("com.example.signet") == true, "\(warnings)")
         #expect(report["exit"] as? Int == 0, "\(report)")
-        let deadLetters = try String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
+        let deadLetters = run.lines("data/dead-letter.ndjson")
         #expect(deadLetters.count == 8)
     }
 
     @Test("retry_misconfigured: the dead-lettered notification is answered 503 with Retry-After, so Apple sends it again")
     func retryMisconfigured() async throws {
-        let dir = try TemporaryDirectory(prefix: "signet-misconfigured-retry")
-        defer { dir.remove() }
-        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "8"])
-        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
-        let pipeline = FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path
-        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, pipeline, dir.path(""), "true"])
-        let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
-        let report = try #require(
-            try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
-            "\(result.output)\n\(stderr)")
+        let run = try await BinaryDriver.run(Self.driver, prefix: "signet-misconfigured-retry", fixtures: 8, arguments: [Self.pipeline, "true"])
+        defer { run.directory.remove() }
+        let report = run.report
         let answers = try #require(report["answers"] as? [Int])
         #expect(answers.count == 8 && answers.allSatisfy { $0 == 503 }, "\(answers)")
         let bodies = (report["bodies"] as? [String]) ?? []
         #expect(bodies.allSatisfy { $0.contains(#""reason":"misconfigured""#) && $0.contains("bundle_id_mismatch") }, "\(bodies)")
         // Committed as dead letters all the same: nothing is lost when the setting is never fixed.
-        let deadLetters = try String(contentsOfFile: dir.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
+        let deadLetters = run.lines("data/dead-letter.ndjson")
         #expect(deadLetters.count == 8)
         #expect(report["exit"] as? Int == 0, "\(report)")
     }

@@ -9,11 +9,7 @@ import Testing
 @Suite("webhook deadlines against the real binary", .serialized, .timeLimit(.minutes(5)))
 struct WebhookDeadlineTests {
     static let driver = #"""
-        import json, os, socket, subprocess, sys, threading, time
-        binary, folder = sys.argv[1], sys.argv[2]
         body = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()[0].encode()
-        def free_port():
-            probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close(); return port
         port, admin = free_port(), free_port()
         pipeline = os.path.join(folder, "webhook.yaml")
         open(pipeline, "w").write(f"""
@@ -30,13 +26,7 @@ struct WebhookDeadlineTests {
         http: {{ address: 127.0.0.1:{admin}, max_connections: 16, idle_timeout: 1s }}
         settings: {{ progress_interval: 0s }}
         """)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
-        process = subprocess.Popen([binary, "run", "--pipeline", pipeline], env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "signet.err"), "wb"))
-        for _ in range(1200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close(); break
-            except OSError: time.sleep(0.05)
+        process = start(pipeline, {}, port)
 
         def wait_closed(s, seconds):
             # Reads until EOF or reset; returns (first status line, seconds until closed) or (line, None) if still open.
@@ -134,15 +124,9 @@ struct WebhookDeadlineTests {
 
     @Test("early answers close at once, HTTP/1.0 closes after its answer, admin idle connections time out; 200s meanwhile")
     func deadlines() async throws {
-        let dir = try TemporaryDirectory(prefix: "signet-webhook-deadlines")
-        defer { dir.remove() }
-        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "4"])
-        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
-        let result = try await Blocking.python(Self.driver, [SignetProcess.executable.path, dir.path("")])
-        let stderr = (try? String(contentsOfFile: dir.path("signet.err"), encoding: .utf8)) ?? ""
-        let report = try #require(
-            try JSONSerialization.jsonObject(with: Data((result.output.split(separator: "\n").last ?? "").utf8)) as? [String: Any],
-            "\(result.output)\n\(stderr)")
+        let run = try await BinaryDriver.run(Self.driver, prefix: "signet-webhook-deadlines", fixtures: 4)
+        defer { run.directory.remove() }
+        let report = run.report, stderr = run.stderr
         for (status, line) in [("404", "404 Not Found"), ("405", "405 Method Not Allowed"), ("415", "415 Unsupported Media Type"), ("413", "413")] {
             let answer = try #require(report[status] as? [Any], "\(report)")
             #expect((answer.first as? String)?.contains(line) == true, "\(status): \(answer)")

@@ -55,6 +55,13 @@ extension RecordStage {
     public var parallelism: Int { 1 }
 
     public func process(_ batch: inout RecordBatch) async throws {
+        processEachRecord(&batch)
+    }
+
+    /// Runs ``process(record:)`` on every active record (on up to ``parallelism`` threads) and
+    /// rejects those that throw: what ``process(_:)`` does, for a stage that overrides it
+    /// to look at the batch afterwards.
+    public func processEachRecord(_ batch: inout RecordBatch) {
         let stageName = name
         batch.records.concurrentUpdate(maxThreads: parallelism) { record in
             guard record.isActive else { return }
