@@ -49,17 +49,24 @@ struct RunCommand: AsyncParsableCommand {
         PrometheusBackend.bootstrap()
         PrometheusBackend.recordBuildInfo(version: Signet.version)
         signal(SIGPIPE, SIG_IGN)
-        let source = try PipelineSourceText(pipeline)
-        // Checked before the pipeline opens anything in it.
-        try source.checkDataDirectory()
-        let built = try PipelineLoader.loadForCommand(source)
-
-        let runner = PipelineRunner(pipeline: built)
+        let built: Pipeline
+        let runner: PipelineRunner
         let admin: AdminServer?
         do {
-            admin = try AdminServer.make(for: runner, environment: Terminal.environment)
+            let source = try PipelineSourceText(pipeline)
+            // Checked before the pipeline opens anything in it.
+            try source.checkDataDirectory()
+            built = try PipelineLoader.loadForCommand(source)
+            runner = PipelineRunner(pipeline: built)
+            do {
+                admin = try AdminServer.make(for: runner, environment: Terminal.environment)
+            } catch {
+                throw ConfigurationFailure(description: "\(error)")
+            }
         } catch {
-            throw ConfigurationFailure(description: "\(error)")
+            // A run that never started leaves its --summary-json too, with the reason.
+            try? writeSummary(RunSummary(), failure: "\(error)")
+            throw error
         }
         // Only listeners spend descriptors on strangers: say what they may use.
         if let files, admin != nil || built.source is HTTPSource {
@@ -90,6 +97,7 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")
+            try? writeSummary(runner.currentSummary, failure: "\(error)")
             throw ExitCode.failure
         }
         guard case .finished(let summary) = outcome else {

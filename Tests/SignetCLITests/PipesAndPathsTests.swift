@@ -78,16 +78,20 @@ struct PipesAndPathsTests {
         #expect(out.contains("firstexit=0"), CLI.describe(result))
     }
 
-    @Test("a file, a missing parent or a bad path as SIGNET_DATA_DIR: one usage line, exit 2, before the run", .ownThread)
+    @Test("a file, a missing parent or a bad path as SIGNET_DATA_DIR: one usage line, exit 2, before the run; --summary-json says why", .ownThread)
     func badDataDir() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try Data("x".utf8).write(to: URL(fileURLWithPath: dir.path("file")))
         for (path, expected) in [(dir.path("file"), "is a file, not a directory"), (dir.path("none/data"), "does not exist")] {
-            let result = try CLI.run(["run"], stdin: Data(), environment: try settings(dataDir: path))
+            let summary = dir.path("summary.json")
+            let result = try CLI.run(["run", "--summary-json", summary], stdin: Data(), environment: try settings(dataDir: path))
             #expect(result.exitCode == 2, CLI.describe(result))
             #expect(result.stderr.split(separator: "\n").count == 1, CLI.describe(result))
             #expect(result.stderr.contains(expected), CLI.describe(result))
+            let written = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: summary))) as? [String: Any]
+            #expect((written?["failure"] as? String)?.contains(expected) == true, "\(String(describing: written))")
+            #expect(written?["read"] as? Int == 0)
         }
     }
 
