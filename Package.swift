@@ -132,7 +132,7 @@ let package = Package(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "AppStoreModels", "SignetFixtures", "CMalloc",
+                "SignetAppStoreAPI", "AppStoreModels", "SignetFixtures", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -145,6 +145,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/SignetTestSupport"),
         .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
@@ -179,6 +180,7 @@ let package = Package(
             name: "SignetEndToEndTests",
             dependencies: [
                 "Signet", "SignetKafka", "SignetState", "SignetPostgres", "SignetFixtures", "AppStoreModels", "CSQLite", "SignetTestSupport",
+                "SignetOpenSSL", "SignetCore",
             ]),
     ],
     swiftLanguageModes: [.v6]

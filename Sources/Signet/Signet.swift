@@ -1,3 +1,4 @@
+import SignetAppStoreAPI
 import SignetCore
 import SignetHTTP
 import SignetJWS
@@ -11,10 +12,10 @@ public enum Signet {
     /// Signet's version, as `signet --version` prints it.
     public static let version = "0.1.0"
 
-    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`, `http`;
-    /// stores `sqlite`, `memory`, `postgres`, `auto`;
-    /// stages `decode`, `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`,
-    /// `file`, `kafka`. Add your own before loading a pipeline.
+    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`, `http`,
+    /// `appstore_history`; stores `sqlite`, `memory`, `postgres`, `auto`; stages `decode`,
+    /// `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`, `file`, `kafka`, `http`;
+    /// the `http:` section. Add your own before loading a pipeline.
     public static func makeRegistry() -> ComponentRegistry {
         var registry = ComponentRegistry()
         registry.registerCoreComponents()
@@ -24,6 +25,7 @@ public enum Signet {
         registry.registerKafkaComponents()
         registry.registerWebhookComponents()
         registry.registerHTTPComponents()
+        registry.registerAppStoreAPIComponents()
         return registry
     }
 }

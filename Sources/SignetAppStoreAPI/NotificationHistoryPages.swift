@@ -87,7 +87,8 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
                     restartedWindow = error
                 } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast && !clamped {
                     let lookback = client.configuration.notificationHistoryLookback.clampedNanoseconds / 1_000_000
-                    let start = WallClock.milliseconds() - lookback + NotificationHistoryPages.clampMargin
+                    // Never earlier than asked: a sub-window only moves its start forward.
+                    let start = Swift.max(request.startDate, WallClock.milliseconds() - lookback + NotificationHistoryPages.clampMargin)
                     guard start < request.endDate else { throw error }
                     client.logger.warning(
                         "App Store Server API: notification history start \(Self.iso(request.startDate)) is older than Apple keeps (\(lookback / 86_400_000) days in \(client.configuration.environment)); clamped to \(Self.iso(start))")

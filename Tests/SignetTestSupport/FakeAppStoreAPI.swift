@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import SignetCore
 import Synchronization
 
@@ -128,16 +129,25 @@ public final class FakeAppStoreAPI: Sendable {
         var historyPageSize = 20
         var delay: Duration = .zero
         var testNotificationPayload: String?
+        var testNotificationResults: [String] = ["SUCCESS"]
     }
 
     private let state = Mutex(State())
     private let server: Task<Void, any Error>
+    /// Runs the server, so ``stop()`` can shut it down gracefully: cancelling a NIO server
+    /// with an accepted connection not yet served traps ("Deinited NIOAsyncWriter without
+    /// calling finish()", apple/swift-nio#3481).
+    private let group: ServiceGroup
 
-    private init(environment: AppStoreEnvironment, port: Int, jwtCheck: FakeAppStoreAPIJWTCheck, server: Task<Void, any Error>) {
+    private init(
+        environment: AppStoreEnvironment, port: Int, jwtCheck: FakeAppStoreAPIJWTCheck, server: Task<Void, any Error>,
+        group: ServiceGroup
+    ) {
         self.environment = environment
         self.baseURL = "http://127.0.0.1:\(port)"
         self.jwtCheck = jwtCheck
         self.server = server
+        self.group = group
     }
 
     /// Starts a fake store of `environment` (its lookback: 180 days Production, 30 Sandbox).
@@ -167,21 +177,24 @@ public final class FakeAppStoreAPI: Sendable {
             },
             // Stopping cancels the server, which Hummingbird reports as errors: not the test's business.
             logger: Logger(label: "fake-appstore-api", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let server = Task { try await app.run() }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [app], logger: Logger(label: "fake-appstore-api", factory: { _ in SwiftLogNoOpLogHandler() })))
+        let server = Task { try await group.run() }
         var bound = 0
         for await value in port.stream { bound = value }
         guard bound != 0 else {
-            server.cancel()
+            await group.triggerGracefulShutdown()
             throw FakeAppStoreAPIError("the fake App Store Server API did not start")
         }
-        let fake = FakeAppStoreAPI(environment: environment, port: bound, jwtCheck: jwtCheck, server: server)
+        let fake = FakeAppStoreAPI(environment: environment, port: bound, jwtCheck: jwtCheck, server: server, group: group)
         box.withLock { $0 = fake }
         return fake
     }
 
-    /// Stops the server.
+    /// Stops the server: gracefully (answers in progress are finished), then waits for it.
     public func stop() async {
-        server.cancel()
+        await group.triggerGracefulShutdown()
         _ = try? await server.value
     }
 
@@ -236,6 +249,10 @@ public final class FakeAppStoreAPI: Sendable {
 
     /// The `signedPayload` Get Test Notification Status answers with.
     public func setTestNotificationPayload(_ signedPayload: String?) { state.withLock { $0.testNotificationPayload = signedPayload } }
+
+    /// The send attempts Get Test Notification Status reports (their `sendAttemptResult`s, in
+    /// order); default one `SUCCESS`.
+    public func setTestNotificationResults(_ results: [String]) { state.withLock { $0.testNotificationResults = results } }
 
     /// Every request so far, in arrival order.
     public var requests: [RecordedRequest] { state.withLock { $0.log } }
@@ -340,7 +357,7 @@ public final class FakeAppStoreAPI: Sendable {
             case .testNotificationStatus:
                 guard let payload = state.testNotifications[parameter ?? ""] else { return .error(404, 4_040_008) }
                 var object: [String: Any] = [
-                    "sendAttempts": [["attemptDate": Self.nowMilliseconds(), "sendAttemptResult": "SUCCESS"]]
+                    "sendAttempts": state.testNotificationResults.map { ["attemptDate": Self.nowMilliseconds(), "sendAttemptResult": $0] }
                 ]
                 if let payload { object["signedPayload"] = payload }
                 return .ok(object)

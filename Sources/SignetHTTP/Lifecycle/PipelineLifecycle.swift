@@ -46,9 +46,10 @@ public struct PipelineLifecycle: Sendable {
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .gracefullyShutdownGroup)
         }
-        // SIGHUP reopens the file sinks (log rotation) instead of ending the process (only
-        // when this lifecycle handles signals at all: not in tests that pass none).
-        if !signals.isEmpty, let reopener = SinkReopener(pipeline: pipeline.runner.pipeline, logger: logger) {
+        // SIGHUP reopens the file sinks (log rotation) instead of ending the process, when
+        // this lifecycle owns the process's signals (it handles SIGTERM, as `signet run`
+        // does); not in an embedder's or a test's lifecycle that handles others.
+        if signals.contains(.sigterm), let reopener = SinkReopener(pipeline: pipeline.runner.pipeline, logger: logger) {
             entries.append(
                 ServiceGroupConfiguration.ServiceConfiguration(
                     service: reopener, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))

@@ -1,0 +1,60 @@
+import Foundation
+
+/// How far a backfill is, for progress lines: what the checkpoint held when it started,
+/// what was fetched and committed since, and how much of the window that covers.
+public struct AppStoreHistoryProgress: Sendable, Equatable {
+    /// The window being backfilled (as clamped).
+    public var window: BackfillWindow
+    /// Whether this run resumed an unfinished checkpoint.
+    public var resumed: Bool
+    /// Pages and notifications the checkpoint held when this run started.
+    public var pagesAtStart: Int
+    public var notificationsAtStart: Int
+    /// Pages and notifications fetched by this run (committed or not).
+    public var pagesFetched: Int
+    public var notificationsFetched: Int
+    /// Pages committed in all, this run and earlier ones.
+    public var pagesCommitted: Int
+    /// Milliseconds of the window covered when this run started, and now (by fetched pages).
+    public var coveredAtStart: Int64
+    public var covered: Int64
+    /// Whether every sub-window's last page was committed.
+    public var finished: Bool
+
+    /// The share of the window covered, 0...1.
+    public var fraction: Double {
+        window.milliseconds > 0 ? min(1, Double(covered) / Double(window.milliseconds)) : 1
+    }
+
+    /// Seconds left at the pace of this run (`elapsed` seconds so far), nil before there is a pace.
+    public func secondsLeft(elapsed: Double) -> Double? {
+        let gained = covered - coveredAtStart
+        guard gained > 0, elapsed > 0 else { return nil }
+        return Double(max(0, window.milliseconds - covered)) * elapsed / Double(gained)
+    }
+}
+
+extension AppStoreHistoryProgress {
+    /// One progress line for people: pages, notifications, `newEvents` (what the pipeline
+    /// delivered), the rate of this run over `elapsed` seconds, and the time left.
+    public func line(newEvents: Int, elapsed: Double) -> String {
+        let rate = elapsed > 0 ? Double(notificationsFetched) / elapsed : 0
+        var line = "\(pagesAtStart + pagesFetched) pages, \(notificationsAtStart + notificationsFetched) notifications, "
+            + "\(newEvents) new events, \(String(format: "%.1f", rate)) notifications/s, \(Int(fraction * 100))% of the window"
+        if finished {
+            line += ", done"
+        } else if let left = secondsLeft(elapsed: elapsed) {
+            line += ", about \(Self.duration(left)) left"
+        }
+        if resumed { line += " (resumed after \(pagesAtStart) pages)" }
+        return line
+    }
+
+    /// `42s`, `3m07s`, `2h05m`.
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        if total < 60 { return "\(total)s" }
+        if total < 3600 { return "\(total / 60)m\(String(format: "%02d", total % 60))s" }
+        return "\(total / 3600)h\(String(format: "%02d", total % 3600 / 60))m"
+    }
+}

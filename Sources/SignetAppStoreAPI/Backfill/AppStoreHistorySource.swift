@@ -1,0 +1,365 @@
+import AppStoreModels
+import Foundation
+import Logging
+import SignetCore
+import Synchronization
+
+/// A source of the notifications Apple sent in a window, read back from Get Notification
+/// History: each item becomes the record a webhook would have received,
+/// `{"signedPayload": "..."}`, so the pipeline's own decode, verify, dedupe, transition and
+/// sinks handle it, and what was processed before is dropped by dedupe.
+///
+/// The window is split into sub-windows (Apple's pages of one window come one after the
+/// other), fetched by `parallelism` tasks at once through one client, so all of them share
+/// its rate limit. Each sub-window is a stream of its own (`appstore-history/N`); a page is
+/// recorded in the checkpoint (``BackfillCheckpoint``) only once the runner committed every
+/// record of it, and a restart resumes every sub-window after its last recorded page. A
+/// checkpoint whose sub-windows are all done is finished: the next open starts the
+/// configured window afresh.
+public final class AppStoreHistorySource: Source {
+    public struct Options: Sendable {
+        /// Where the window starts and ends, as ``BackfillWindow/instant(_:now:)`` reads them
+        /// (`72h`, an ISO-8601 date, UNIX ms); `end` nil is now. Used when no unfinished
+        /// checkpoint exists.
+        public var start: String
+        public var end: String?
+        /// Only notifications Apple never delivered successfully (`onlyFailures`).
+        public var onlyFailures = false
+        /// Sub-windows the window is split into.
+        public var subWindows = 16
+        /// Sub-windows fetched at the same time.
+        public var parallelism = 4
+        /// The checkpoint file.
+        public var checkpointPath: String
+
+        public init(start: String, end: String? = nil, checkpointPath: String) {
+            self.start = start
+            self.end = end
+            self.checkpointPath = checkpointPath
+        }
+    }
+
+    /// The stream name of sub-window `index` in record positions.
+    public static func streamName(_ index: Int) -> String { "appstore-history/\(index)" }
+
+    public let options: Options
+    private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
+    private let logger: Logger
+    /// Checkpoint reads and writes (write + fsync + rename) block: off the cooperative pool, in order.
+    private let executor = BlockingExecutor(label: "signet.appstore-history")
+    private let buffer: HistoryPageBuffer
+    private let state = Mutex(State())
+    /// The sequence number of the last checkpoint written, so an older snapshot never
+    /// overwrites a newer one.
+    private let written = Mutex<Int>(0)
+
+    /// A page handed to the runner whose records are not all committed yet.
+    private struct PendingPage {
+        var lastOffset: Int64
+        var request: NotificationHistoryRequest
+        var nextPaginationToken: String?
+        var notifications: Int
+        var coveredUntil: Int64?
+    }
+
+    private struct Stream {
+        var nextOffset: Int64 = 0
+        var committedOffset: Int64 = -1
+        var pending: [PendingPage] = []
+        /// How far the fetched (not necessarily committed) pages reach, for progress.
+        var fetchedCovered: Int64 = 0
+    }
+
+    private struct State {
+        var client: AppStoreServerAPIClient?
+        var checkpoint: BackfillCheckpoint?
+        var streams: [Stream] = []
+        var leftover: [Record] = []
+        var fetcher: Task<Void, Never>?
+        var stopped = false
+        var resumed = false
+        var pagesAtStart = 0
+        var notificationsAtStart = 0
+        var coveredAtStart: Int64 = 0
+        var pagesFetched = 0
+        var notificationsFetched = 0
+        var saveSequence = 0
+        /// Sub-windows no fetcher has taken yet.
+        var unclaimed: [Int] = []
+    }
+
+    /// - Parameter makeClient: builds the API client when the source opens (so loading or
+    ///   linting a pipeline needs no credentials); the source shuts it down when it closes.
+    public init(
+        options: Options, logger: Logger = Logger(label: "signet.appstore-history"),
+        makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient
+    ) {
+        self.options = options
+        self.makeClient = makeClient
+        self.logger = logger
+        self.buffer = HistoryPageBuffer(capacity: max(2, 2 * options.parallelism))
+    }
+
+    /// Progress so far (safe to call while running).
+    public var progress: AppStoreHistoryProgress? {
+        state.withLock { state in
+            guard let checkpoint = state.checkpoint else { return nil }
+            var covered: Int64 = 0
+            for (index, sub) in checkpoint.subWindows.enumerated() {
+                covered += max(sub.coveredMilliseconds, state.streams[index].fetchedCovered)
+            }
+            return AppStoreHistoryProgress(
+                window: checkpoint.window, resumed: state.resumed, pagesAtStart: state.pagesAtStart,
+                notificationsAtStart: state.notificationsAtStart, pagesFetched: state.pagesFetched,
+                notificationsFetched: state.notificationsFetched, pagesCommitted: checkpoint.pages,
+                coveredAtStart: state.coveredAtStart, covered: covered, finished: checkpoint.isFinished)
+        }
+    }
+
+    // MARK: - Source
+
+    public func open() async throws {
+        let now = WallClock.milliseconds()
+        let client: AppStoreServerAPIClient
+        do {
+            client = try makeClient()
+        } catch {
+            throw SourceError("appstore_history: \(error)")
+        }
+        let path = options.checkpointPath
+        let checkpoint: BackfillCheckpoint
+        do {
+            // File system work: on the source's own thread, like the checkpoint writes.
+            checkpoint = try await executor.run { [self] in
+                let folder = (path as NSString).deletingLastPathComponent
+                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                return try startingCheckpoint(client: client, now: now)
+            }
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        let resumed = checkpoint.pages > 0 || checkpoint.subWindows.contains(where: \.done)
+        state.withLock { state in
+            state.client = client
+            state.checkpoint = checkpoint
+            state.streams = Array(repeating: Stream(), count: checkpoint.subWindows.count)
+            state.resumed = resumed
+            state.pagesAtStart = checkpoint.pages
+            state.notificationsAtStart = checkpoint.notifications
+            state.coveredAtStart = checkpoint.coveredMilliseconds
+        }
+        // Written before the first page, so a kill at any point leaves the window to resume.
+        try await save()
+        let fetcher = Task { [self] in await fetch(client: client, checkpoint: checkpoint) }
+        state.withLock { $0.fetcher = fetcher }
+    }
+
+    /// The unfinished checkpoint to resume, or a new one for the configured window.
+    private func startingCheckpoint(client: AppStoreServerAPIClient, now: Int64) throws -> BackfillCheckpoint {
+        let configuration = client.configuration
+        let environment = configuration.environment.rawValue
+        let bundleId = configuration.credentials.bundleId
+        if let saved = try BackfillCheckpoint.load(options.checkpointPath), !saved.isFinished {
+            guard saved.environment == environment, saved.bundleId == bundleId else {
+                throw SourceError(
+                    "the unfinished backfill in '\(options.checkpointPath)' is of \(saved.bundleId) (\(saved.environment)), not \(bundleId) (\(environment)); remove it (or use --restart) to start over")
+            }
+            logger.notice(
+                "resuming the unfinished backfill of \(saved.window) (\(saved.pages) pages, \(saved.notifications) notifications done)")
+            return saved
+        }
+        guard let start = BackfillWindow.instant(options.start, now: now) else {
+            throw SourceError("appstore_history: start '\(options.start)' is not \(BackfillWindow.instantForms)")
+        }
+        var end = now
+        if let text = options.end {
+            guard let instant = BackfillWindow.instant(text, now: now) else {
+                throw SourceError("appstore_history: end '\(text)' is not \(BackfillWindow.instantForms)")
+            }
+            end = min(instant, now)
+        }
+        var window = BackfillWindow(start: start, end: end)
+        if let clamped = window.clamped(lookback: configuration.notificationHistoryLookback, now: now) {
+            logger.warning(
+                "the backfill window starts \(BackfillWindow.iso(start)), older than Apple keeps notification history (\(configuration.notificationHistoryLookback.clampedNanoseconds / 86_400_000_000_000) days in \(environment)); clamped to \(clamped)")
+            window = clamped
+        }
+        guard window.start < window.end else {
+            throw SourceError("appstore_history: the window \(window) is empty (its start must come before its end and lie within Apple's lookback)")
+        }
+        return BackfillCheckpoint(
+            window: window, onlyFailures: options.onlyFailures, environment: environment, bundleId: bundleId,
+            subWindowCount: options.subWindows, startedAt: now)
+    }
+
+    /// Pages through every unfinished sub-window, `parallelism` at a time, into ``buffer``.
+    private func fetch(client: AppStoreServerAPIClient, checkpoint: BackfillCheckpoint) async {
+        state.withLock { $0.unclaimed = checkpoint.subWindows.indices.filter { !checkpoint.subWindows[$0].done } }
+        let workers = max(1, min(options.parallelism, checkpoint.subWindows.count))
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<workers {
+                    group.addTask { [self] in
+                        while let index = claimSubWindow() {
+                            let sub = checkpoint.subWindows[index]
+                            for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
+                                guard await buffer.send(.init(subWindow: index, page: page)) else { return }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            buffer.finish()
+        } catch {
+            buffer.finish(failure: error)
+        }
+    }
+
+    /// The next sub-window no fetcher has taken yet.
+    private func claimSubWindow() -> Int? {
+        state.withLock { $0.unclaimed.isEmpty ? nil : $0.unclaimed.removeFirst() }
+    }
+
+    public func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        guard var records: [Record] = state.withLock({ state in
+            // After stop() nothing more is handed out; what was not committed is fetched again next run.
+            if state.stopped { return nil }
+            let taken = Array(state.leftover.prefix(maxRecords))
+            state.leftover.removeFirst(taken.count)
+            return taken
+        }) else { return nil }
+        var changed = false
+        while records.count < maxRecords {
+            let fetched: HistoryPageBuffer.Fetched?
+            if records.isEmpty {
+                fetched = try await buffer.next()
+            } else {
+                fetched = buffer.poll()
+            }
+            guard let fetched else { break }
+            let (made, popped) = accept(fetched)
+            changed = changed || popped
+            let room = maxRecords - records.count
+            records += made.prefix(room)
+            if made.count > room { state.withLock { $0.leftover += made.dropFirst(room) } }
+        }
+        // An empty page after everything committed is recorded at once (no record will commit it).
+        if changed { try await save() }
+        return records.isEmpty ? nil : records
+    }
+
+    /// Turns a fetched page into records with positions, and remembers the page until they commit.
+    /// Returns the records and whether the checkpoint advanced (an empty page).
+    private func accept(_ fetched: HistoryPageBuffer.Fetched) -> ([Record], Bool) {
+        let page = fetched.page
+        let stream = Self.streamName(fetched.subWindow)
+        let coveredUntil = page.items.compactMap { $0.sendAttempts.first?.attemptDate }.max()
+        return state.withLock { state in
+            var records: [Record] = []
+            records.reserveCapacity(page.items.count)
+            var offset = state.streams[fetched.subWindow].nextOffset
+            for item in page.items {
+                records.append(Record(raw: Self.envelope(item.signedPayload), position: SourcePosition(stream: stream, offset: offset)))
+                offset += 1
+            }
+            state.streams[fetched.subWindow].nextOffset = offset
+            state.streams[fetched.subWindow].pending.append(PendingPage(
+                lastOffset: offset - 1, request: page.request, nextPaginationToken: page.nextPaginationToken,
+                notifications: page.items.count, coveredUntil: coveredUntil))
+            let span = page.request.endDate - page.request.startDate
+            let reach = page.nextPaginationToken == nil ? span : min(span, max(0, (coveredUntil ?? page.request.startDate) - page.request.startDate))
+            state.streams[fetched.subWindow].fetchedCovered = max(state.streams[fetched.subWindow].fetchedCovered, reach)
+            state.pagesFetched += 1
+            state.notificationsFetched += page.items.count
+            let popped = page.items.isEmpty && advance(&state, subWindow: fetched.subWindow)
+            return (records, popped)
+        }
+    }
+
+    /// Records in the checkpoint every page of `subWindow` whose records are all committed.
+    private func advance(_ state: inout State, subWindow index: Int) -> Bool {
+        var advanced = false
+        guard var checkpoint = state.checkpoint else { return false }
+        while let first = state.streams[index].pending.first, first.lastOffset <= state.streams[index].committedOffset {
+            state.streams[index].pending.removeFirst()
+            var sub = checkpoint.subWindows[index]
+            sub.request = first.request
+            sub.paginationToken = first.nextPaginationToken
+            sub.pages += 1
+            sub.notifications += first.notifications
+            sub.done = first.nextPaginationToken == nil
+            if let covered = first.coveredUntil { sub.coveredUntil = max(covered, sub.coveredUntil ?? covered) }
+            checkpoint.subWindows[index] = sub
+            advanced = true
+        }
+        state.checkpoint = checkpoint
+        return advanced
+    }
+
+    /// `{"signedPayload":"..."}`, what Apple POSTs to the webhook.
+    static func envelope(_ signedPayload: String) -> [UInt8] {
+        // A compact JWS is base64url and dots: nothing to escape. Anything else is escaped properly.
+        if signedPayload.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return Array("{\"signedPayload\":\"\(signedPayload)\"}".utf8)
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])) ?? Data()
+        return Array(data)
+    }
+
+    public func commit(_ positions: [SourcePosition]) async throws {
+        var highest: [Int: Int64] = [:]
+        for position in positions {
+            guard position.stream.hasPrefix("appstore-history/"), let index = Int(position.stream.dropFirst("appstore-history/".count))
+            else { continue }
+            highest[index] = max(highest[index] ?? -1, position.offset)
+        }
+        let advanced = state.withLock { state in
+            var advanced = false
+            for (index, offset) in highest where index < state.streams.count {
+                state.streams[index].committedOffset = max(state.streams[index].committedOffset, offset)
+                if advance(&state, subWindow: index) { advanced = true }
+            }
+            return advanced
+        }
+        if advanced { try await save() }
+    }
+
+    /// Writes the checkpoint as it is now (atomically, on ``executor``).
+    private func save() async throws {
+        guard let (checkpoint, sequence) = state.withLock({ state -> (BackfillCheckpoint, Int)? in
+            guard let checkpoint = state.checkpoint else { return nil }
+            state.saveSequence += 1
+            return (checkpoint, state.saveSequence)
+        }) else { return }
+        let path = options.checkpointPath
+        try await executor.run { [self] in
+            try written.withLock { last in
+                guard sequence > last else { return }
+                try checkpoint.save(to: path)
+                last = sequence
+            }
+        }
+    }
+
+    public func stop() async {
+        let fetcher = state.withLock { state in
+            state.stopped = true
+            return state.fetcher
+        }
+        buffer.stop()
+        fetcher?.cancel()
+    }
+
+    public func close() async throws {
+        let (fetcher, client) = state.withLock { state in
+            defer { state.fetcher = nil; state.client = nil }
+            return (state.fetcher, state.client)
+        }
+        buffer.stop()
+        fetcher?.cancel()
+        await fetcher?.value
+        try await client?.shutdown()
+    }
+}

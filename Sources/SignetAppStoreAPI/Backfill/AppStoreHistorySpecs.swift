@@ -1,0 +1,41 @@
+import SignetCore
+
+extension ComponentSpec {
+    /// `source: {type: appstore_history}`.
+    public static let appStoreHistorySource = ComponentSpec(
+        name: "appstore_history",
+        summary: "notifications Apple sent in a window, read back from Get Notification History (backfill)",
+        description: """
+            Each history item becomes the record the webhook would have received ({"signedPayload": ...}), so decode, \
+            verify, dedupe and transition treat it like any notification, and what was processed before is dropped. \
+            The window is split into sub-windows fetched concurrently within the client's rate limit; a page is recorded \
+            in the checkpoint once all its records are committed, and a restart resumes there. `signet backfill` runs a \
+            pipeline with this source (docs/appstore-api.md).
+            """,
+        fields: [
+            ConfigField(
+                "start", .string, .required,
+                "where the window starts: a duration before now (72h, 30d), an ISO-8601 date or date-time, or UNIX ms; older than Apple keeps (180 days Production, 30 Sandbox) is clamped with a warning",
+                example: "72h"),
+            ConfigField("end", .string, .optional, "where the window ends (exclusive), in the same forms; default now", example: "2026-11-01T00:00:00Z"),
+            ConfigField("only_failures", .bool, .default("false"), "only notifications Apple never delivered successfully (onlyFailures)"),
+            ConfigField("sub_windows", .int(1...1000), .default("16"), "parts the window is split into (Apple pages one window sequentially)", advanced: true),
+            ConfigField("parallelism", .int(1...64), .default("4"), "sub-windows fetched at the same time (all within requests_per_second)", advanced: true),
+            ConfigField(
+                "checkpoint", .string, .default("${SIGNET_DATA_DIR:signet-data}/backfill.json"),
+                "where committed pages are kept (replaced atomically); an unfinished backfill there is resumed, a finished one replaced"),
+            ConfigField("key_id", .string, .default("${SIGNET_APPSTORE_KEY_ID}"), "the In-App Purchase key's id (App Store Connect: Users and Access > Integrations > In-App Purchase)"),
+            ConfigField("issuer_id", .string, .default("${SIGNET_APPSTORE_ISSUER_ID}"), "the issuer id shown above the key list"),
+            ConfigField("private_key", .string, .default("${SIGNET_APPSTORE_PRIVATE_KEY}"), "path to the key's .p8 file"),
+            ConfigField("bundle_id", .string, .default("${SIGNET_BUNDLE_ID}"), "the app's bundle id"),
+            ConfigField("environment", .string, .default("${SIGNET_ENVIRONMENT:Sandbox}"), "Sandbox or Production: which host, lookback and rate limit"),
+            ConfigField("api_url", .string, .default("${SIGNET_APPSTORE_API_URL:}"), "base URL instead of Apple's host (a proxy, tests); empty: Apple's", advanced: true),
+            ConfigField(
+                "requests_per_second", .int(1...1000), .optional,
+                "history requests per second for the whole process (default 40 Production, 4 Sandbox: below Apple's per-app limit)",
+                advanced: true),
+        ],
+        examples: [
+            "source:\n  type: appstore_history\n  start: 72h\n  only_failures: true\n  checkpoint: ${SIGNET_DATA_DIR:signet-data}/backfill.json"
+        ])
+}

@@ -1,0 +1,129 @@
+import Foundation
+import SignetCore
+
+/// What a backfill has committed: its window and, per sub-window, the request and the
+/// pagination token to resume after. Kept as JSON in one file, replaced atomically.
+///
+/// A page is recorded only once every record made from it was committed by the runner
+/// (state written, every sink acknowledged), so resuming after the recorded token never
+/// skips a notification; it may fetch the page after it again, which dedupe drops.
+public struct BackfillCheckpoint: Codable, Sendable, Equatable {
+    /// One sub-window's progress.
+    public struct SubWindow: Codable, Sendable, Equatable {
+        /// The body to send (its start may have been clamped by the client on 4000012).
+        public var request: NotificationHistoryRequest
+        /// The token after the last committed page; nil before the first page or when done.
+        public var paginationToken: String?
+        /// Pages committed.
+        public var pages: Int
+        /// Notifications committed.
+        public var notifications: Int
+        /// Whether its last page was committed.
+        public var done: Bool
+        /// The latest send date among the committed notifications (for the estimate of time left).
+        public var coveredUntil: Int64?
+
+        public init(request: NotificationHistoryRequest) {
+            self.request = request
+            self.pages = 0
+            self.notifications = 0
+            self.done = false
+        }
+
+        /// How much of its span is behind it, in milliseconds.
+        public var coveredMilliseconds: Int64 {
+            let span = max(0, request.endDate - request.startDate)
+            if done { return span }
+            guard let coveredUntil else { return 0 }
+            return min(span, max(0, coveredUntil - request.startDate))
+        }
+    }
+
+    public static let currentVersion = 1
+
+    public var version: Int
+    public var window: BackfillWindow
+    public var onlyFailures: Bool
+    /// The store and app the pages come from: a checkpoint of another one is not resumed.
+    public var environment: String
+    public var bundleId: String
+    /// When the backfill started (UNIX ms).
+    public var startedAt: Int64
+    public var subWindows: [SubWindow]
+
+    public init(window: BackfillWindow, onlyFailures: Bool, environment: String, bundleId: String, subWindowCount: Int, startedAt: Int64) {
+        self.version = Self.currentVersion
+        self.window = window
+        self.onlyFailures = onlyFailures
+        self.environment = environment
+        self.bundleId = bundleId
+        self.startedAt = startedAt
+        self.subWindows = window.split(into: subWindowCount).map { part in
+            SubWindow(request: NotificationHistoryRequest(
+                startDate: part.start, endDate: part.end, onlyFailures: onlyFailures ? true : nil))
+        }
+    }
+
+    /// Whether every sub-window's last page was committed.
+    public var isFinished: Bool { subWindows.allSatisfy(\.done) }
+    public var pages: Int { subWindows.reduce(0) { $0 + $1.pages } }
+    public var notifications: Int { subWindows.reduce(0) { $0 + $1.notifications } }
+    public var coveredMilliseconds: Int64 { subWindows.reduce(0) { $0 + $1.coveredMilliseconds } }
+
+    /// The checkpoint at `path`, nil when there is none.
+    /// - Throws: ``SourceError`` when the file exists but is not a checkpoint.
+    public static func load(_ path: String) throws -> BackfillCheckpoint? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            let checkpoint = try JSONDecoder().decode(BackfillCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            guard checkpoint.version == currentVersion else {
+                throw SourceError("version \(checkpoint.version), this signet writes \(currentVersion)")
+            }
+            return checkpoint
+        } catch {
+            throw SourceError("the backfill checkpoint '\(path)' is unreadable (\(error)); remove it (or use --restart) to start over")
+        }
+    }
+
+    /// Writes the checkpoint so that a crash at any point leaves the old or the new one:
+    /// a temporary file beside it, fsync, rename over, fsync of the folder. Blocking: call
+    /// it on a ``BlockingExecutor``.
+    public func save(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(self)
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.failure("cannot create", temporary) }
+        var written = 0
+        let ok = data.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let result = write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += result
+            }
+            return fsync(fd) == 0
+        }
+        let error = Self.failure("cannot write", temporary)
+        close(fd)
+        guard ok else {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else { throw Self.failure("cannot rename over", path) }
+        // The rename itself is durable only once the folder is.
+        let folder = (path as NSString).deletingLastPathComponent
+        let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+
+    private static func failure(_ what: String, _ path: String) -> SourceError {
+        SourceError("\(what) the backfill checkpoint '\(path)': \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,177 @@
+import AppStoreModels
+import ArgumentParser
+import Foundation
+import Logging
+import SignetAppStoreAPI
+import SignetCore
+import SignetHTTP
+import SignetState
+
+/// `signet backfill`: replays the notifications Apple sent in a window (Get Notification
+/// History) through a pipeline, so what Signet missed produces its events now.
+struct BackfillCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backfill",
+        abstract: "Recovers the notifications Apple sent while Signet was away, from Apple's notification history.",
+        discussion: """
+            Asks the App Store Server API (Get Notification History) for every notification Apple sent in the window and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): what was processed before is dropped by dedupe, so only what was missed produces events (stdout for the default pipeline; rejects in $SIGNET_DATA_DIR/dead-letter.ndjson). Running it twice emits nothing the second time.
+
+            It needs an In-App Purchase API key. Create one in App Store Connect under Users and Access > Integrations > In-App Purchase (Generate API Key), download its .p8 file once, and note its key id and the issuer id shown above the list:
+              SIGNET_APPSTORE_KEY_ID       the key id, e.g. 2X9R4HXF34
+              SIGNET_APPSTORE_ISSUER_ID    the issuer id (a UUID)
+              SIGNET_APPSTORE_PRIVATE_KEY  path to the .p8 file
+              SIGNET_BUNDLE_ID             your app's bundle id
+              SIGNET_ENVIRONMENT           Sandbox (default) or Production (Production also needs SIGNET_APP_APPLE_ID)
+              SIGNET_APPSTORE_API_URL      another base URL (a proxy); default Apple's host
+
+            The window: --since and --until take a duration before now (72h, 30d), an ISO-8601 date or date-time, or UNIX milliseconds; --until defaults to now. Apple keeps 180 days of history in Production and 30 in Sandbox: an older start is clamped, with a warning, before anything is fetched.
+
+            The window is split into sub-windows fetched concurrently, all within the client's rate limit (40 requests/s Production, 4 Sandbox). Progress goes to stderr every few seconds (pages, notifications, new events, rate, time left). Pages are checkpointed in $SIGNET_DATA_DIR/backfill.json once every notification of them was committed: after kill -9, Ctrl-C or a failure, the same command resumes the unfinished backfill (its own window) where it stopped; --restart discards it. Ctrl-C (SIGINT) or SIGTERM stops after delivering and committing what is in flight.
+
+            Examples:
+              signet backfill --since 72h >> events.ndjson
+              signet backfill --since 2026-10-01 --until 2026-10-15 --only-failures
+              signet backfill --since 30d --pipeline Pipelines/kafka.yaml
+            """)
+
+    @Option(name: .long, help: "Where the window starts: 72h, 30d, an ISO-8601 date(-time), or UNIX ms.")
+    var since: String
+
+    @Option(name: .long, help: "Where the window ends (exclusive), in the same forms (default: now).")
+    var until: String?
+
+    @Option(name: .long, help: "The pipeline file whose stages, store and sinks to use (default: the embedded Pipelines/stdin.yaml); its source is replaced.")
+    var pipeline: String?
+
+    @Flag(name: .long, help: "Only notifications Apple never delivered successfully.")
+    var onlyFailures = false
+
+    @Flag(name: .long, help: "Discard an unfinished backfill's checkpoint and start this window afresh.")
+    var restart = false
+
+    @Option(name: .long, help: .hidden)
+    var progressInterval: Double = 5
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .warning
+
+    @Option(name: .long, help: "Log format: text, or json (one object per line, for log shippers).")
+    var logFormat: Terminal.LogFormat = .text
+
+    func validate() throws {
+        let now = WallClock.milliseconds()
+        guard BackfillWindow.instant(since, now: now) != nil else {
+            throw ValidationError("--since '\(since)' is not \(BackfillWindow.instantForms)")
+        }
+        if let until, BackfillWindow.instant(until, now: now) == nil {
+            throw ValidationError("--until '\(until)' is not \(BackfillWindow.instantForms)")
+        }
+        guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
+    }
+
+    func run() async throws {
+        Terminal.bootstrapLogging(level: logLevel, format: logFormat)
+        signal(SIGPIPE, SIG_IGN)
+        let environment = Terminal.environment
+        let api: AppStoreAPIConfiguration
+        do {
+            api = try AppStoreAPIConfiguration.fromEnvironment(environment)
+        } catch {
+            throw ConfigurationFailure(description: "signet backfill: \(error.message) (see `signet help backfill`)")
+        }
+        let text = try PipelineSourceText(pipeline)
+        try text.checkDataDirectory()
+        var built = try PipelineLoader.loadForCommand(text)
+        let checkpointPath = (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/backfill.json"
+        let window = try plannedWindow(api: api, checkpointPath: checkpointPath)
+
+        var options = AppStoreHistorySource.Options(start: String(window.start), end: String(window.end), checkpointPath: checkpointPath)
+        options.onlyFailures = onlyFailures
+        let logger = Logger(label: "signet.backfill")
+        let source = AppStoreHistorySource(options: options, logger: logger) {
+            AppStoreServerAPIClient(configuration: api, logger: logger)
+        }
+        built.source = source
+        // This command reports its own progress (pages, time left) instead of the runner's.
+        built.settings.progressInterval = nil
+        let runner = PipelineRunner(pipeline: built)
+        let started = ContinuousClock.now
+        @Sendable func line() -> String {
+            let events = runner.currentSummary.delivered
+            guard let progress = source.progress else { return "starting, \(events) new events" }
+            return progress.line(newEvents: events, elapsed: (ContinuousClock.now - started).seconds)
+        }
+        let interval = Duration.milliseconds(Int64(progressInterval * 1000))
+        let progress = Task {
+            while (try? await Task.sleep(for: interval)) != nil { Terminal.note("backfill: \(line())") }
+        }
+        defer { progress.cancel() }
+
+        let outcome: PipelineService.Outcome
+        do {
+            outcome = try await PipelineLifecycle(runner: runner).run()
+        } catch let error as StateStoreError where error.isInUse {
+            throw ConfigurationFailure(description: "signet: \(error)")
+        } catch let error as SinkError {
+            Terminal.error("\(error.description) (\(runner.currentSummary.delivered) delivered before it)")
+            throw ExitCode.failure
+        } catch {
+            Terminal.error("backfill failed: \(error)")
+            Terminal.error("\(line()); committed pages are kept in \(checkpointPath): run the same command again to resume")
+            throw ExitCode.failure
+        }
+        progress.cancel()
+        guard case .finished(let summary) = outcome else {
+            Terminal.error("the drain did not finish within settings.shutdown_timeout; run the same command again to resume")
+            throw ExitCode.failure
+        }
+        let finished = source.progress?.finished ?? false
+        Terminal.note("\(finished ? "backfill done" : "backfill stopped; run the same command again to resume"): \(line())")
+        Terminal.note(summary.description)
+        if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
+    }
+
+    /// The window to backfill: an unfinished checkpoint's (said on stderr), else `--since`
+    /// ..< `--until` clamped to Apple's lookback (with a warning).
+    private func plannedWindow(api: AppStoreAPIConfiguration, checkpointPath: String) throws -> BackfillWindow {
+        if restart, FileManager.default.fileExists(atPath: checkpointPath) {
+            try FileManager.default.removeItem(atPath: checkpointPath)
+            Terminal.note("--restart: discarded the backfill checkpoint \(checkpointPath)")
+        }
+        let saved: BackfillCheckpoint?
+        do {
+            saved = try BackfillCheckpoint.load(checkpointPath)
+        } catch {
+            throw ConfigurationFailure(description: "signet: \(error)")
+        }
+        if let saved, !saved.isFinished {
+            let bundleId = api.credentials.bundleId, environment = api.environment.rawValue
+            guard saved.bundleId == bundleId, saved.environment == environment else {
+                throw ConfigurationFailure(
+                    description: "signet backfill: the unfinished backfill in \(checkpointPath) is of \(saved.bundleId) (\(saved.environment)), "
+                        + "not \(bundleId) (\(environment)); --restart discards it")
+            }
+            Terminal.note(
+                "resuming the unfinished backfill of \(saved.window)\(saved.onlyFailures ? " (only failures)" : ""): "
+                    + "\(saved.pages) pages, \(saved.notifications) notifications done (--restart discards it)")
+            return saved.window
+        }
+        let now = WallClock.milliseconds()
+        // validate() checked both parse.
+        var window = BackfillWindow(
+            start: BackfillWindow.instant(since, now: now) ?? now,
+            end: min(now, until.flatMap { BackfillWindow.instant($0, now: now) } ?? now))
+        if let clamped = window.clamped(lookback: api.notificationHistoryLookback, now: now) {
+            let days = api.notificationHistoryLookback.clampedNanoseconds / 86_400_000_000_000
+            Terminal.error(
+                "warning: --since \(BackfillWindow.iso(window.start)) is older than Apple keeps notification history "
+                    + "(\(days) days in \(api.environment.rawValue)); the window is clamped to \(clamped)")
+            window = clamped
+        }
+        guard window.start < window.end else {
+            throw ConfigurationFailure(description: "signet backfill: the window \(window) is empty (--since must come before --until and lie within Apple's lookback)")
+        }
+        Terminal.note("backfilling \(window)\(onlyFailures ? " (only failures)" : "") from \(api.baseURL)")
+        return window
+    }
+}

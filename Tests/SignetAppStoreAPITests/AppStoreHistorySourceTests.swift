@@ -1,0 +1,163 @@
+import AppStoreModels
+import Foundation
+import SignetAppStoreAPI
+import SignetCore
+import SignetTestSupport
+import Testing
+
+/// The `appstore_history` source in process, against the fake: records, positions per
+/// sub-window, and a checkpoint that records a page only once all its records committed.
+@Suite("appstore_history source")
+struct AppStoreHistorySourceTests {
+    @Test("instants: durations before now, ISO-8601, UNIX ms; nothing else")
+    func instants() {
+        let now: Int64 = 1_800_000_000_000
+        #expect(BackfillWindow.instant("72h", now: now) == now - 72 * 3_600_000)
+        #expect(BackfillWindow.instant("30d", now: now) == now - 30 * 86_400_000)
+        #expect(BackfillWindow.instant("2026-11-01T00:00:00Z", now: now) == 1_793_491_200_000)
+        #expect(BackfillWindow.instant("2026-11-01", now: now) == 1_793_491_200_000)
+        #expect(BackfillWindow.instant("1793491200000", now: now) == 1_793_491_200_000)
+        for bad in ["", "72", "h", "-3d", "yesterday", "2026-13-01", "99999999999999999999d"] {
+            #expect(BackfillWindow.instant(bad, now: now) == nil, "\(bad)")
+        }
+    }
+
+    @Test("split covers the window exactly; clamping moves only a start beyond the lookback, once")
+    func splitAndClamp() {
+        let window = BackfillWindow(start: 1000, end: 1107)
+        let parts = window.split(into: 4)
+        #expect(parts.count == 4 && parts.first?.start == 1000 && parts.last?.end == 1107)
+        #expect(zip(parts, parts.dropFirst()).allSatisfy { $0.end == $1.start })
+        #expect(BackfillWindow(start: 0, end: 3).split(into: 16).count == 3)
+
+        let day: Int64 = 86_400_000
+        let now: Int64 = 400 * day
+        let lookback = Duration.seconds(30 * 86_400)
+        #expect(BackfillWindow(start: now - 29 * day, end: now).clamped(lookback: lookback, now: now) == nil)
+        let clamped = BackfillWindow(start: now - 45 * day, end: now).clamped(lookback: lookback, now: now)
+        #expect(clamped == BackfillWindow(start: now - 30 * day + 3_600_000, end: now))
+        // Clamped a moment ago: not clamped again.
+        #expect(clamped?.clamped(lookback: lookback, now: now + 60_000) == nil)
+    }
+
+    @Test("a page is checkpointed only once every record of it committed; a new source resumes after it")
+    func checkpointFollowsCommits() async throws {
+        let bed = try APITestBed()
+        let fake = try await bed.startFake()
+        let directory = try TemporaryDirectory(prefix: "signet-history")
+        defer { directory.remove() }
+        do {
+            fake.setPageSizes(notifications: 5)
+            fake.addNotifications(APITestBed.history(12))
+            let checkpointPath = directory.path("backfill.json")
+            @Sendable func source() -> AppStoreHistorySource {
+                var options = AppStoreHistorySource.Options(start: "2d", checkpointPath: checkpointPath)
+                options.subWindows = 1
+                return AppStoreHistorySource(options: options) { try bed.client(fake) }
+            }
+
+            let first = source()
+            try await first.open()
+            // Page 1 and two records of page 2 (pages arrive one at a time: read until seven).
+            var batch: [Record] = []
+            while batch.count < 7, let more = try await first.nextBatch(maxRecords: 7 - batch.count) { batch += more }
+            try #require(batch.count == 7)
+            #expect(batch.allSatisfy { $0.position.stream == AppStoreHistorySource.streamName(0) })
+            #expect(batch.map(\.position.offset) == Array(0..<7))
+            let record = try #require(JSONSerialization.jsonObject(with: Data(batch[0].raw)) as? [String: String])
+            #expect(record == ["signedPayload": APITestBed.samples[0].signedPayload])
+
+            // Four of the first page's five records: nothing recorded yet.
+            try await first.commit(batch.prefix(4).map(\.position))
+            #expect(try BackfillCheckpoint.load(checkpointPath)?.pages == 0)
+            // The fifth completes page 1; records 6 and 7 are a part of page 2 only.
+            try await first.commit(batch[4..<7].map(\.position))
+            let saved = try #require(try BackfillCheckpoint.load(checkpointPath))
+            #expect(saved.pages == 1 && saved.notifications == 5 && !saved.isFinished)
+            #expect(saved.subWindows[0].paginationToken != nil)
+            #expect(first.progress?.pagesCommitted == 1)
+            try await first.close()
+
+            // A crash here: the next source starts after page 1, and reads to the end.
+            let requestsBefore = fake.requests(.notificationHistory).count
+            let second = source()
+            try await second.open()
+            #expect(second.progress?.resumed == true)
+            var payloads: [String] = []
+            while let records = try await second.nextBatch(maxRecords: 100) {
+                for record in records {
+                    let object = try #require(JSONSerialization.jsonObject(with: Data(record.raw)) as? [String: String])
+                    payloads.append(try #require(object["signedPayload"]))
+                }
+                try await second.commit(records.map(\.position))
+            }
+            try await second.close()
+            // Which samples came (their index; a payload is ~19 KB, too long for a message).
+            let indices = payloads.map { payload in APITestBed.samples.firstIndex { $0.signedPayload == payload } ?? -1 }
+            #expect(indices == Array(5..<12))
+            #expect(fake.requests(.notificationHistory).count - requestsBefore == 2)
+            let done = try #require(try BackfillCheckpoint.load(checkpointPath))
+            #expect(done.isFinished && done.pages == 3 && done.notifications == 12)
+
+            // Finished: the next open starts the configured window afresh.
+            let third = source()
+            try await third.open()
+            #expect(third.progress?.resumed == false && third.progress?.pagesCommitted == 0)
+            try await third.close()
+        } catch {
+            await fake.stop()
+            throw error
+        }
+        await fake.stop()
+    }
+
+    @Test("sub-windows are fetched concurrently, each a stream of its own in order, within the rate limit")
+    func concurrentSubWindows() async throws {
+        try await withFakeAPI(client: { try $0.client($1, requestsPerSecond: 20) }) { fake, client in
+            let hour: Int64 = 3_600_000
+            let first = APITestBed.nowMilliseconds() - 47 * hour
+            // One every 70 minutes over two days: every sub-window has some.
+            fake.addNotifications(APITestBed.samples.prefix(40).enumerated().map { $1.stored(sentDate: first + Int64($0) * 70 * 60_000) })
+            fake.setPageSizes(notifications: 2)
+            fake.setResponseDelay(.milliseconds(150))
+            let directory = try TemporaryDirectory(prefix: "signet-history")
+            defer { directory.remove() }
+            var options = AppStoreHistorySource.Options(start: "2d", checkpointPath: directory.path("backfill.json"))
+            options.subWindows = 8
+            options.parallelism = 4
+            let source = AppStoreHistorySource(options: options) { client }
+            try await source.open()
+            var offsets: [String: [Int64]] = [:]
+            var payloads: [String] = []
+            while let records = try await source.nextBatch(maxRecords: 8) {
+                for record in records {
+                    offsets[record.position.stream, default: []].append(record.position.offset)
+                    let object = try #require(JSONSerialization.jsonObject(with: Data(record.raw)) as? [String: String])
+                    payloads.append(try #require(object["signedPayload"]))
+                }
+                try await source.commit(records.map(\.position))
+            }
+            let progress = try #require(source.progress)
+            try await source.close()
+
+            #expect(Set(payloads) == Set(APITestBed.samples.prefix(40).map(\.signedPayload)) && payloads.count == 40)
+            #expect(offsets.count == 8, "\(offsets.keys.sorted())")
+            for (stream, list) in offsets { #expect(list == Array(0..<Int64(list.count)), "\(stream): \(list)") }
+            #expect(progress.finished && progress.fraction == 1)
+
+            let requests = fake.requests(.notificationHistory)
+            // Concurrent: some request arrived while another (of another sub-window) was being answered.
+            let overlapping = zip(requests, requests.dropFirst()).contains { $1.arrival - $0.arrival < .milliseconds(150) }
+            #expect(overlapping, "the sub-windows were fetched one after the other")
+            // Within the client's 20/s: requests leave spaced, but under load some reach the
+            // fake late and bunch with the next, so a one-second window may hold a few more.
+            let arrivals = requests.map(\.arrival).sorted()
+            for (index, start) in arrivals.enumerated() {
+                let inWindow = arrivals[index...].prefix { $0 - start < .seconds(1) }.count
+                #expect(inWindow <= 30, "\(inWindow) requests within 1 s from arrival \(index)")
+            }
+            let span = try #require(arrivals.last) - arrivals[0]
+            #expect(span >= .milliseconds(50 * (arrivals.count - 1) - 200), "\(arrivals.count) requests in \(span)")
+        }
+    }
+}
