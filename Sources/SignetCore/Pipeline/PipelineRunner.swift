@@ -189,6 +189,11 @@ public final class PipelineRunner: Sendable {
     /// for good. Any failure before that throws, and the batch is read again next run.
     private func deliver(_ batch: RecordBatch) async throws {
         let plan = DeliveryPlan(batch: batch, sinkNames: pipeline.sinks.map(\.name), deadLetter: pipeline.deadLetter)
+        if logger.logLevel <= .debug {
+            for record in batch.records {
+                if case .rejected(let rejection, _) = record.status { logger.debug("rejected \(record.position): \(rejection)") }
+            }
+        }
 
         // Write: every sink its share, and the rejects to the dead-letter sink, at once.
         let refusals = try await withThrowingTaskGroup(of: (Int, [UndeliverableMessages.Refusal]).self) { group in
