@@ -133,8 +133,11 @@ struct AppStoreAPITransport: Sendable {
     /// the header is missing, unparsable or already past (then: backoff with jitter).
     func retryAfterDelay(_ header: String?, now: Date = Date()) -> Duration? {
         guard let header, let milliseconds = Int64(header.trimmingCharacters(in: .whitespaces)) else { return nil }
-        let remaining = milliseconds - Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
-        guard remaining > 0 else { return nil }
+        // Any Int64 the server sends must not trap: compared before subtracting, the difference
+        // of two positive values cannot overflow.
+        let nowMilliseconds = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        guard milliseconds > nowMilliseconds else { return nil }
+        let remaining = milliseconds - nowMilliseconds
         // +1 ms: `now` was truncated to the millisecond, the wait must not end before the instant.
         return min(.milliseconds(remaining + 1), configuration.maxRetryAfter)
     }

@@ -73,6 +73,9 @@ struct RetryAndRateLimitTests {
             let first = Task { try await client.notificationHistoryPage(APITestBed.lastTwoDays()) }
             // Wait for the 429, then send more of the same bucket and of the other one.
             while fake.requests(.notificationHistory).isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            // The fake records a request before its 429 reaches the client: give the client a moment
+            // to read it and pause the bucket (a request sent before that cannot be held back).
+            try await Task.sleep(for: .milliseconds(500))
             let second = Task { try await client.notificationHistoryPage(APITestBed.lastTwoDays()) }
             let token = try await client.requestTestNotification()
             _ = try await client.testNotificationStatus(token: token.testNotificationToken)
@@ -93,10 +96,12 @@ struct RetryAndRateLimitTests {
     func retryAfterFallback() async throws {
         try await withFakeAPI { fake, client in
             let id = try Self.addTransaction(fake)
-            fake.script([.tooManyRequestsHeader(nil), .tooManyRequestsHeader("1000"), .tooManyRequestsHeader("soon")], on: .transactionInfo)
+            fake.script(
+                [.tooManyRequestsHeader(nil), .tooManyRequestsHeader("1000"), .tooManyRequestsHeader("soon"),
+                 .tooManyRequestsHeader(String(Int64.min))], on: .transactionInfo)
             let started = ContinuousClock.now
             _ = try await client.transactionInfo(transactionId: id)
-            #expect(fake.requests(.transactionInfo).map(\.status) == [429, 429, 429, 200])
+            #expect(fake.requests(.transactionInfo).map(\.status) == [429, 429, 429, 429, 200])
             // Three backoffs of at least 10, 20, 40 ms (half of 20, 40, 80), at most 100 ms each.
             #expect(ContinuousClock.now - started >= .milliseconds(70))
             // Far below a wait for the past or unparsable instant (which would never end).
@@ -114,11 +119,12 @@ struct RetryAndRateLimitTests {
         }) { fake, client in
             let id = try Self.addTransaction(fake)
             let tenYears = APITestBed.nowMilliseconds() + 10 * 365 * 86_400_000
-            fake.script([.tooManyRequestsHeader(String(tenYears))], on: .transactionInfo)
+            // The largest Int64 must not trap either.
+            fake.script([.tooManyRequestsHeader(String(tenYears)), .tooManyRequestsHeader(String(Int64.max))], on: .transactionInfo)
             let started = ContinuousClock.now
             _ = try await client.transactionInfo(transactionId: id)
             let elapsed = ContinuousClock.now - started
-            #expect(elapsed >= .milliseconds(300))
+            #expect(elapsed >= .milliseconds(600))
             // Ten years uncapped; a loaded machine may add seconds, never years.
             #expect(elapsed < .seconds(60))
         }

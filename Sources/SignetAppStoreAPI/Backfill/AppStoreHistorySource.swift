@@ -255,7 +255,10 @@ public final class AppStoreHistorySource: Source {
     private func accept(_ fetched: HistoryPageBuffer.Fetched) -> ([Record], Bool) {
         let page = fetched.page
         let stream = Self.streamName(fetched.subWindow)
+        // Apple's dates, kept inside the page's window: any value (Int64.min, say) stays harmless
+        // in the progress arithmetic below and in the checkpoint.
         let coveredUntil = page.items.compactMap { $0.sendAttempts.first?.attemptDate }.max()
+            .map { min(max($0, page.request.startDate), page.request.endDate) }
         return state.withLock { state in
             var records: [Record] = []
             records.reserveCapacity(page.items.count)
