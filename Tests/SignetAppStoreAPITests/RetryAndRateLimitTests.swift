@@ -68,8 +68,9 @@ struct RetryAndRateLimitTests {
     func retryAfterPausesTheBucket() async throws {
         try await withFakeAPI { fake, client in
             fake.addNotifications(APITestBed.history(5))
-            // 5 s: room for the other bucket's two calls even on a loaded machine.
-            fake.script([.tooManyRequests(retryAfter: .seconds(5))], on: .notificationHistory)
+            // 20 s: room for the other bucket's two calls even under the full parallel suite on two
+            // cores (5 s was not enough there).
+            fake.script([.tooManyRequests(retryAfter: .seconds(20))], on: .notificationHistory)
             let first = Task { try await client.notificationHistoryPage(APITestBed.lastTwoDays()) }
             // Wait for the 429, then send more of the same bucket and of the other one.
             while fake.requests(.notificationHistory).isEmpty { try await Task.sleep(for: .milliseconds(10)) }
