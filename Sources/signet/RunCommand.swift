@@ -82,6 +82,10 @@ struct RunCommand: AsyncParsableCommand {
             // A second writer: a usage problem (exit 2), like a wrong setting.
             try? writeSummary(runner.currentSummary, failure: error.description)
             throw ConfigurationFailure(description: "signet: \(error)")
+        } catch let error as ConfigError {
+            // A setting only a component's open could check (a catch-up stage without its API key).
+            try? writeSummary(runner.currentSummary, failure: error.description)
+            throw ConfigurationFailure(description: "signet: \(error)")
         } catch let error as UncommittedPositions {
             // Everything ran, but finished work stayed uncommitted: not a clean stop.
             Terminal.error("signet: \(error)")

@@ -111,6 +111,52 @@ struct AppStoreHistorySourceTests {
         await fake.stop()
     }
 
+    @Test("a resumed checkpoint that aged past Apple's lookback: parts now beyond it are skipped with a warning, the part reaching into it clamped, the rest read; it finishes")
+    func agedCheckpointResumes() async throws {
+        try await withFakeAPI { fake, client in
+            let day: Int64 = 86_400_000
+            let now = APITestBed.nowMilliseconds()
+            // Sandbox keeps 30 days. A 24-day window saved 15 days ago, in 4 parts of 6 days:
+            // [-39, -33) is now beyond the lookback, [-33, -27) reaches into it, the others lie within.
+            let window = BackfillWindow(start: now - 39 * day, end: now - 15 * day)
+            let checkpoint = BackfillCheckpoint(
+                window: window, onlyFailures: false, environment: "Sandbox", bundleId: APITestBed.bundleId,
+                subWindowCount: 4, startedAt: now - 15 * day)
+            #expect(checkpoint.subWindows.map(\.request.endDate) == [now - 33 * day, now - 27 * day, now - 21 * day, now - 15 * day])
+            // Apple still has what is younger than 30 days: -28 (in the part that reaches into
+            // the lookback) and -24, -18; -35 is gone (the fake never serves a start beyond it).
+            let samples = Array(APITestBed.samples.prefix(4))
+            fake.addNotifications(zip(samples, [35, 28, 24, 18]).map { $0.stored(sentDate: now - Int64($1) * day) })
+            let directory = try TemporaryDirectory(prefix: "signet-history")
+            defer { directory.remove() }
+            let path = directory.path("backfill.json")
+            try checkpoint.save(to: path)
+
+            var options = AppStoreHistorySource.Options(start: "72h", checkpointPath: path)
+            options.parallelism = 1
+            let source = AppStoreHistorySource(options: options) { client }
+            try await source.open()
+            var payloads: [String] = []
+            while let records = try await source.nextBatch(maxRecords: 10) {
+                for record in records {
+                    let object = try #require(JSONSerialization.jsonObject(with: Data(record.raw)) as? [String: String])
+                    payloads.append(try #require(object["signedPayload"]))
+                }
+                try await source.commit(records.map(\.position))
+            }
+            try await source.close()
+            #expect(payloads == samples.suffix(3).map(\.signedPayload))
+            let done = try #require(try BackfillCheckpoint.load(path))
+            #expect(done.isFinished, "\(done.subWindows.map(\.done))")
+            #expect(done.window == window, "the resumed window is the saved one, not the configured 72h")
+            // The part beyond got one 4000012 and nothing else; no request started beyond the lookback successfully.
+            let requests = fake.requests(.notificationHistory)
+            let refused = requests.filter { $0.status == 400 }
+            #expect((1...2).contains(refused.count), "the part beyond, and the part reaching into the lookback before it was clamped")
+            #expect(requests.filter { $0.status == 200 }.allSatisfy { (($0.jsonBody?["startDate"] as? NSNumber)?.int64Value ?? 0) > now - 30 * day })
+        }
+    }
+
     @Test("sub-windows are fetched concurrently, each a stream of its own in order, within the rate limit")
     func concurrentSubWindows() async throws {
         try await withFakeAPI(client: { try $0.client($1, requestsPerSecond: 20) }) { fake, client in

@@ -23,8 +23,10 @@ struct BackfillTestBed {
 
     /// Makes `count` fixture notifications and a fake holding all of them, sent evenly over
     /// the `spread` before the last hour (so a backfill of 72h splits them over several sub-windows).
+    /// The fake says Apple never delivered those at the indices in `failed`.
     static func make(
-        count: Int, pageSize: Int = 20, spread: Int64 = 60 * 3_600_000, environment store: AppStoreEnvironment = .sandbox
+        count: Int, pageSize: Int = 20, spread: Int64 = 60 * 3_600_000, environment store: AppStoreEnvironment = .sandbox,
+        failed: Set<Int> = []
     ) async throws -> BackfillTestBed {
         let directory = try TemporaryDirectory(prefix: "signet-backfill")
         let fixtures = directory.url.appendingPathComponent("fixtures")
@@ -51,7 +53,7 @@ struct BackfillTestBed {
         fake.addNotifications(try lines.enumerated().map { index, line in
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             guard let payload = object?["signedPayload"] as? String else { throw FakeAppStoreAPIError("no signedPayload: \(line)") }
-            return FakeAppStoreAPI.StoredNotification(signedPayload: payload, sentDate: sentDates[index])
+            return FakeAppStoreAPI.StoredNotification(signedPayload: payload, sentDate: sentDates[index], failed: failed.contains(index))
         })
         environment["SIGNET_APPSTORE_KEY_ID"] = keyId
         environment["SIGNET_APPSTORE_ISSUER_ID"] = issuerId

@@ -116,16 +116,6 @@ private func blockingPythonGET(host: String, port: Int, path: String, token: Str
     return (status, body)
 }
 
-/// Parses Prometheus text format: `name{labels}` -> value (comments skipped).
-func parsePrometheus(_ text: String) -> [String: Double] {
-    var samples: [String: Double] = [:]
-    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
-        samples[String(line[..<space])] = value
-    }
-    return samples
-}
-
 /// Runs `admin` in a ServiceGroup while `body` runs, then shuts it down gracefully.
 func withListening<T: Sendable>(_ admin: AdminServer, _ body: @Sendable (Int) async throws -> T) async throws -> T {
     let group = ServiceGroup(configuration: .init(services: [admin], gracefulShutdownSignals: [], logger: Logger(label: "test")))

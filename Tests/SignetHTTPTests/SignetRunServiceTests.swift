@@ -18,8 +18,8 @@ struct SignetRunServiceTests {
         try child.write(Data(contentsOf: bed.notifications))
 
         // The first stderr lines are JSON; one says where the listener is.
-        _ = await child.waitUntil(timeout: .seconds(60)) { Self.listenerPort(in: child.stderrText) != nil }
-        let port = Self.listenerPort(in: child.stderrText)
+        _ = await child.waitUntil(timeout: .seconds(60)) { listeningPort(in: child.stderrText) != nil }
+        let port = listeningPort(in: child.stderrText)
         let listening = try #require(port)
 
         var samples: [String: Double] = [:]
@@ -44,22 +44,5 @@ struct SignetRunServiceTests {
         let batches = objects.filter { $0["message"] as? String == "batch committed" }
         #expect(!batches.isEmpty)
         #expect(batches.allSatisfy { ($0["metadata"] as? [String: Any])?["records"] != nil && $0["level"] as? String == "debug" })
-    }
-
-    /// The port in the "listening on 127.0.0.1:PORT" log line, once it was written.
-    static func listenerPort(in stderr: String) -> Int? {
-        guard let line = stderr.split(separator: "\n").first(where: { $0.contains("listening on") }),
-            let range = line.range(of: #":(\d+)""#, options: .regularExpression)
-        else { return nil }
-        return Int(line[range].dropFirst().dropLast())
-    }
-}
-
-/// GET with curl (an independent client), off the cooperative pool.
-func curl(_ url: String) async throws -> String {
-    try await offPool {
-        let result = try SignetProcess.run(executable: ChildProcess.env, ["curl", "-sS", "--max-time", "10", url], timeout: 20)
-        guard result.exitCode == 0 else { throw TestFailure("curl \(url) failed: \(result.stderr)") }
-        return result.stdoutText
     }
 }

@@ -203,8 +203,21 @@ public final class AppStoreHistorySource: Source {
                     group.addTask { [self] in
                         while let index = claimSubWindow() {
                             let sub = checkpoint.subWindows[index]
-                            for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
-                                guard await buffer.send(.init(subWindow: index, page: page)) else { return }
+                            do {
+                                for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
+                                    guard await buffer.send(.init(subWindow: index, page: page)) else { return }
+                                }
+                            } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast {
+                                // A resumed checkpoint aged past Apple's lookback (the client clamps a window
+                                // that still reaches into it): Apple has nothing of this part any more. An
+                                // empty last page records it as done, in order with its committed pages.
+                                let part = BackfillWindow(start: sub.request.startDate, end: sub.request.endDate)
+                                logger.warning(
+                                    "part \(index) of the backfill (\(part)) now lies entirely beyond Apple's lookback: skipped, Apple no longer has its notifications")
+                                let gone = NotificationHistoryPage(
+                                    items: [], request: sub.request, paginationToken: sub.paginationToken, nextPaginationToken: nil,
+                                    hasMore: false, restartedWindow: nil)
+                                guard await buffer.send(.init(subWindow: index, page: gone)) else { return }
                             }
                         }
                     }

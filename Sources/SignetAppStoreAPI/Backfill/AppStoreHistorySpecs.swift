@@ -24,17 +24,7 @@ extension ComponentSpec {
             ConfigField(
                 "checkpoint", .string, .default("${SIGNET_DATA_DIR:signet-data}/backfill.json"),
                 "where committed pages are kept (replaced atomically); an unfinished backfill there is resumed, a finished one replaced"),
-            ConfigField("key_id", .string, .default("${SIGNET_APPSTORE_KEY_ID}"), "the In-App Purchase key's id (App Store Connect: Users and Access > Integrations > In-App Purchase)"),
-            ConfigField("issuer_id", .string, .default("${SIGNET_APPSTORE_ISSUER_ID}"), "the issuer id shown above the key list"),
-            ConfigField("private_key", .string, .default("${SIGNET_APPSTORE_PRIVATE_KEY}"), "path to the key's .p8 file"),
-            ConfigField("bundle_id", .string, .default("${SIGNET_BUNDLE_ID}"), "the app's bundle id"),
-            ConfigField("environment", .string, .default("${SIGNET_ENVIRONMENT:Sandbox}"), "Sandbox or Production: which host, lookback and rate limit"),
-            ConfigField("api_url", .string, .default("${SIGNET_APPSTORE_API_URL:}"), "base URL instead of Apple's host (a proxy, tests); empty: Apple's", advanced: true),
-            ConfigField(
-                "requests_per_second", .int(1...1000), .optional,
-                "history requests per second for the whole process (default 40 Production, 4 Sandbox: below Apple's per-app limit)",
-                advanced: true),
-        ],
+        ] + AppStoreAPISettings.fields,
         examples: [
             "source:\n  type: appstore_history\n  start: 72h\n  only_failures: true\n  checkpoint: ${SIGNET_DATA_DIR:signet-data}/backfill.json"
         ])

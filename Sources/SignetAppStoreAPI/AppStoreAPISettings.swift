@@ -1,38 +1,10 @@
 import Foundation
 import SignetCore
 
-/// Registers the App Store Server API's pipeline components: the `appstore_history` source
-/// (keys: ``ComponentSpec/appStoreHistorySource``).
-///
-/// Nothing is read from the environment and no credential is loaded until the source opens,
-/// so `signet lint` and `signet components` work on a machine without the key.
-extension ComponentRegistry {
-    public mutating func registerAppStoreAPIComponents() {
-        registerSource(.appStoreHistorySource) { config, context in
-            let now = WallClock.milliseconds()
-            for key in ["start", "end"] {
-                if let text = try config.optionalString(key), BackfillWindow.instant(text, now: now) == nil {
-                    throw config.error("'\(config.path).\(key)' must be \(BackfillWindow.instantForms), not '\(text)'", key: key)
-                }
-            }
-            let settings = try AppStoreHistorySettings(config)
-            let environment = ProcessInfo.processInfo.environment
-            var options = AppStoreHistorySource.Options(
-                start: try config.string("start"), end: try config.optionalString("end"),
-                checkpointPath: try settings.resolved(settings.checkpoint, environment))
-            options.onlyFailures = try config.bool("only_failures")
-            options.subWindows = try config.int("sub_windows")
-            options.parallelism = try config.int("parallelism")
-            return AppStoreHistorySource(options: options, logger: context.logger) {
-                try AppStoreServerAPIClient(configuration: settings.configuration(environment), logger: context.logger)
-            }
-        }
-    }
-}
-
-/// The API settings of an `appstore_history` source as written, with the defaults that name
-/// environment variables (`${SIGNET_APPSTORE_KEY_ID}`) expanded only when the source opens.
-struct AppStoreHistorySettings: Sendable {
+/// The API settings of a component that calls the App Store Server API (`appstore_history`,
+/// `appstore_catch_up`) as written, with the defaults that name
+/// environment variables (`${SIGNET_APPSTORE_KEY_ID}`) expanded only when the component opens.
+struct AppStoreAPISettings: Sendable {
     /// Each API key of the spec and the variable of ``AppStoreAPIConfiguration/fromEnvironment(_:)``
     /// it stands for, so the source's settings get the same checks and messages as the commands'.
     static let variables = [
@@ -41,14 +13,26 @@ struct AppStoreHistorySettings: Sendable {
         ("environment", "SIGNET_ENVIRONMENT"), ("api_url", "SIGNET_APPSTORE_API_URL"),
     ]
 
+    /// The spec fields of these settings, shared by every component that calls the API.
+    static let fields: [ConfigField] = [
+        ConfigField("key_id", .string, .default("${SIGNET_APPSTORE_KEY_ID}"), "the In-App Purchase key's id (App Store Connect: Users and Access > Integrations > In-App Purchase)"),
+        ConfigField("issuer_id", .string, .default("${SIGNET_APPSTORE_ISSUER_ID}"), "the issuer id shown above the key list"),
+        ConfigField("private_key", .string, .default("${SIGNET_APPSTORE_PRIVATE_KEY}"), "path to the key's .p8 file"),
+        ConfigField("bundle_id", .string, .default("${SIGNET_BUNDLE_ID}"), "the app's bundle id"),
+        ConfigField("environment", .string, .default("${SIGNET_ENVIRONMENT:Sandbox}"), "Sandbox or Production: which host, lookback and rate limit"),
+        ConfigField("api_url", .string, .default("${SIGNET_APPSTORE_API_URL:}"), "base URL instead of Apple's host (a proxy, tests); empty: Apple's", advanced: true),
+        ConfigField(
+            "requests_per_second", .int(1...1000), .optional,
+            "history requests per second for the whole process (default 40 Production, 4 Sandbox: below Apple's per-app limit)",
+            advanced: true),
+    ]
+
     /// The values as written (or the spec's defaults), by variable name.
     var values: [String: String] = [:]
-    var checkpoint: String
     var requestsPerSecond: Int?
 
     init(_ config: ParsedConfig) throws(ConfigError) {
         for (key, variable) in Self.variables { values[variable] = try config.string(key) }
-        checkpoint = try config.string("checkpoint")
         requestsPerSecond = try config.optionalInt("requests_per_second")
     }
 

@@ -1,0 +1,44 @@
+import Foundation
+import SignetCore
+
+/// Registers the App Store Server API's pipeline components: the `appstore_history` source
+/// and the `appstore_catch_up` stage (keys: ``ComponentSpec/appStoreHistorySource``,
+/// ``ComponentSpec/appStoreCatchUpStage``).
+///
+/// Nothing is read from the environment and no credential is loaded until a component opens,
+/// so `signet lint` and `signet components` work on a machine without the key.
+extension ComponentRegistry {
+    public mutating func registerAppStoreAPIComponents() {
+        registerSource(.appStoreHistorySource) { config, context in
+            let now = WallClock.milliseconds()
+            for key in ["start", "end"] {
+                if let text = try config.optionalString(key), BackfillWindow.instant(text, now: now) == nil {
+                    throw config.error("'\(config.path).\(key)' must be \(BackfillWindow.instantForms), not '\(text)'", key: key)
+                }
+            }
+            let settings = try AppStoreAPISettings(config)
+            let environment = ProcessInfo.processInfo.environment
+            var options = AppStoreHistorySource.Options(
+                start: try config.string("start"), end: try config.optionalString("end"),
+                checkpointPath: try settings.resolved(config.string("checkpoint"), environment))
+            options.onlyFailures = try config.bool("only_failures")
+            options.subWindows = try config.int("sub_windows")
+            options.parallelism = try config.int("parallelism")
+            return AppStoreHistorySource(options: options, logger: context.logger) {
+                try AppStoreServerAPIClient(configuration: settings.configuration(environment), logger: context.logger)
+            }
+        }
+        registerStage(.appStoreCatchUpStage) { config, context in
+            let settings = try AppStoreAPISettings(config)
+            var options = AppStoreCatchUpStage.Options()
+            options.interval = try config.duration("interval")
+            options.window = try config.duration("window")
+            options.overlap = try config.duration("overlap")
+            options.onlyFailures = try config.bool("only_failures")
+            return AppStoreCatchUpStage(options: options, logger: context.logger) {
+                try AppStoreServerAPIClient(
+                    configuration: settings.configuration(ProcessInfo.processInfo.environment), logger: context.logger)
+            }
+        }
+    }
+}
