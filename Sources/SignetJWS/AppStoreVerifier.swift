@@ -158,6 +158,21 @@ public final class AppStoreVerifier: Sendable {
         try withBytes(jws) { raw in Result { () throws(RecordRejection) in try renewalInfo(raw) } }.get()
     }
 
+    /// Verifies Apple's status of a purchase (an item of Get All Subscription Statuses'
+    /// `lastTransactions`): the transaction and the renewal info each as on their own, then
+    /// that both are of the same purchase. `status` is carried along unverified.
+    public func verifyStatus(transaction: String, renewalInfo: String, status: Int?) throws(RecordRejection) -> VerifiedSubscriptionStatus {
+        let verifiedTransaction = try verifyTransaction(transaction)
+        let verifiedRenewalInfo = try verifyRenewalInfo(renewalInfo)
+        let purchase = verifiedTransaction.payload.originalTransactionId
+        guard let purchase, purchase == verifiedRenewalInfo.payload.originalTransactionId else {
+            throw RecordRejection(
+                .malformedPayload,
+                "signedRenewalInfo is of purchase \(verifiedRenewalInfo.payload.originalTransactionId ?? "<none>"), signedTransactionInfo of \(purchase ?? "<none>"): a status pairs one purchase's two")
+        }
+        return VerifiedSubscriptionStatus(transaction: verifiedTransaction, renewalInfo: verifiedRenewalInfo, status: status)
+    }
+
     /// Applies Signet's chain policy (step 5, ``AppleChainPolicy``) to a leaf and
     /// intermediate at `date`, without a JWS: OpenSSL path validation to a configured root,
     /// chain length 3, Apple's marker OIDs, a CA intermediate, and a leaf allowed to sign.

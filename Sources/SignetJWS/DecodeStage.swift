@@ -9,6 +9,9 @@ import SignetCore
 /// - `{"signedTransaction": "<JWS>"}` or `{"signedTransactionInfo": "<JWS>"}` — a transaction
 ///   an app forwards right after a purchase;
 /// - `{"signedRenewalInfo": "<JWS>"}`;
+/// - `{"signedTransactionInfo": "<JWS>", "signedRenewalInfo": "<JWS>", "status": N}` — Apple's
+///   current status of a purchase, an item of Get All Subscription Statuses' `lastTransactions`
+///   as Apple sends it (`signet reconcile`); `status` is optional;
 /// - a bare compact JWS — treated as a notification.
 ///
 /// Nothing is trusted here; `verify` decides. Rejects: `invalid_utf8`, `malformed_json`,
@@ -68,11 +71,30 @@ public struct DecodeStage: RecordStage {
                 .missingSignedPayload,
                 "the object has none of signedPayload, signedTransaction, signedTransactionInfo, signedRenewalInfo")
         }
+        if present.count == 2, present[0].2 == "signedTransactionInfo", present[1].2 == "signedRenewalInfo",
+            let transaction = present[0].0, let renewalInfo = present[1].0
+        {
+            return SignedEnvelope(kind: .status, jws: transaction, renewalJWS: renewalInfo, status: try Self.status(in: body))
+        }
         guard present.count == 1 else {
             throw RecordRejection(
                 .malformedJSON, "the object carries more than one signed field (\(present.map(\.2).joined(separator: ", ")))")
         }
         return SignedEnvelope(kind: chosen.1, jws: jws)
+    }
+
+    /// A status line's `status`: absent or null, or a small integer (Apple's 1 to 5, and
+    /// whatever Apple adds); anything else is malformed.
+    private static func status(in body: JSONElement) throws(RecordRejection) -> Int? {
+        switch body["status"] {
+        case nil, .null?: return nil
+        case .number(let text)?:
+            guard let value = Int(text), (0...1000).contains(value) else {
+                throw RecordRejection(.malformedJSON, "\"status\" is not a status number (\(text.prefix(40)))")
+            }
+            return value
+        case .some: throw RecordRejection(.malformedJSON, "\"status\" is not a number")
+        }
     }
 
     /// `{"signedPayload":"..."}` exactly, the shape of nearly every line: no JSON parser needed,

@@ -11,15 +11,25 @@ public struct SignedEnvelope: Sendable, Equatable {
         case transaction
         /// A signed renewal info (`signedRenewalInfo`).
         case renewalInfo
+        /// Apple's current status of a purchase, as Get All Subscription Statuses lists it: a
+        /// `signedTransactionInfo` with its `signedRenewalInfo` (and `status`) in one object.
+        case status
     }
 
     public var kind: Kind
-    /// The compact JWS (`header.payload.signature`).
+    /// The compact JWS (`header.payload.signature`); for ``Kind/status``, the transaction's.
     public var jws: String
+    /// For ``Kind/status``: the renewal info's compact JWS.
+    public var renewalJWS: String?
+    /// For ``Kind/status``: Apple's `status` number as the line gives it (1 active ... 5 revoked);
+    /// unsigned, so only carried along, never used to decide anything.
+    public var status: Int?
 
-    public init(kind: Kind, jws: String) {
+    public init(kind: Kind, jws: String, renewalJWS: String? = nil, status: Int? = nil) {
         self.kind = kind
         self.jws = jws
+        self.renewalJWS = renewalJWS
+        self.status = status
     }
 }
 
@@ -28,6 +38,7 @@ public enum VerifiedPayload: Sendable {
     case notification(VerifiedNotification)
     case transaction(VerifiedTransaction)
     case renewalInfo(VerifiedRenewalInfo)
+    case status(VerifiedSubscriptionStatus)
 
     /// The transaction the payload carries (a notification's nested one, or itself).
     public var transaction: VerifiedTransaction? {
@@ -35,6 +46,7 @@ public enum VerifiedPayload: Sendable {
         case .notification(let notification): notification.transaction
         case .transaction(let transaction): transaction
         case .renewalInfo: nil
+        case .status(let status): status.transaction
         }
     }
 
@@ -44,6 +56,7 @@ public enum VerifiedPayload: Sendable {
         case .notification(let notification): notification.renewalInfo
         case .transaction: nil
         case .renewalInfo(let renewalInfo): renewalInfo
+        case .status(let status): status.renewalInfo
         }
     }
 }

@@ -68,6 +68,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
                 case .notification(let notification): notification.payload.notificationType?.rawValue ?? "unknown"
                 case .transaction: "transaction"
                 case .renewalInfo: "renewalInfo"
+                case .status: "status"
                 }
                 verifiedTypes[type, default: 0] += 1
             case .rejected(let rejection, let stage) where stage == stageName:
@@ -92,6 +93,9 @@ public struct VerifyStage: RecordStage, HealthReporting {
         case .notification: verified = .notification(try verifier.verifyNotification(envelope.jws))
         case .transaction: verified = .transaction(try verifier.verifyTransaction(envelope.jws))
         case .renewalInfo: verified = .renewalInfo(try verifier.verifyRenewalInfo(envelope.jws))
+        case .status:
+            verified = .status(
+                try verifier.verifyStatus(transaction: envelope.jws, renewalInfo: envelope.renewalJWS ?? "", status: envelope.status))
         }
         record[VerifiedPayloadKey.self] = verified
         if emitsDocument { record.outputs = [Self.output(for: verified)] }
@@ -136,6 +140,16 @@ public struct VerifyStage: RecordStage, HealthReporting {
             json.field("signedDate", renewalInfo.payload.signedDate?.millisecondsSince1970)
             json.field("originalTransactionId", originalTransactionId)
             json.key("renewalInfo"); json.raw(renewalInfo.payloadJSON)
+        case .status(let status):
+            json.key("kind"); json.string("status")
+            json.field("environment", status.transaction.payload.environment?.rawValue)
+            json.field("bundleId", status.transaction.payload.bundleId)
+            json.field("signedDate", status.transaction.payload.signedDate?.millisecondsSince1970)
+            json.field("originalTransactionId", originalTransactionId)
+            json.field("transactionId", status.transaction.payload.transactionId)
+            json.field("status", status.status)
+            json.key("transactionInfo"); json.raw(status.transaction.payloadJSON)
+            json.key("renewalInfo"); json.raw(status.renewalInfo.payloadJSON)
         }
         json.endObject()
         return OutputMessage(key: originalTransactionId.map { Array($0.utf8) }, value: json.bytes)

@@ -169,6 +169,9 @@ private struct Verdict: Sendable {
             case .notification: result = .success(.notification(try verifier.verifyNotification(envelope.jws)))
             case .transaction: result = .success(.transaction(try verifier.verifyTransaction(envelope.jws)))
             case .renewalInfo: result = .success(.renewalInfo(try verifier.verifyRenewalInfo(envelope.jws)))
+            case .status:
+                result = .success(.status(
+                    try verifier.verifyStatus(transaction: envelope.jws, renewalInfo: envelope.renewalJWS ?? "", status: envelope.status)))
             }
         } catch {
             result = .failure(error)
@@ -207,6 +210,15 @@ private struct Verdict: Sendable {
                 json.key("originalTransactionId"); nullable(&json, payload.originalTransactionId)
                 json.key("environment"); nullable(&json, payload.environment?.rawValue)
                 json.key("signedDate"); nullable(&json, payload.signedDate?.millisecondsSince1970)
+            case .status(let status):
+                let payload = status.transaction.payload
+                json.key("kind"); json.string("status")
+                json.key("transactionId"); nullable(&json, payload.transactionId)
+                json.key("originalTransactionId"); nullable(&json, payload.originalTransactionId)
+                json.key("environment"); nullable(&json, payload.environment?.rawValue)
+                json.key("bundleId"); nullable(&json, payload.bundleId)
+                json.key("signedDate"); nullable(&json, payload.signedDate?.millisecondsSince1970)
+                json.key("status"); nullable(&json, status.status.map(Int64.init))
             }
         case .failure(let rejection):
             json.key("ok"); json.bool(false)

@@ -79,6 +79,13 @@ enum Fixture {
         .transaction(verified(payload))
     }
 
+    /// Apple's current status of a purchase (Get All Subscription Statuses), as `signet reconcile` feeds it.
+    static func status(
+        _ transaction: JWSTransactionDecodedPayload, _ renewal: JWSRenewalInfoDecodedPayload, status: Int? = nil
+    ) -> VerifiedPayload {
+        .status(VerifiedSubscriptionStatus(transaction: verified(transaction), renewalInfo: verified(renewal), status: status))
+    }
+
     static func record(_ payload: VerifiedPayload, line: Int64) -> Record {
         var record = Record(raw: Array("line \(line)".utf8), position: SourcePosition(stream: "test", offset: line))
         record[VerifiedPayloadKey.self] = payload

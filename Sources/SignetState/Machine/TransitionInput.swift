@@ -67,6 +67,18 @@ public final class TransitionInput: Sendable {
                 environment: transaction.payload.environment,
                 bundleId: transaction.payload.bundleId,
                 transaction: transaction.payload)
+        case .status(let status):
+            let transaction = status.transaction.payload, renewalInfo = status.renewalInfo.payload
+            // Apple signs both when it answers; the later of the two orders the status against notifications.
+            let signed = [transaction.signedDate, renewalInfo.signedDate].compactMap { $0 }.max { $0.millisecondsSince1970 < $1.millisecondsSince1970 }
+            self.init(
+                source: .subscriptionStatus,
+                signedDate: signed,
+                environment: transaction.environment,
+                bundleId: transaction.bundleId,
+                transaction: transaction,
+                renewalInfo: renewalInfo,
+                status: status.status.map(SubscriptionStatus.init(rawValue:)))
         case .renewalInfo(let renewalInfo):
             self.init(
                 source: .renewalInfo,
@@ -86,6 +98,7 @@ public final class TransitionInput: Sendable {
     var sourceIdentity: String {
         if let notificationUUID { return "n:\(notificationUUID)" }
         let signed = signedDate.map { String($0.millisecondsSince1970) } ?? "-"
+        if source == .subscriptionStatus { return "s:\(transaction?.transactionId ?? "-"):\(signed)" }
         if let transactionId = transaction?.transactionId { return "t:\(transactionId):\(signed)" }
         return "r:\(originalTransactionId ?? "-"):\(signed)"
     }

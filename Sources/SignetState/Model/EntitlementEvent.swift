@@ -14,6 +14,8 @@ public struct EntitlementEvent: Sendable, Hashable {
         case appTransaction = "app_transaction"
         /// A signed renewal info on its own.
         case renewalInfo = "renewal_info"
+        /// Apple's current status of the purchase (Get All Subscription Statuses: `signet reconcile`).
+        case subscriptionStatus = "subscription_status"
         /// Time alone: the period or the grace period ended and no notification said so
         /// (the `transition` stage's expiry sweep).
         case clock

@@ -1,0 +1,16 @@
+/// Apple's current status of one purchase (an item of Get All Subscription Statuses'
+/// `lastTransactions`) whose transaction and renewal info both verified and belong to the
+/// same purchase, environment and app.
+public final class VerifiedSubscriptionStatus: Sendable {
+    public let transaction: VerifiedTransaction
+    public let renewalInfo: VerifiedRenewalInfo
+    /// Apple's `status` number as the input gave it (outside the signatures: informative only;
+    /// the state is derived from the signed transaction and renewal info).
+    public let status: Int?
+
+    init(transaction: VerifiedTransaction, renewalInfo: VerifiedRenewalInfo, status: Int?) {
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.status = status
+    }
+}
