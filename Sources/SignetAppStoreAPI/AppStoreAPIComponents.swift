@@ -1,8 +1,9 @@
 import Foundation
 import SignetCore
 
-/// Registers the App Store Server API's pipeline components: the `appstore_history` source
-/// and the `appstore_catch_up` stage (keys: ``ComponentSpec/appStoreHistorySource``,
+/// Registers the App Store Server API's pipeline components: the `appstore_history` and
+/// `appstore_statuses` sources and the `appstore_catch_up` stage (keys:
+/// ``ComponentSpec/appStoreHistorySource``, ``ComponentSpec/appStoreStatusSource``,
 /// ``ComponentSpec/appStoreCatchUpStage``).
 ///
 /// Nothing is read from the environment and no credential is loaded until a component opens,
@@ -38,6 +39,21 @@ extension ComponentRegistry {
             return AppStoreCatchUpStage(options: options, logger: context.logger) {
                 try AppStoreServerAPIClient(
                     configuration: settings.configuration(ProcessInfo.processInfo.environment), logger: context.logger)
+            }
+        }
+        registerSource(.appStoreStatusSource) { config, context in
+            let settings = try AppStoreAPISettings(config)
+            let environment = ProcessInfo.processInfo.environment
+            var options = AppStoreStatusSource.Options(
+                ids: try config.stringList("original_transaction_ids") ?? [],
+                checkpointPath: try settings.resolved(config.string("checkpoint"), environment))
+            options.idsFile = try config.optionalString("ids_file")
+            guard !options.ids.isEmpty || options.idsFile != nil else {
+                throw config.error("'\(config.path)' needs original_transaction_ids or ids_file", key: "ids_file")
+            }
+            options.parallelism = try config.int("parallelism")
+            return AppStoreStatusSource(options: options, logger: context.logger) {
+                try AppStoreServerAPIClient(configuration: settings.configuration(environment), logger: context.logger)
             }
         }
     }

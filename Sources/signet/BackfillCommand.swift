@@ -70,19 +70,11 @@ struct BackfillCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        Terminal.bootstrapLogging(level: logLevel, format: logFormat)
-        signal(SIGPIPE, SIG_IGN)
-        let environment = Terminal.environment
-        let api: AppStoreAPIConfiguration
-        do {
-            api = try AppStoreAPIConfiguration.fromEnvironment(environment)
-        } catch {
-            throw ConfigurationFailure(description: "signet backfill: \(error.message) (see `signet help backfill`)")
-        }
+        let (environment, api) = try APIPipelineRun.start("backfill", logLevel: logLevel, logFormat: logFormat)
         let text = try PipelineSourceText(pipeline)
         try text.checkDataDirectory()
         var built = try PipelineLoader.loadForCommand(text)
-        let checkpointPath = (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/backfill.json"
+        let checkpointPath = APIPipelineRun.dataFile("backfill.json", environment: environment)
         let window = try plannedWindow(api: api, checkpointPath: checkpointPath)
 
         var options = AppStoreHistorySource.Options(start: String(window.start), end: String(window.end), checkpointPath: checkpointPath)
@@ -92,41 +84,15 @@ struct BackfillCommand: AsyncParsableCommand {
             AppStoreServerAPIClient(configuration: api, logger: logger)
         }
         built.source = source
-        // This command reports its own progress (pages, time left) instead of the runner's.
-        built.settings.progressInterval = nil
-        let runner = PipelineRunner(pipeline: built)
         let started = ContinuousClock.now
-        @Sendable func line() -> String {
-            let events = runner.currentSummary.delivered
-            guard let progress = source.progress else { return "starting, \(events) new events" }
-            return progress.line(newEvents: events, elapsed: (ContinuousClock.now - started).seconds)
+        @Sendable func line(_ summary: RunSummary) -> String {
+            guard let progress = source.progress else { return "starting, \(summary.delivered) new events" }
+            return progress.line(newEvents: summary.delivered, elapsed: (ContinuousClock.now - started).seconds)
         }
-        let interval = Duration.milliseconds(Int64(progressInterval * 1000))
-        let progress = Task {
-            while (try? await Task.sleep(for: interval)) != nil { Terminal.note("backfill: \(line())") }
-        }
-        defer { progress.cancel() }
-
-        let outcome: PipelineService.Outcome
-        do {
-            outcome = try await PipelineLifecycle(runner: runner).run()
-        } catch let error as StateStoreError where error.isInUse {
-            throw ConfigurationFailure(description: "signet: \(error)")
-        } catch let error as SinkError {
-            Terminal.error("\(error.description) (\(runner.currentSummary.delivered) delivered before it)")
-            throw ExitCode.failure
-        } catch {
-            Terminal.error("backfill failed: \(error)")
-            Terminal.error("\(line()); committed pages are kept in \(checkpointPath): run the same command again to resume")
-            throw ExitCode.failure
-        }
-        progress.cancel()
-        guard case .finished(let summary) = outcome else {
-            Terminal.error("the drain did not finish within settings.shutdown_timeout; run the same command again to resume")
-            throw ExitCode.failure
-        }
+        let run = APIPipelineRun(command: "backfill", checkpointPath: checkpointPath, progressInterval: progressInterval)
+        let summary = try await run.run(built, line: line)
         let finished = source.progress?.finished ?? false
-        Terminal.note("\(finished ? "backfill done" : "backfill stopped; run the same command again to resume"): \(line())")
+        Terminal.note("\(finished ? "backfill done" : "backfill stopped; run the same command again to resume"): \(line(summary))")
         Terminal.note(summary.description)
         if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
     }

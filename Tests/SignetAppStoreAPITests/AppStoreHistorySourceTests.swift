@@ -1,6 +1,6 @@
 import AppStoreModels
 import Foundation
-import SignetAppStoreAPI
+@testable import SignetAppStoreAPI
 import SignetCore
 import SignetTestSupport
 import Testing
@@ -40,6 +40,16 @@ struct AppStoreHistorySourceTests {
         #expect(clamped?.clamped(lookback: lookback, now: now + 60_000) == nil)
     }
 
+    @Test("each history item becomes the webhook's body: a compact JWS as is, anything else escaped into valid JSON")
+    func envelopes() throws {
+        let jws = APITestBed.samples[0].signedPayload
+        #expect(AppStoreHistorySource.envelope(jws) == Array(#"{"signedPayload":"\#(jws)"}"#.utf8))
+        for odd in ["a\"b", "back\\slash", "tab\there", "caf\u{e9}", "\u{7f}", ""] {
+            let object = try JSONSerialization.jsonObject(with: Data(AppStoreHistorySource.envelope(odd))) as? [String: String]
+            #expect(object == ["signedPayload": odd], "\(odd.debugDescription)")
+        }
+    }
+
     @Test("a page is checkpointed only once every record of it committed; a new source resumes after it")
     func checkpointFollowsCommits() async throws {
         let bed = try APITestBed()
@@ -53,6 +63,8 @@ struct AppStoreHistorySourceTests {
             @Sendable func source() -> AppStoreHistorySource {
                 var options = AppStoreHistorySource.Options(start: "2d", checkpointPath: checkpointPath)
                 options.subWindows = 1
+                // Every commit written at once, so the file shows each step.
+                options.checkpointInterval = .zero
                 return AppStoreHistorySource(options: options) { try bed.client(fake) }
             }
 

@@ -85,45 +85,11 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
         }
     }
 
-    /// Writes the checkpoint so that a crash at any point leaves the old or the new one:
-    /// a temporary file beside it, fsync, rename over, fsync of the folder. Blocking: call
-    /// it on a ``BlockingExecutor``.
+    /// Writes the checkpoint so that a crash at any point leaves the old or the new one
+    /// (``AtomicFile``). Blocking: call it on a ``BlockingExecutor``.
     public func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let data = try encoder.encode(self)
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Self.failure("cannot create", temporary) }
-        var written = 0
-        let ok = data.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let result = write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += result
-            }
-            return fsync(fd) == 0
-        }
-        let error = Self.failure("cannot write", temporary)
-        close(fd)
-        guard ok else {
-            unlink(temporary)
-            throw error
-        }
-        guard rename(temporary, path) == 0 else { throw Self.failure("cannot rename over", path) }
-        // The rename itself is durable only once the folder is.
-        let folder = (path as NSString).deletingLastPathComponent
-        let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
-    }
-
-    private static func failure(_ what: String, _ path: String) -> SourceError {
-        SourceError("\(what) the backfill checkpoint '\(path)': \(String(cString: strerror(errno)))")
+        try AtomicFile.write(try encoder.encode(self), to: path, what: "the backfill checkpoint")
     }
 }

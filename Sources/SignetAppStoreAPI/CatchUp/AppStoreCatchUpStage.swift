@@ -39,7 +39,7 @@ public final class AppStoreCatchUpStage: TickingStage {
     private let metrics: AppStoreCatchUpMetrics
     /// Pages fetched and not yet handed to the pipeline; small, so a slow pipeline holds back
     /// the fetching instead of filling memory.
-    private let buffer = HistoryPageBuffer(capacity: 16)
+    private let buffer = FetchBuffer<AppStoreHistorySource.HistoryPage>(capacity: 16)
     private let state = Mutex(State())
 
     private struct State {
@@ -123,7 +123,7 @@ public final class AppStoreCatchUpStage: TickingStage {
                     pages += 1
                     state.withLock { $0.tallies[number]?.found += page.items.count }
                     metrics.fetched(page.items.count)
-                    guard await buffer.send(.init(subWindow: number, page: page)) else { return }
+                    guard await buffer.send(AppStoreHistorySource.HistoryPage(subWindow: number, page: page)) else { return }
                 }
                 previousStart = now
                 metrics.sweepSucceeded(at: now)

@@ -1,28 +1,26 @@
 import Synchronization
 
-/// The pages fetched but not yet read by the runner: a bounded queue between the tasks
-/// that page through sub-windows and ``AppStoreHistorySource/nextBatch(maxRecords:)``.
+/// What was fetched from Apple but not yet read by the runner: a bounded queue between the
+/// tasks that call the API (history answers, subscription statuses) and the source or stage
+/// that turns their answers into records.
 ///
-/// Bounded so fetching never runs far ahead of a slow pipeline (memory stays a few pages per
+/// Bounded so fetching never runs far ahead of a slow pipeline (memory stays a few answers per
 /// fetcher); one consumer, any number of producers.
-final class HistoryPageBuffer: Sendable {
-    /// One page and the sub-window it belongs to.
-    struct Fetched: Sendable {
-        var subWindow: Int
-        var page: NotificationHistoryPage
-    }
-
+final class FetchBuffer<Fetched: Sendable>: Sendable {
     private struct State {
         var items: [Fetched] = []
         var consumer: CheckedContinuation<Fetched?, any Error>?
         var producers: [CheckedContinuation<Void, Never>] = []
-        /// No more pages will come (fetching ended); what is queued is still read.
+        /// No more answers will come (fetching ended); what is queued is still read.
         var finished = false
-        /// Why fetching ended early; thrown to the consumer after the queued pages.
+        /// Why fetching ended early; thrown to the consumer after the queued answers.
         var failure: (any Error)?
-        /// The consumer stopped: queued pages are dropped, producers return at once.
+        /// The consumer stopped: queued answers are dropped, producers return at once.
         var stopped = false
     }
+
+    private enum SendStep { case queued, full, stopped }
+    private enum NextStep { case item(Fetched), end, failure(any Error), wait }
 
     private let capacity: Int
     private let state = Mutex(State())
@@ -31,12 +29,11 @@ final class HistoryPageBuffer: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    /// Queues a page, waiting while the queue is full. Returns false once the consumer
-    /// stopped (the page is dropped: it was never committed, so a resume fetches it again).
+    /// Queues an answer, waiting while the queue is full. Returns false once the consumer
+    /// stopped (the answer is dropped: it was never committed, so a resume fetches it again).
     func send(_ item: Fetched) async -> Bool {
         while true {
-            enum Step { case queued, full, stopped }
-            let step: Step = state.withLock { state in
+            let step: SendStep = state.withLock { state in
                 if state.stopped || state.finished { return .stopped }
                 guard state.items.count < capacity || state.consumer != nil else { return .full }
                 if let consumer = state.consumer {
@@ -63,12 +60,11 @@ final class HistoryPageBuffer: Sendable {
         }
     }
 
-    /// The next page, waiting for one; nil once fetching finished and everything was read,
-    /// or after ``stop()``. Throws the fetching failure after the pages queued before it.
+    /// The next answer, waiting for one; nil once fetching finished and everything was read,
+    /// or after ``stop()``. Throws the fetching failure after the answers queued before it.
     func next() async throws -> Fetched? {
         try await withCheckedThrowingContinuation { continuation in
-            enum Step { case item(Fetched), end, failure(any Error), wait }
-            let step: Step = state.withLock { state in
+            let step: NextStep = state.withLock { state in
                 if state.stopped { return .end }
                 if !state.items.isEmpty {
                     let item = state.items.removeFirst()
@@ -89,7 +85,7 @@ final class HistoryPageBuffer: Sendable {
         }
     }
 
-    /// A queued page if there is one, without waiting.
+    /// A queued answer if there is one, without waiting.
     func poll() -> Fetched? {
         state.withLock { state in
             guard !state.stopped, !state.items.isEmpty else { return nil }
@@ -98,7 +94,19 @@ final class HistoryPageBuffer: Sendable {
         }
     }
 
-    /// Fetching ended: with `failure`, the consumer gets it after the queued pages.
+    /// A queued answer, waiting for one until `deadline` in small steps (a batch that already
+    /// has answers lingers for more, to commit fewer and larger batches); nil when none came
+    /// by then, once fetching ended, or after ``stop()``.
+    func poll(until deadline: ContinuousClock.Instant) async throws -> Fetched? {
+        while true {
+            if let answer = poll() { return answer }
+            let over = state.withLock { $0.stopped || $0.finished || $0.failure != nil }
+            guard !over, ContinuousClock.now < deadline else { return nil }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Fetching ended: with `failure`, the consumer gets it after the queued answers.
     func finish(failure: (any Error)? = nil) {
         let (consumer, producers) = state.withLock { state in
             state.finished = true

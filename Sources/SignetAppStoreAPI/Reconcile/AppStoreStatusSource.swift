@@ -1,0 +1,324 @@
+import AppStoreModels
+import Foundation
+import Logging
+import SignetCore
+import Synchronization
+
+/// A source of Apple's current view of purchases: for each id of a list, Get All Subscription
+/// Statuses, and for every subscription in the answer one record as Apple lists it
+/// (`{"originalTransactionId", "status", "signedTransactionInfo", "signedRenewalInfo"}`), which
+/// `decode` reads as a status input: verified, then applied by `transition` as authoritative,
+/// ordered against notifications by its signedDate, silent where the state already agrees
+/// (docs/state-machine.md). `signet reconcile` runs a pipeline with it.
+///
+/// Ids are fetched `parallelism` at a time through one client (so within its rate limit); an
+/// id Apple knows nothing of (4040010) is counted and skipped. The checkpoint records how many
+/// ids, from the first, are done (all their records committed): a restart with the same list
+/// resumes there, a finished or different list starts over.
+public final class AppStoreStatusSource: Source {
+    public struct Options: Sendable {
+        /// The purchases to ask about (any transaction id of each; originalTransactionId is usual).
+        public var ids: [String]
+        /// A file with more ids (``PurchaseIDList``), read when the source opens.
+        public var idsFile: String?
+        /// The checkpoint file.
+        public var checkpointPath: String
+        /// Ids asked about at the same time.
+        public var parallelism = 8
+        /// How long a batch waits for more answers once it has one (fewer, larger commits).
+        public var batchLinger: Duration = .milliseconds(250)
+
+        public init(ids: [String], checkpointPath: String) {
+            self.ids = ids
+            self.checkpointPath = checkpointPath
+        }
+    }
+
+    /// The stream of every record in positions.
+    public static let streamName = "appstore-statuses"
+
+    /// Figures for progress lines.
+    public struct Progress: Sendable, Equatable {
+        public var total: Int
+        public var doneAtStart: Int
+        public var done: Int
+        public var statuses: Int
+        public var notFound: Int
+        public var resumed: Bool
+        public var finished: Bool
+
+        /// `1200/10000 purchases, 1300 statuses, 4 unknown to Apple, 38.0/s, about 3m left`.
+        public func line(elapsed seconds: Double) -> String {
+            let thisRun = done - doneAtStart
+            let rate = seconds > 0 ? Double(thisRun) / seconds : 0
+            var text = "\(done)/\(total) purchases, \(statuses) statuses, \(notFound) unknown to Apple"
+            text += ", " + String(format: "%.1f/s", rate)
+            if rate > 0, !finished { text += ", about \(Self.duration(Double(total - done) / rate)) left" }
+            return text
+        }
+
+        static func duration(_ seconds: Double) -> String {
+            let whole = Int(seconds.rounded(.up))
+            return whole >= 3600 ? "\(whole / 3600)h\(whole % 3600 / 60)m" : whole >= 60 ? "\(whole / 60)m\(whole % 60)s" : "\(whole)s"
+        }
+    }
+
+    /// One id's answer: its records' bodies, or that Apple knows none.
+    struct Answer: Sendable {
+        var index: Int
+        var lines: [[UInt8]]
+        var notFound: Bool
+    }
+
+    private struct State {
+        var ids: [String] = []
+        var client: AppStoreServerAPIClient?
+        var checkpoint: ReconcileCheckpoint?
+        var doneAtStart = 0
+        var resumed = false
+        var nextClaim = 0
+        var nextOffset: Int64 = 0
+        /// Records handed out and not committed yet: offset -> id index.
+        var indexOfOffset: [Int64: Int] = [:]
+        /// Per fetched id not yet done: records not committed yet.
+        var outstanding: [Int: Int] = [:]
+        /// Ids done beyond the first not-done one.
+        var doneAhead: Set<Int> = []
+        var leftover: [Record] = []
+        var fetcher: Task<Void, Never>?
+        var stopped = false
+    }
+
+    public let options: Options
+    private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
+    private let logger: Logger
+    private let checkpoints: CheckpointWriter<ReconcileCheckpoint>
+    private let buffer: FetchBuffer<Answer>
+    private let state = Mutex(State())
+
+    /// - Parameter makeClient: builds the API client when the source opens; the source shuts it
+    ///   down when it closes.
+    public init(
+        options: Options, logger: Logger = Logger(label: "signet.appstore-statuses"),
+        makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient
+    ) {
+        self.options = options
+        self.makeClient = makeClient
+        self.logger = logger
+        self.buffer = FetchBuffer<Answer>(capacity: max(4, 2 * options.parallelism))
+        self.checkpoints = CheckpointWriter(path: options.checkpointPath, interval: .seconds(1), label: "signet.appstore-statuses") {
+            checkpoint, path in try checkpoint.save(to: path)
+        }
+    }
+
+    public var progress: Progress? {
+        state.withLock { state in
+            guard let checkpoint = state.checkpoint else { return nil }
+            return Progress(
+                total: checkpoint.total, doneAtStart: state.doneAtStart, done: checkpoint.done, statuses: checkpoint.statuses,
+                notFound: checkpoint.notFound, resumed: state.resumed, finished: checkpoint.isFinished)
+        }
+    }
+
+    public func open() async throws {
+        let client: AppStoreServerAPIClient
+        do {
+            client = try makeClient()
+        } catch {
+            throw SourceError("appstore_statuses: \(error)")
+        }
+        let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
+        let explicit = options.ids, file = options.idsFile, path = options.checkpointPath
+        let (ids, checkpoint): ([String], ReconcileCheckpoint)
+        do {
+            (ids, checkpoint) = try await checkpoints.run { [logger] in
+                let ids = try PurchaseIDList.read(explicit: explicit, file: file)
+                let folder = (path as NSString).deletingLastPathComponent
+                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                let fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+                guard let saved = try ReconcileCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
+                guard saved.listDigest == fresh.listDigest, saved.environment == environment, saved.bundleId == bundleId else {
+                    logger.notice("an unfinished reconcile of another list (or app, or environment) in \(path) is replaced by this one")
+                    return (ids, fresh)
+                }
+                return (ids, saved)
+            }
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        let resumed = checkpoint.done > 0
+        if resumed { logger.notice("resuming the unfinished reconcile: \(checkpoint.done) of \(checkpoint.total) purchases done") }
+        state.withLock { state in
+            state.ids = ids
+            state.client = client
+            state.checkpoint = checkpoint
+            state.doneAtStart = checkpoint.done
+            state.resumed = resumed
+            state.nextClaim = checkpoint.done
+        }
+        try await save()
+        let fetcher = Task { [self] in await fetch(client: client) }
+        state.withLock { $0.fetcher = fetcher }
+    }
+
+    /// Asks Apple about every id not done yet, `parallelism` at a time, into ``buffer``.
+    private func fetch(client: AppStoreServerAPIClient) async {
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<max(1, options.parallelism) {
+                    group.addTask { [self] in
+                        while let (index, id) = claim() {
+                            guard await buffer.send(try await answer(index, id: id, client: client)) else { return }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            buffer.finish()
+        } catch {
+            buffer.finish(failure: error)
+        }
+    }
+
+    /// The next id nobody asked about yet: its index and value.
+    private func claim() -> (Int, String)? {
+        state.withLock { state in
+            guard state.nextClaim < state.ids.count else { return nil }
+            defer { state.nextClaim += 1 }
+            return (state.nextClaim, state.ids[state.nextClaim])
+        }
+    }
+
+    /// Get All Subscription Statuses for id `index`, as record bodies.
+    private func answer(_ index: Int, id: String, client: AppStoreServerAPIClient) async throws -> Answer {
+        let response: SubscriptionStatusesResponse
+        do {
+            response = try await client.subscriptionStatuses(transactionId: id)
+        } catch let error as AppStoreAPIError where error.errorCode == 4_040_010 {
+            logger.warning("Apple knows no purchase with transaction id \(id) in \(client.configuration.environment.rawValue): skipped")
+            return Answer(index: index, lines: [], notFound: true)
+        }
+        var lines: [[UInt8]] = []
+        for group in response.data {
+            for last in group.lastTransactions {
+                guard last.signedTransactionInfo != nil || last.signedRenewalInfo != nil else { continue }
+                var json = JSONText(reserving: 8192)
+                json.beginObject()
+                json.field("originalTransactionId", last.originalTransactionId)
+                json.field("status", last.status.map { $0.rawValue })
+                json.field("signedTransactionInfo", last.signedTransactionInfo)
+                json.field("signedRenewalInfo", last.signedRenewalInfo)
+                json.endObject()
+                lines.append(json.bytes)
+            }
+        }
+        return Answer(index: index, lines: lines, notFound: false)
+    }
+
+    public func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        guard var records: [Record] = state.withLock({ state in
+            if state.stopped { return nil }
+            let taken = Array(state.leftover.prefix(maxRecords))
+            state.leftover.removeFirst(taken.count)
+            return taken
+        }) else { return nil }
+        var advanced = false
+        var lingerEnds = ContinuousClock.now
+        while records.count < maxRecords {
+            let fetched: Answer?
+            if records.isEmpty {
+                fetched = try await buffer.next()
+                lingerEnds = .now + options.batchLinger
+            } else {
+                fetched = try await buffer.poll(until: lingerEnds)
+            }
+            guard let fetched else { break }
+            let (made, done) = accept(fetched)
+            advanced = advanced || done
+            let room = maxRecords - records.count
+            records += made.prefix(room)
+            if made.count > room { state.withLock { $0.leftover += made.dropFirst(room) } }
+        }
+        if advanced { try await save(throttled: true) }
+        return records.isEmpty ? nil : records
+    }
+
+    /// Turns an answer into records; an answer without any is done at once (returns whether
+    /// the checkpoint advanced).
+    private func accept(_ answer: Answer) -> ([Record], Bool) {
+        state.withLock { state in
+            var records: [Record] = []
+            for line in answer.lines {
+                records.append(Record(raw: line, position: SourcePosition(stream: Self.streamName, offset: state.nextOffset)))
+                state.indexOfOffset[state.nextOffset] = answer.index
+                state.nextOffset += 1
+            }
+            if answer.notFound { state.checkpoint?.notFound += 1 }
+            guard records.isEmpty else {
+                state.outstanding[answer.index] = records.count
+                return (records, false)
+            }
+            return ([], markDone(&state, answer.index))
+        }
+    }
+
+    /// Records id `index` as done; advances the checkpoint over every done id from its first
+    /// not-done one. Returns whether it advanced.
+    private func markDone(_ state: inout State, _ index: Int) -> Bool {
+        guard var checkpoint = state.checkpoint else { return false }
+        state.doneAhead.insert(index)
+        let before = checkpoint.done
+        while state.doneAhead.remove(checkpoint.done) != nil { checkpoint.done += 1 }
+        state.checkpoint = checkpoint
+        return checkpoint.done > before
+    }
+
+    public func commit(_ positions: [SourcePosition]) async throws {
+        let advanced = state.withLock { state in
+            var advanced = false
+            for position in positions where position.stream == Self.streamName {
+                guard let index = state.indexOfOffset.removeValue(forKey: position.offset) else { continue }
+                state.checkpoint?.statuses += 1
+                let left = (state.outstanding[index] ?? 1) - 1
+                if left > 0 {
+                    state.outstanding[index] = left
+                } else {
+                    state.outstanding[index] = nil
+                    if markDone(&state, index) { advanced = true }
+                }
+            }
+            return advanced
+        }
+        if advanced { try await save(throttled: true) }
+    }
+
+    /// Writes the checkpoint; when `throttled`, at most once a second (``close()`` writes the
+    /// rest): a crash asks Apple about a second's ids again.
+    private func save(throttled: Bool = false) async throws {
+        try await checkpoints.save(throttled: throttled) { state.withLock(\.checkpoint) }
+    }
+
+    public func stop() async {
+        let fetcher = state.withLock { state in
+            state.stopped = true
+            return state.fetcher
+        }
+        buffer.stop()
+        fetcher?.cancel()
+    }
+
+    public func close() async throws {
+        let (fetcher, client) = state.withLock { state in
+            defer { state.fetcher = nil; state.client = nil }
+            return (state.fetcher, state.client)
+        }
+        buffer.stop()
+        fetcher?.cancel()
+        await fetcher?.value
+        var saveFailure: (any Error)?
+        do { try await checkpoints.flush { state.withLock(\.checkpoint) } } catch { saveFailure = error }
+        try await client?.shutdown()
+        if let saveFailure { throw saveFailure }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import SignetCore
+import SignetOpenSSL
+
+/// How far a reconcile got: the purchases it was asked about (by digest) and how many of them,
+/// from the first, are done (their statuses committed, or Apple knew none). A restart with
+/// the same list resumes after them; another list starts over.
+public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
+    public static let currentVersion = 1
+
+    public var version = Self.currentVersion
+    /// SHA-256 (hex) of the ids, one per line, in order: which list this is.
+    public var listDigest: String
+    public var total: Int
+    /// The ids done, counted from the first.
+    public var done: Int
+    /// Statuses committed so far, and ids Apple knew no subscription of (4040010).
+    public var statuses: Int
+    public var notFound: Int
+    public var environment: String
+    public var bundleId: String
+
+    public init(ids: [String], environment: String, bundleId: String) {
+        listDigest = Self.digest(ids)
+        total = ids.count
+        done = 0
+        statuses = 0
+        notFound = 0
+        self.environment = environment
+        self.bundleId = bundleId
+    }
+
+    public var isFinished: Bool { done >= total }
+
+    /// The digest of a list of ids.
+    public static func digest(_ ids: [String]) -> String {
+        SHA256.hex(SHA256.hash(ids.joined(separator: "\n")))
+    }
+
+    /// The checkpoint at `path`, nil when there is none.
+    public static func load(_ path: String) throws -> ReconcileCheckpoint? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            let checkpoint = try JSONDecoder().decode(ReconcileCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            guard checkpoint.version == currentVersion else {
+                throw SourceError("version \(checkpoint.version), this signet writes \(currentVersion)")
+            }
+            return checkpoint
+        } catch {
+            throw SourceError("the reconcile checkpoint '\(path)' is unreadable (\(error)); remove it (or use --restart) to start over")
+        }
+    }
+
+    /// Replaces the file atomically (``AtomicFile``). Blocking.
+    public func save(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try encoder.encode(self), to: path, what: "the reconcile checkpoint")
+    }
+}

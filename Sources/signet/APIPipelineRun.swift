@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SignetAppStoreAPI
+import SignetCore
+import SignetHTTP
+import SignetState
+
+/// Runs a pipeline whose source asks Apple's API (`signet backfill`, `signet reconcile`):
+/// progress on stderr every few seconds instead of the runner's, a drain on SIGINT/SIGTERM,
+/// and the failures mapped to one line and an exit status (2 for a second writer, 1 for the
+/// rest, saying that the checkpoint keeps what was committed).
+struct APIPipelineRun {
+    /// The command's name in messages (`backfill`).
+    var command: String
+    var checkpointPath: String
+    var progressInterval: Double
+
+    /// What such a command does first: logging as asked, SIGPIPE ignored, and the API settings
+    /// from the environment (a missing or invalid variable is one line naming it, exit 2).
+    static func start(
+        _ command: String, logLevel: Logger.Level, logFormat: Terminal.LogFormat
+    ) throws -> (environment: [String: String], api: AppStoreAPIConfiguration) {
+        Terminal.bootstrapLogging(level: logLevel, format: logFormat)
+        signal(SIGPIPE, SIG_IGN)
+        let environment = Terminal.environment
+        do {
+            return (environment, try AppStoreAPIConfiguration.fromEnvironment(environment))
+        } catch {
+            throw ConfigurationFailure(description: "signet \(command): \(error.message) (see `signet help \(command)`)")
+        }
+    }
+
+    /// `name` in the data directory ($SIGNET_DATA_DIR, else signet-data).
+    static func dataFile(_ name: String, environment: [String: String]) -> String {
+        (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/" + name
+    }
+
+    /// Runs `pipeline` to its end; `line` describes the progress given the runner's summary so far.
+    func run(_ pipeline: Pipeline, line: @escaping @Sendable (RunSummary) -> String) async throws -> RunSummary {
+        var pipeline = pipeline
+        pipeline.settings.progressInterval = nil
+        let runner = PipelineRunner(pipeline: pipeline)
+        let interval = Duration.milliseconds(Int64(progressInterval * 1000))
+        let command = self.command
+        let progress = Task {
+            while (try? await Task.sleep(for: interval)) != nil { Terminal.note("\(command): \(line(runner.currentSummary))") }
+        }
+        defer { progress.cancel() }
+        let outcome: PipelineService.Outcome
+        do {
+            outcome = try await PipelineLifecycle(runner: runner).run()
+        } catch let error as StateStoreError where error.isInUse {
+            throw ConfigurationFailure(description: "signet: \(error)")
+        } catch let error as SinkError {
+            Terminal.error("\(error.description) (\(runner.currentSummary.delivered) delivered before it)")
+            throw ExitCode.failure
+        } catch {
+            Terminal.error("\(command) failed: \(error)")
+            Terminal.error("\(line(runner.currentSummary)); what was committed is kept in \(checkpointPath): run the same command again to resume")
+            throw ExitCode.failure
+        }
+        progress.cancel()
+        guard case .finished(let summary) = outcome else {
+            Terminal.error("the drain did not finish within settings.shutdown_timeout; run the same command again to resume")
+            throw ExitCode.failure
+        }
+        return summary
+    }
+}

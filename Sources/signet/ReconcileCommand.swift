@@ -1,0 +1,94 @@
+import AppStoreModels
+import ArgumentParser
+import Foundation
+import Logging
+import SignetAppStoreAPI
+import SignetCore
+
+/// `signet reconcile`: asks Apple for the current status of purchases (Get All Subscription
+/// Statuses) and applies it through a pipeline, so state that went wrong, or purchases Signet
+/// never saw, are put right with the same events as any change.
+struct ReconcileCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reconcile",
+        abstract: "Puts Signet's state in line with Apple's current view of purchases (Get All Subscription Statuses).",
+        discussion: """
+            For each purchase named, asks the App Store Server API for every subscription's current status (its latest signed transaction and renewal info) and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): both JWS are verified like the webhook's, and the state machine applies them as Apple's view, ordered against notifications by their signedDate. Where Signet already agrees nothing happens; every difference (a renewal, a refund, a grace period Signet never heard of) gives the same entitlement-change events as a notification would (stdout for the default pipeline). Running it twice emits nothing the second time.
+
+            Seeding: purchases Signet never saw (subscribers from before Signet) are created from their status. Export their original transaction ids from your app's database, one per line, and pass the file with --file.
+
+            It needs the In-App Purchase API key's variables, as `signet backfill` (see `signet help backfill`): SIGNET_APPSTORE_KEY_ID, SIGNET_APPSTORE_ISSUER_ID, SIGNET_APPSTORE_PRIVATE_KEY, SIGNET_BUNDLE_ID, SIGNET_ENVIRONMENT. Ids Apple does not know in that environment (4040010) are counted and skipped.
+
+            Requests go out within the client's rate limit (40 a second Production, 4 Sandbox), several at once. Progress goes to stderr every few seconds (purchases done, statuses, unknown ids, rate, time left). How many ids are done is checkpointed in $SIGNET_DATA_DIR/reconcile.json: after kill -9, Ctrl-C or a failure, the same command with the same list resumes; --restart starts over.
+
+            Examples:
+              signet reconcile --original-transaction-id 2000000123456789
+              signet reconcile --file purchases.txt >> events.ndjson
+              signet reconcile --file purchases.txt --pipeline Pipelines/kafka.yaml
+            """)
+
+    @Option(name: .customLong("original-transaction-id"), help: "A purchase to reconcile (repeatable).")
+    var originalTransactionIds: [String] = []
+
+    @Option(name: .long, help: "A file of purchases to reconcile: one original transaction id per line (# comments allowed).")
+    var file: String?
+
+    @Option(name: .long, help: "The pipeline file whose stages, store and sinks to use (default: the embedded Pipelines/stdin.yaml); its source is replaced.")
+    var pipeline: String?
+
+    @Flag(name: .long, help: "Discard an unfinished reconcile's checkpoint and start over.")
+    var restart = false
+
+    @Option(name: .long, help: .hidden)
+    var progressInterval: Double = 5
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .warning
+
+    @Option(name: .long, help: "Log format: text, or json (one object per line, for log shippers).")
+    var logFormat: Terminal.LogFormat = .text
+
+    func validate() throws {
+        guard !originalTransactionIds.isEmpty || file != nil else {
+            throw ValidationError("name the purchases: --original-transaction-id ID (repeatable) or --file IDS")
+        }
+        guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
+    }
+
+    func run() async throws {
+        let (environment, api) = try APIPipelineRun.start("reconcile", logLevel: logLevel, logFormat: logFormat)
+        let ids: [String]
+        do {
+            ids = try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
+        } catch {
+            throw ConfigurationFailure(description: "signet reconcile: \(error)")
+        }
+        guard !ids.isEmpty else { throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty") }
+        let text = try PipelineSourceText(pipeline)
+        try text.checkDataDirectory()
+        var built = try PipelineLoader.loadForCommand(text)
+        let checkpointPath = APIPipelineRun.dataFile("reconcile.json", environment: environment)
+        if restart, FileManager.default.fileExists(atPath: checkpointPath) {
+            try FileManager.default.removeItem(atPath: checkpointPath)
+            Terminal.note("--restart: discarded the reconcile checkpoint \(checkpointPath)")
+        }
+        Terminal.note("reconciling \(ids.count) purchases with \(api.baseURL) (\(api.environment.rawValue))")
+
+        let logger = Logger(label: "signet.reconcile")
+        let source = AppStoreStatusSource(options: .init(ids: ids, checkpointPath: checkpointPath), logger: logger) {
+            AppStoreServerAPIClient(configuration: api, logger: logger)
+        }
+        built.source = source
+        let started = ContinuousClock.now
+        @Sendable func line(_ summary: RunSummary) -> String {
+            guard let progress = source.progress else { return "starting" }
+            return progress.line(elapsed: (ContinuousClock.now - started).seconds) + ", \(summary.delivered) events"
+        }
+        let run = APIPipelineRun(command: "reconcile", checkpointPath: checkpointPath, progressInterval: progressInterval)
+        let summary = try await run.run(built, line: line)
+        let finished = source.progress?.finished ?? false
+        Terminal.note("\(finished ? "reconcile done" : "reconcile stopped; run the same command again to resume"): \(line(summary))")
+        Terminal.note(summary.description)
+        if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
+    }
+}
