@@ -198,6 +198,23 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
+    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+        try withSession("purchase listing", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: """
+                    SELECT original_transaction_id FROM signet_subscriptions
+                    WHERE original_transaction_id > $1 ORDER BY original_transaction_id LIMIT $2
+                    """,
+                binds: {
+                    var binds = PostgresBindings()
+                    binds.append(after ?? "")
+                    binds.append(Int64(max(0, limit)))
+                    return binds
+                }()))
+            return try rows.map { try $0.decode(String.self) }
+        }
+    }
+
     public func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - PostgresStoreOptions.milliseconds(options.outboxRetention)
         let pruneEvents = options.outboxRetention > .zero

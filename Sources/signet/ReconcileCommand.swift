@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SignetAppStoreAPI
 import SignetCore
+import SignetState
 
 /// `signet reconcile`: asks Apple for the current status of purchases (Get All Subscription
 /// Statuses) and applies it through a pipeline, so state that went wrong, or purchases Signet
@@ -15,6 +16,8 @@ struct ReconcileCommand: AsyncParsableCommand {
         discussion: """
             For each purchase named, asks the App Store Server API for every subscription's current status (its latest signed transaction and renewal info) and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): both JWS are verified like the webhook's, and the state machine applies them as Apple's view, ordered against notifications by their signedDate. Where Signet already agrees nothing happens; every difference (a renewal, a refund, a grace period Signet never heard of) gives the same entitlement-change events as a notification would (stdout for the default pipeline). Running it twice emits nothing the second time.
 
+            --all reconciles every purchase in the state store (read first, read-only: --database, else PostgreSQL at $SIGNET_DATABASE_URL, else $SIGNET_DATA_DIR/signet.sqlite, the shipped pipelines' store), in order of original transaction id; an interrupted --all resumes after the last purchase done even when purchases arrived meanwhile. Use it when state may have drifted (after an outage longer than Apple's retries, or a bug fixed later).
+
             Seeding: purchases Signet never saw (subscribers from before Signet) are created from their status. Export their original transaction ids from your app's database, one per line, and pass the file with --file.
 
             It needs the In-App Purchase API key's variables, as `signet backfill` (see `signet help backfill`): SIGNET_APPSTORE_KEY_ID, SIGNET_APPSTORE_ISSUER_ID, SIGNET_APPSTORE_PRIVATE_KEY, SIGNET_BUNDLE_ID, SIGNET_ENVIRONMENT. Ids Apple does not know in that environment (4040010) are counted and skipped.
@@ -24,6 +27,7 @@ struct ReconcileCommand: AsyncParsableCommand {
             Examples:
               signet reconcile --original-transaction-id 2000000123456789
               signet reconcile --file purchases.txt >> events.ndjson
+              signet reconcile --all
               signet reconcile --file purchases.txt --pipeline Pipelines/kafka.yaml
             """)
 
@@ -32,6 +36,11 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "A file of purchases to reconcile: one original transaction id per line (# comments allowed).")
     var file: String?
+
+    @Flag(name: .long, help: "Every purchase in the state store (the shipped pipelines' store, or --database).")
+    var all = false
+
+    @OptionGroup var store: StoreOptions
 
     @Option(name: .long, help: "The pipeline file whose stages, store and sinks to use (default: the embedded Pipelines/stdin.yaml); its source is replaced.")
     var pipeline: String?
@@ -49,8 +58,11 @@ struct ReconcileCommand: AsyncParsableCommand {
     var logFormat: Terminal.LogFormat = .text
 
     func validate() throws {
-        guard !originalTransactionIds.isEmpty || file != nil else {
-            throw ValidationError("name the purchases: --original-transaction-id ID (repeatable) or --file IDS")
+        guard !originalTransactionIds.isEmpty || file != nil || all else {
+            throw ValidationError("name the purchases: --original-transaction-id ID (repeatable), --file IDS, or --all")
+        }
+        guard !all || (originalTransactionIds.isEmpty && file == nil) else {
+            throw ValidationError("--all reconciles every stored purchase: it takes no --original-transaction-id or --file")
         }
         guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
     }
@@ -59,11 +71,15 @@ struct ReconcileCommand: AsyncParsableCommand {
         let (environment, api) = try APIPipelineRun.start("reconcile", logLevel: logLevel, logFormat: logFormat)
         let ids: [String]
         do {
-            ids = try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
+            ids = all ? try storedPurchases() : try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
+        } catch let failure as ConfigurationFailure {
+            throw failure
         } catch {
             throw ConfigurationFailure(description: "signet reconcile: \(error)")
         }
-        guard !ids.isEmpty else { throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty") }
+        guard !ids.isEmpty else {
+            throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty\(all ? " (no purchase in \(store.location))" : "")")
+        }
         let text = try PipelineSourceText(pipeline)
         try text.checkDataDirectory()
         var built = try PipelineLoader.loadForCommand(text)
@@ -75,7 +91,9 @@ struct ReconcileCommand: AsyncParsableCommand {
         Terminal.note("reconciling \(ids.count) purchases with \(api.baseURL) (\(api.environment.rawValue))")
 
         let logger = Logger(label: "signet.reconcile")
-        let source = AppStoreStatusSource(options: .init(ids: ids, checkpointPath: checkpointPath), logger: logger) {
+        var options = AppStoreStatusSource.Options(ids: ids, checkpointPath: checkpointPath)
+        options.ascending = all
+        let source = AppStoreStatusSource(options: options, logger: logger) {
             AppStoreServerAPIClient(configuration: api, logger: logger)
         }
         built.source = source
@@ -90,5 +108,17 @@ struct ReconcileCommand: AsyncParsableCommand {
         Terminal.note("\(finished ? "reconcile done" : "reconcile stopped; run the same command again to resume"): \(line(summary))")
         Terminal.note(summary.description)
         if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
+    }
+
+    /// Every original transaction id in the store, ascending (read before the pipeline opens it).
+    private func storedPurchases() throws -> [String] {
+        let database = try store.open()
+        defer { try? database.close() }
+        var ids: [String] = []
+        while true {
+            let page = try database.originalTransactionIds(after: ids.last, limit: 10_000)
+            if page.isEmpty { return ids }
+            ids += page
+        }
     }
 }

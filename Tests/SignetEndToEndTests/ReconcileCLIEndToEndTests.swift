@@ -149,8 +149,59 @@ struct ReconcileCLIEndToEndTests {
         let again = try await bed.reconcile(["--original-transaction-id", "1001", "--original-transaction-id", "1002", "--file", list])
         #expect(again.exitCode == 0, "\(again.stderr)")
         #expect(again.stdoutText.isEmpty, "a second reconcile emitted: \(again.stdoutText)")
+        // --all walks the store: the six purchases (not the unknown id), all in agreement now.
+        let all = try await bed.reconcile(["--all"])
+        #expect(all.exitCode == 0, "\(all.stderr)")
+        #expect(all.stdoutText.isEmpty, "--all emitted: \(all.stdoutText)")
+        #expect(all.stderr.contains("6/6 purchases"), "\(all.stderr)")
         // Every request went out with a JWT the fake accepted.
         #expect(bed.fake.requests(.subscriptionStatuses).allSatisfy { $0.authRefusal == nil })
+    }
+
+    @Test("kill -9 in the middle of a reconcile: the same command resumes after the purchases done, and every purchase is granted with one event id")
+    func killedReconcileResumes() async throws {
+        let bed = try await Bed.make()
+        do {
+            let now = WallClock.milliseconds()
+            let purchases = (0..<60).map { String(3000 + $0) }
+            bed.fake.addTransactions(try purchases.map {
+                try bed.status($0, id: $0, purchase: now - 5 * Self.day, expires: now + 25 * Self.day, signed: now - 1000)
+            })
+            let list = bed.directory.path("purchases.txt")
+            try purchases.joined(separator: "\n").write(toFile: list, atomically: true, encoding: .utf8)
+            bed.fake.setResponseDelay(.milliseconds(300))
+            let child = try ChildProcess.signet(["reconcile", "--file", list], environment: bed.environment, stdin: false)
+            let checkpoint = bed.environment["SIGNET_DATA_DIR"]! + "/reconcile.json"
+            let midway = await child.waitUntil(timeout: .seconds(120)) {
+                ((try? ReconcileCheckpointProbe.done(checkpoint)) ?? 0) >= 10 || !child.isRunning
+            }
+            #expect(midway && child.isRunning, "the reconcile ended before the kill: \(child.stderrTail())")
+            child.send(SIGKILL)
+            _ = await child.exit(within: .seconds(30))
+            let requestsBefore = bed.fake.requests(.subscriptionStatuses).count
+            bed.fake.setResponseDelay(.zero)
+
+            let resumed = try await bed.reconcile(["--file", list])
+            #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+            #expect(resumed.stderr.contains("resumed after"), "\(resumed.stderr)")
+            let asked = bed.fake.requests(.subscriptionStatuses).count - requestsBefore
+            #expect(asked < purchases.count, "the resumed run asked about \(asked) purchases again")
+            // Granted once each: the first run's events and the resumed run's, by event id.
+            var granted: [String: Set<String>] = [:]
+            for line in (child.stdoutText + resumed.stdoutText).split(separator: "\n") {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let otid = object["originalTransactionId"] as? String, let id = object["eventId"] as? String
+                else { continue }
+                #expect(object["type"] as? String == "granted")
+                granted[otid, default: []].insert(id)
+            }
+            #expect(Set(granted.keys) == Set(purchases))
+            #expect(granted.values.allSatisfy { $0.count == 1 }, "a purchase got two different events")
+        } catch {
+            await bed.tearDown()
+            throw error
+        }
+        await bed.tearDown()
     }
 
     @Test("no purchases named is a usage error; a missing key variable is one line and exit 2")
@@ -166,5 +217,13 @@ struct ReconcileCLIEndToEndTests {
         #expect(missing.exitCode == 2, "\(missing.stderr)")
         #expect(missing.stderr.contains("SIGNET_APPSTORE_KEY_ID"))
         await bed.fake.stop()
+    }
+}
+
+/// Reads how many ids a reconcile checkpoint has done (nil while there is none).
+enum ReconcileCheckpointProbe {
+    static func done(_ path: String) throws -> Int? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["done"] as? Int
     }
 }

@@ -47,6 +47,7 @@ import Testing
         func markDelivered(_ sequences: [Int64], at: Int64) throws { try inner.markDelivered(sequences, at: at) }
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
         func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
+        func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
         func close() throws {}
     }

@@ -56,6 +56,27 @@ import Testing
         #expect(try await harness.run([Table.subscribed]).dropped == 0)
     }
 
+    @Test("every stored purchase can be listed in pages, in order (reconcile --all)", arguments: StoreKind.available)
+    func listsPurchasesInPages(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        #expect(try store.originalTransactionIds(after: nil, limit: 10).isEmpty)
+        let ids = ["1005", "1001", "2000", "1003", "10", "1002", "1004"]
+        try store.withTransaction { transaction in
+            for id in ids { try transaction.save(SubscriptionSnapshot(originalTransactionId: id)) }
+        }
+        var listed: [String] = []
+        while true {
+            let page = try store.originalTransactionIds(after: listed.last, limit: 3)
+            #expect(page.count <= 3)
+            if page.isEmpty { break }
+            listed += page
+        }
+        #expect(listed == ids.sorted(), "\(kind)")
+        #expect(try store.originalTransactionIds(after: "1003", limit: 2) == ["1004", "1005"], "\(kind)")
+        #expect(try store.originalTransactionIds(after: "2000", limit: 5).isEmpty, "\(kind)")
+    }
+
     @Test("marking delivered takes any set of sequences: gaps, repeats, any order", arguments: [Duration.zero, .seconds(3600)])
     func markingScatteredSequences(_ retention: Duration) async throws {
         for kind in StoreKind.available {

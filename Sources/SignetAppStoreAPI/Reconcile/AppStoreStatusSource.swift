@@ -21,6 +21,10 @@ public final class AppStoreStatusSource: Source {
         public var ids: [String]
         /// A file with more ids (``PurchaseIDList``), read when the source opens.
         public var idsFile: String?
+        /// The ids are in ascending order and the list may grow between runs (every purchase
+        /// of a store: `signet reconcile --all`): an unfinished checkpoint of an earlier list
+        /// resumes after the last id it finished instead of starting over.
+        public var ascending = false
         /// The checkpoint file.
         public var checkpointPath: String
         /// Ids asked about at the same time.
@@ -47,11 +51,13 @@ public final class AppStoreStatusSource: Source {
         public var resumed: Bool
         public var finished: Bool
 
-        /// `1200/10000 purchases, 1300 statuses, 4 unknown to Apple, 38.0/s, about 3m left`.
+        /// `1200/10000 purchases, 1300 statuses, 4 unknown to Apple, 38.0/s, about 3m left`
+        /// (with what an earlier run did when this one resumed).
         public func line(elapsed seconds: Double) -> String {
             let thisRun = done - doneAtStart
             let rate = seconds > 0 ? Double(thisRun) / seconds : 0
             var text = "\(done)/\(total) purchases, \(statuses) statuses, \(notFound) unknown to Apple"
+            if resumed { text += " (resumed after \(doneAtStart) done by an earlier run)" }
             text += ", " + String(format: "%.1f/s", rate)
             if rate > 0, !finished { text += ", about \(Self.duration(Double(total - done) / rate)) left" }
             return text
@@ -128,20 +134,31 @@ public final class AppStoreStatusSource: Source {
             throw SourceError("appstore_statuses: \(error)")
         }
         let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
-        let explicit = options.ids, file = options.idsFile, path = options.checkpointPath
+        let explicit = options.ids, file = options.idsFile, path = options.checkpointPath, ascending = options.ascending
         let (ids, checkpoint): ([String], ReconcileCheckpoint)
         do {
             (ids, checkpoint) = try await checkpoints.run { [logger] in
                 let ids = try PurchaseIDList.read(explicit: explicit, file: file)
                 let folder = (path as NSString).deletingLastPathComponent
                 if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-                let fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+                var fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+                fresh.ascending = ascending ? true : nil
                 guard let saved = try ReconcileCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
-                guard saved.listDigest == fresh.listDigest, saved.environment == environment, saved.bundleId == bundleId else {
-                    logger.notice("an unfinished reconcile of another list (or app, or environment) in \(path) is replaced by this one")
+                guard saved.environment == environment, saved.bundleId == bundleId else {
+                    logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
                     return (ids, fresh)
                 }
-                return (ids, saved)
+                if saved.listDigest == fresh.listDigest { return (ids, saved) }
+                if ascending, saved.ascending == true, let last = saved.lastDone {
+                    // The store gained purchases since: go on after the last one done.
+                    fresh.done = ids.firstIndex { $0 > last } ?? ids.count
+                    fresh.statuses = saved.statuses
+                    fresh.notFound = saved.notFound
+                    fresh.lastDone = last
+                    return (ids, fresh)
+                }
+                logger.notice("an unfinished reconcile of another list in \(path) is replaced by this one")
+                return (ids, fresh)
             }
         } catch {
             try? await client.shutdown()
@@ -270,6 +287,7 @@ public final class AppStoreStatusSource: Source {
         state.doneAhead.insert(index)
         let before = checkpoint.done
         while state.doneAhead.remove(checkpoint.done) != nil { checkpoint.done += 1 }
+        if checkpoint.done > before { checkpoint.lastDone = state.ids[checkpoint.done - 1] }
         state.checkpoint = checkpoint
         return checkpoint.done > before
     }

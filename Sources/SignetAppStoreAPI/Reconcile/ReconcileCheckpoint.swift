@@ -19,6 +19,11 @@ public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
     public var notFound: Int
     public var environment: String
     public var bundleId: String
+    /// The last id done, for a list in ascending order (`--all`): a list that changed since (new
+    /// purchases arrived) resumes after it.
+    public var lastDone: String?
+    /// Whether the list is in ascending order.
+    public var ascending: Bool?
 
     public init(ids: [String], environment: String, bundleId: String) {
         listDigest = Self.digest(ids)

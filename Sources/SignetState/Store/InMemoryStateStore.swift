@@ -165,6 +165,13 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
+    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+        contents.withLock { contents in
+            // Sorted per call: the memory store serves embedding and tests, not millions of purchases.
+            Array(contents.subscriptions.keys.filter { $0 > (after ?? "") }.sorted().prefix(max(0, limit)))
+        }
+    }
+
     public func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - StoreHandle.milliseconds(outboxRetention)
         contents.withLock { contents in

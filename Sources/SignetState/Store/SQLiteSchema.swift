@@ -99,6 +99,8 @@ enum SQLiteSchema {
     static let nextBoundaryColumn: Int32 = 28
 
     static let selectSubscription = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1")
+    static let selectIdsAfter = SQLiteQuery(
+        "SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id > ?1 ORDER BY original_transaction_id LIMIT ?2")
     static let selectByToken = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id")
     /// Updates a row in place when it exists (`INSERT OR REPLACE` would delete it and its
     /// index entries, then insert them again).

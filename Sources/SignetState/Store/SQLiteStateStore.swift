@@ -263,6 +263,18 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
+    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectIdsAfter)
+            defer { statement.reset() }
+            try statement.bind(1, after ?? "")
+            try statement.bind(2, Int64(max(0, limit)))
+            var ids: [String] = []
+            while try statement.step() { if let id = statement.string(0) { ids.append(id) } }
+            return ids
+        }
+    }
+
     public func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - StoreHandle.milliseconds(options.outboxRetention)
         try withConnection { connection in

@@ -27,6 +27,9 @@ public protocol StateStore: AnyObject, Sendable {
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
     /// The stored snapshots of every purchase carrying this appAccountToken.
     func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot]
+    /// Up to `limit` original transaction ids of stored purchases, in ascending order, after
+    /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
+    func originalTransactionIds(after: String?, limit: Int) throws -> [String]
 
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
