@@ -1,3 +1,4 @@
+import AppStoreModels
 /// Request a Test Notification: the token to ask for its status with.
 public struct TestNotificationResponse: Codable, Sendable, Hashable {
     public var testNotificationToken: String

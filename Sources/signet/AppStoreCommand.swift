@@ -1,3 +1,4 @@
+import AppStoreModels
 import ArgumentParser
 import Foundation
 import Logging
