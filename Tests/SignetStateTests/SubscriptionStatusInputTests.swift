@@ -12,22 +12,23 @@ import Testing
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
-    /// Every store, each already holding the purchase Signet saw start (SUBSCRIBED at t0, 30 days).
-    func harnesses() async throws -> [(StateHarness, any StateStore)] {
-        var made: [(StateHarness, any StateStore)] = []
-        for store in try await TransitionBehaviourTests.stores() {
+    /// Runs `body` on every store, each already holding the purchase Signet saw start (SUBSCRIBED
+    /// at t0, 30 days), and closes the store afterwards (a PostgreSQL store holds connections).
+    func withHarnesses(_ body: (StateHarness, any StateStore) async throws -> Void) async throws {
+        for factory in StoreFactory.all {
+            let store = try await factory.make()
+            defer { try? store.close() }
             let harness = StateHarness(store: store)
             #expect(try await harness.runEach([Table.subscribed]).map(\.type) == ["granted"])
-            made.append((harness, store))
+            try await body(harness, store)
         }
-        return made
     }
 
     @Test func aRenewalSignetNeverHeardOfIsApplied() async throws {
         let status = F.status(
             F.transaction(id: "2000", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 35 * day),
             F.renewal(signed: t0 + 35 * day), status: 1)
-        for (harness, store) in try await harnesses() {
+        try await withHarnesses { (harness, store) async throws in
             let events = try await harness.runEach([status])
             #expect(events.map(\.type) == ["renewed"])
             #expect(events.first?.json["source"] as? String == "subscription_status")
@@ -60,7 +61,7 @@ import Testing
                 F.renewal(signed: t0 + 31 * day, billingRetry: true), status: 3)),
         ]
         for (expected, status) in cases {
-            for (harness, _) in try await harnesses() {
+            try await withHarnesses { (harness, _) async throws in
                 let events = try await harness.runEach([status])
                 #expect(events.map(\.type) == expected, "\(expected)")
                 #expect(try await harness.runEach([status]).isEmpty, "a second reconcile of \(expected) emits nothing")
@@ -72,7 +73,7 @@ import Testing
         let unchanged = F.status(
             F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 10 * day),
             F.renewal(signed: t0 + 10 * day), status: 1)
-        for (harness, store) in try await harnesses() {
+        try await withHarnesses { (harness, store) async throws in
             #expect(try await harness.runEach([unchanged]).isEmpty)
             #expect(try store.subscription(originalTransactionId: "1000")?.state == .active)
         }
@@ -87,7 +88,7 @@ import Testing
         let stale = F.status(
             F.transaction(id: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 29 * day),
             F.renewal(signed: t0 + 29 * day, billingRetry: true), status: 3)
-        for (harness, store) in try await harnesses() {
+        try await withHarnesses { (harness, store) async throws in
             #expect(try await harness.runEach([renew]).map(\.type) == ["renewed"])
             #expect(try await harness.runEach([stale]).isEmpty)
             let snapshot = try #require(try store.subscription(originalTransactionId: "1000"))
@@ -99,7 +100,9 @@ import Testing
         let seed = F.status(
             F.transaction(otid: "7000", id: "7001", purchase: t0, expires: t0 + 30 * day, signed: t0 + 2 * day),
             F.renewal(otid: "7000", signed: t0 + 2 * day), status: 1)
-        for store in try await TransitionBehaviourTests.stores() {
+        for factory in StoreFactory.all {
+            let store = try await factory.make()
+            defer { try? store.close() }
             let events = try await StateHarness(store: store).runEach([seed])
             #expect(events.map(\.type) == ["granted"])
             #expect(try store.subscription(originalTransactionId: "7000")?.entitled == true)
