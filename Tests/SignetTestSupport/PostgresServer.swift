@@ -54,7 +54,11 @@ public final class PostgresServer: Sendable {
             throw PostgresServerError(description: "cannot create \(root): \(error)")
         }
         if runAsPostgres { try Self.run("/bin/chown", ["postgres:postgres", root], asPostgres: false) }
-        port = try Self.freePort()
+        do {
+            port = try freeLocalPort()
+        } catch {
+            throw PostgresServerError(description: error.description)
+        }
         try Self.run(binaries + "/initdb", ["-D", root + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],
                      asPostgres: runAsPostgres)
         try start()
@@ -156,24 +160,5 @@ public final class PostgresServer: Sendable {
             throw PostgresServerError(description: "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// A port nothing listens on now (bound to port 0 and released).
-    private static func freePort() throws(PostgresServerError) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PostgresServerError(description: "socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw PostgresServerError(description: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import SignetCore
+import SignetState
 import Synchronization
 
 /// Apple's webhook as a pipeline source: App Store Server Notifications arrive as
@@ -39,6 +40,11 @@ public final class HTTPSource: OutcomeReportingSource {
         /// Answer 503 (Apple retries) instead of 200 for a record dead-lettered for a
         /// configuration reason (``ReasonCode/configurationMismatches``).
         public var retryMisconfigured = false
+        /// Where the app's own call is posted (``PurchaseEndpoint``); nil: not served.
+        public var purchasesPath: String?
+        /// The bearer token the app's call must carry (the entitlement API's); nil: none
+        /// (allowed on loopback only).
+        public var apiToken: String?
 
         public init() {}
 
@@ -60,8 +66,13 @@ public final class HTTPSource: OutcomeReportingSource {
         var starting: CheckedContinuation<ListenAddress, any Error>?
     }
 
-    public init(options: Options = Options(), logger: Logger = Logger(label: "signet.http")) {
+    /// The store the app's own call reads entitlements from (``Options/purchasesPath``).
+    private let store: StateStoreResource?
+
+    /// - Parameter store: the pipeline's state store, for ``Options/purchasesPath``.
+    public init(options: Options = Options(), store: StateStoreResource? = nil, logger: Logger = Logger(label: "signet.http")) {
         self.options = options
+        self.store = store
         self.logger = logger
         self.intake = WebhookIntake(stream: "http:\(options.path)", maxInFlight: options.maxInFlight, deadlines: deadlines)
     }
@@ -81,7 +92,12 @@ public final class HTTPSource: OutcomeReportingSource {
     }
 
     public func open() async throws {
-        let responder = WebhookResponder(intake: intake, options: options, deadlines: deadlines, logger: logger)
+        var purchases: PurchaseEndpoint?
+        if let path = options.purchasesPath, let store {
+            purchases = PurchaseEndpoint(path: path, store: store, token: options.apiToken.map(BearerToken.init), logger: logger)
+        }
+        let responder = WebhookResponder(
+            intake: intake, options: options, purchases: purchases, deadlines: deadlines, logger: logger)
         let application = Application(
             responder: responder,
             server: GuardedHTTP1Channel.builder(

@@ -1,4 +1,6 @@
+import Foundation
 import SignetCore
+import SignetState
 
 extension ComponentSpec {
     /// `source: {type: http}`: Apple's webhook.
@@ -45,6 +47,18 @@ extension ComponentSpec {
                     + "environment than configured (bundle id, environment, app Apple ID), so Apple sends it again (for "
                     + "about 6.5 days, Production only) and fixing the setting in time recovers it; each retry is "
                     + "dead-lettered again until then (docs/webhook.md)"),
+            ConfigField(
+                "purchases_path", .string, .optional,
+                "where the app's own call is POSTed ({\"signedTransaction\": ...} right after a purchase): answered after "
+                    + "commit with the purchase's entitlements, 422 when it does not verify; off when unset or empty (docs/purchases.md)",
+                example: "/v1/purchases"),
+            ConfigField(
+                "api_token", .string, .optional,
+                "bearer token the app's call must carry (default: $SIGNET_API_TOKEN); required unless the listener is on loopback",
+                example: "${SIGNET_API_TOKEN}"),
+            ConfigField(
+                "store", .storeName, .optional,
+                "the state store the app's call reads entitlements from (default: the pipeline's store 'default')"),
         ],
         examples: ["source:\n  type: http\n  address: 127.0.0.1:8080\n  path: /notifications"])
 }
@@ -53,7 +67,25 @@ extension ComponentRegistry {
     /// Registers the `http` source (keys: ``ComponentSpec/httpSource``).
     public mutating func registerWebhookComponents() {
         registerSource(.httpSource) { config, context in
-            HTTPSource(options: try HTTPSource.Options(config), logger: context.logger)
+            var options = try HTTPSource.Options(config)
+            var store: StateStoreResource?
+            if options.purchasesPath != nil {
+                let name = try config.optionalString("store") ?? "default"
+                guard context.resources[name] != nil else {
+                    throw config.error(
+                        "'\(config.path).purchases_path' answers with entitlements from the state store: declare one under stores: (or name it with 'store')",
+                        key: "purchases_path")
+                }
+                store = try context.resource(named: name, as: StateStoreResource.self)
+                let token = try config.optionalString("api_token") ?? ProcessInfo.processInfo.environment["SIGNET_API_TOKEN"]
+                options.apiToken = token.flatMap { $0.isEmpty ? nil : $0 }
+                if options.apiToken == nil, !options.address.isLoopback {
+                    throw config.error(
+                        "'\(config.path).purchases_path' on \(options.address) (not loopback) needs a bearer token: set api_token or SIGNET_API_TOKEN",
+                        key: "api_token")
+                }
+            }
+            return HTTPSource(options: options, store: store, logger: context.logger)
         }
     }
 }
@@ -77,5 +109,12 @@ extension HTTPSource.Options {
         responseTimeout = try config.duration("response_timeout")
         retryAfter = try config.duration("retry_after")
         retryMisconfigured = try config.bool("retry_misconfigured")
+        // Empty means off, so a pipeline can leave it to a variable (${SIGNET_PURCHASES_PATH:}).
+        purchasesPath = try config.optionalString("purchases_path").flatMap { $0.isEmpty ? nil : $0 }
+        if let purchasesPath {
+            guard purchasesPath.hasPrefix("/"), purchasesPath != path else {
+                throw config.error("'\(config.path).purchases_path' must start with / and differ from path", key: "purchases_path")
+            }
+        }
     }
 }

@@ -22,12 +22,19 @@ struct WebhookResponder: HTTPResponder {
 
     let intake: WebhookIntake
     let options: HTTPSource.Options
+    /// The app's own call (`purchases_path`), when configured.
+    let purchases: PurchaseEndpoint?
     /// The body deadlines (shared with the intake's answer deadlines).
     let deadlines: DeadlineSweeper
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        guard request.uri.path == options.path else {
+        let purchase: PurchaseEndpoint?
+        if request.uri.path == options.path {
+            purchase = nil
+        } else if let purchases, request.uri.path == purchases.path {
+            purchase = purchases
+        } else {
             return Self.reply(.notFound, ["error": "not_found", "detail": "notifications are posted to \(options.path)"])
         }
         guard request.method == .post else {
@@ -35,6 +42,7 @@ struct WebhookResponder: HTTPResponder {
             headers[.allow] = "POST"
             return Self.reply(.methodNotAllowed, ["error": "method_not_allowed"], headers: headers)
         }
+        if let purchase, let refusal = purchase.refusal(request) { return refusal }
         if let type = request.headers[.contentType], !type.lowercased().contains("json") {
             return Self.reply(.unsupportedMediaType, ["error": "unsupported_media_type", "detail": "send application/json"])
         }
@@ -51,6 +59,17 @@ struct WebhookResponder: HTTPResponder {
         guard Self.isJSONObject(body) else {
             logger.info("webhook: refused a body that is not a JSON object", metadata: ["bytes": "\(body.count)"])
             return Self.reply(.badRequest, ["error": "not_json_object", "detail": "the body must be Apple's {\"signedPayload\": \"...\"}"])
+        }
+        if let purchase {
+            let jws: String
+            switch purchase.transaction(in: body) {
+            case .success(let transaction): jws = transaction
+            case .failure(let rejection): return Self.reply(.badRequest, ["error": "not_a_transaction", "detail": rejection.detail])
+            }
+            switch await intake.submit(body, timeout: options.responseTimeout) {
+            case .committed(let status): return await purchase.answer(status, jws: jws)
+            case .unavailable(let reason): return unavailable(reason)
+            }
         }
 
         switch await intake.submit(body, timeout: options.responseTimeout) {

@@ -1,0 +1,152 @@
+import Foundation
+import SignetTestSupport
+import Testing
+
+/// The app's own call (`purchases_path`) on the shipped webhook pipeline, the binary driven
+/// with curl: answered after commit with the purchase's entitlements, refused clearly when
+/// forged, behind the entitlement API's bearer token.
+@Suite("POST /v1/purchases: the app's call after a purchase (the binary, curl)")
+struct PurchaseEndpointTests {
+    struct Answer {
+        var status: Int
+        var json: [String: Any]
+    }
+
+    /// POSTs `body` to `url` with curl; the status and the JSON answer.
+    static func post(_ url: String, _ body: String, token: String?, in directory: TemporaryDirectory) async throws -> Answer {
+        let file = directory.path("body-\(UUID().uuidString).json")
+        try body.write(toFile: file, atomically: true, encoding: .utf8)
+        var arguments = ["curl", "-sS", "--max-time", "30", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", "@\(file)"]
+        if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
+        arguments += ["-w", "\n%{http_code}", url]
+        let command = arguments
+        let result = try await offPool { try SignetProcess.run(executable: ChildProcess.env, command, timeout: 60) }
+        let lines = result.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
+        let status = Int(lines.last ?? "") ?? -1
+        let text = lines.dropLast().joined(separator: "\n")
+        let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["raw": text]
+        return Answer(status: status, json: json)
+    }
+
+    @Test("a verified transaction is answered after commit with its entitlements; forged is 422 with the reason; no token is 401; a notification body is 400")
+    func purchaseFlow() async throws {
+        let directory = try TemporaryDirectory(prefix: "signet-purchases")
+        defer { directory.remove() }
+        let fixtures = try SignetProcess.run(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
+        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
+        var environment: [String: String] = [:]
+        for line in try String(contentsOfFile: directory.path("fixtures/fixtures.env"), encoding: .utf8).split(separator: "\n")
+        where line.hasPrefix("export ") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
+        }
+        let transactionLine = try #require(
+            try String(contentsOfFile: directory.path("fixtures/transactions.ndjson"), encoding: .utf8).split(separator: "\n").first)
+        let notificationLine = try #require(
+            try String(contentsOfFile: directory.path("fixtures/notifications.ndjson"), encoding: .utf8).split(separator: "\n").first)
+
+        let port = try freeLocalPort()
+        environment["SIGNET_HTTP_ADDRESS"] = "127.0.0.1:\(port)"
+        environment["SIGNET_ADMIN_ADDRESS"] = "127.0.0.1:0"
+        environment["SIGNET_API_TOKEN"] = "app-backend-secret"
+        environment["SIGNET_PURCHASES_PATH"] = "/v1/purchases"
+        environment["SIGNET_DATA_DIR"] = directory.path("data")
+        let child = try ChildProcess.signet(
+            ["run", "--pipeline", FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path],
+            environment: environment, stdin: false)
+        defer { child.stop() }
+        let url = "http://127.0.0.1:\(port)/v1/purchases"
+        var up = false
+        for _ in 0..<300 where !up {
+            up = (try? await Self.post(url, "{}", token: nil, in: directory))?.status == 401
+            if !up { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(up, "the webhook did not come up: \(child.stderrTail())")
+
+        let transaction = String(transactionLine)
+        let anonymous = try await Self.post(url, transaction, token: nil, in: directory)
+        #expect(anonymous.status == 401)
+        let wrong = try await Self.post(url, transaction, token: "guess", in: directory)
+        #expect(wrong.status == 401)
+
+        let granted = try await Self.post(url, transaction, token: "app-backend-secret", in: directory)
+        #expect(granted.status == 200, "\(granted.json)")
+        #expect(granted.json["status"] as? String == "committed")
+        let purchase = try #require(granted.json["originalTransactionId"] as? String)
+        let entitlements = try #require(granted.json["entitlements"] as? [[String: Any]], "\(granted.json)")
+        #expect(entitlements.count == 1)
+        #expect(entitlements.first?["originalTransactionId"] as? String == purchase)
+        #expect(entitlements.first?["entitled"] is Bool, "\(entitlements)")
+
+        // The app retries (it did not hear the answer): the same purchase, nothing new.
+        let again = try await Self.post(url, transaction, token: "app-backend-secret", in: directory)
+        #expect(again.status == 200)
+        #expect(again.json["status"] as? String == "dropped")
+        #expect((again.json["entitlements"] as? [[String: Any]])?.first?["state"] as? String == entitlements.first?["state"] as? String)
+
+        // A signature changed in its middle: verified by nobody, granted nothing.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(transaction.utf8)) as? [String: String])
+        var jws = Array(try #require(object["signedTransaction"]))
+        let middle = jws.count - 20
+        jws[middle] = jws[middle] == "A" ? "B" : "A"
+        let forged = try await Self.post(url, #"{"signedTransaction":"\#(String(jws))"}"#, token: "app-backend-secret", in: directory)
+        #expect(forged.status == 422, "\(forged.json)")
+        #expect(forged.json["status"] as? String == "rejected")
+        #expect(forged.json["reason"] as? String == "invalid_signature", "\(forged.json)")
+
+        let notification = try await Self.post(url, String(notificationLine), token: "app-backend-secret", in: directory)
+        #expect(notification.status == 400, "\(notification.json)")
+        #expect(notification.json["error"] as? String == "not_a_transaction")
+        // Apple's path is untouched by all this, and needs no token.
+        let apple = try await Self.post("http://127.0.0.1:\(port)/notifications", String(notificationLine), token: nil, in: directory)
+        #expect(apple.status == 200, "\(apple.json)")
+
+        child.send(SIGTERM)
+        #expect(await child.exit(within: .seconds(60)) == 0, "\(child.stderrTail())")
+        // One grant for the purchase, from the app's call.
+        let events = child.stdoutText.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        let forPurchase = events.filter { $0["originalTransactionId"] as? String == purchase }
+        #expect(forPurchase.map { $0["type"] as? String } == ["granted"])
+        #expect(forPurchase.first?["source"] as? String == "app_transaction")
+        // The answer is the entitlement API's: `signet entitlements` on the same store says the same.
+        let cli = try await SignetProcess.output(
+            ["entitlements", "--original-transaction-id", purchase], environment: ["SIGNET_DATA_DIR": directory.path("data")], timeout: 60)
+        let stored = (try? JSONSerialization.jsonObject(with: Data(cli.stdoutText.utf8))) as? [[String: Any]]
+        #expect(stored?.first?["state"] as? String == entitlements.first?["state"] as? String, "\(cli.stdoutText)")
+        #expect(stored?.first?["entitled"] as? Bool == entitlements.first?["entitled"] as? Bool)
+    }
+
+    @Test("purchases_path off loopback without a token, or without a store, is refused at start")
+    func refusedWithoutTokenOrStore() async throws {
+        let directory = try TemporaryDirectory(prefix: "signet-purchases")
+        defer { directory.remove() }
+        func lint(_ address: String, stores: Bool) async throws -> SignetProcess.Result {
+            let pipeline = """
+                \(stores ? "stores:\n  default:\n    type: memory\n" : "")source:
+                  type: http
+                  address: \(address)
+                  purchases_path: /v1/purchases
+                stages:
+                  - type: decode
+                sinks:
+                  out:
+                    type: stdout
+                dead_letter:
+                  type: stdout
+                """
+            let file = directory.path("pipeline-\(UUID().uuidString).yaml")
+            try pipeline.write(toFile: file, atomically: true, encoding: .utf8)
+            return try await SignetProcess.output(["lint", file], environment: [:], timeout: 60)
+        }
+        let open = try await lint("0.0.0.0:0", stores: true)
+        #expect(open.exitCode != 0)
+        #expect((open.stderr + open.stdoutText).contains("needs a bearer token"), "\(open.stderr)\(open.stdoutText)")
+        let storeless = try await lint("127.0.0.1:0", stores: false)
+        #expect(storeless.exitCode != 0)
+        #expect((storeless.stderr + storeless.stdoutText).contains("declare one under stores:"), "\(storeless.stderr)\(storeless.stdoutText)")
+        let fine = try await lint("127.0.0.1:0", stores: true)
+        #expect(fine.exitCode == 0, "\(fine.stderr)\(fine.stdoutText)")
+    }
+}
