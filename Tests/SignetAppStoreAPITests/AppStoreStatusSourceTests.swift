@@ -1,0 +1,63 @@
+import AppStoreModels
+import Foundation
+import SignetAppStoreAPI
+import SignetCore
+import SignetFixtures
+import SignetTestSupport
+import Testing
+
+/// The `appstore_statuses` source in process, against the fake: one record per subscription
+/// Apple lists, ids asked about concurrently but within the rate limit, unknown ids skipped,
+/// and a checkpoint that counts an id done only once its records are committed.
+@Suite("appstore_statuses source")
+struct AppStoreStatusSourceTests {
+    @Test("every id asked once, several at a time within the client's rate; one record per status; unknown ids skipped; done only after commit")
+    func statusesWithinTheRate() async throws {
+        try await withFakeAPI(client: { try $0.client($1, requestsPerSecond: 10) }) { fake, client in
+            let samples = APITestBed.samples.filter { $0.signedTransaction != nil && $0.sample.originalTransactionId != nil }
+            var seen: Set<String> = []
+            let purchases = Array(samples.filter { seen.insert($0.sample.originalTransactionId!).inserted }.prefix(20))
+            try #require(purchases.count >= 10)
+            fake.addTransactions(purchases.map {
+                FakeAppStoreAPI.StoredTransaction(
+                    transactionId: $0.sample.transactionId ?? $0.sample.originalTransactionId!,
+                    originalTransactionId: $0.sample.originalTransactionId!, signedTransactionInfo: $0.signedTransaction!)
+            })
+            fake.setResponseDelay(.milliseconds(100))
+            let directory = try TemporaryDirectory(prefix: "signet-statuses")
+            defer { directory.remove() }
+            let ids = purchases.map { $0.sample.originalTransactionId! } + ["unknown-1"]
+            let checkpoint = directory.path("reconcile.json")
+            let source = AppStoreStatusSource(options: .init(ids: ids, checkpointPath: checkpoint)) { client }
+            try await source.open()
+            var lines: [[String: Any]] = []
+            var first = true
+            while let records = try await source.nextBatch(maxRecords: 5) {
+                lines += records.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.raw))) as? [String: Any] }
+                if first {
+                    // Handed out, not committed: nothing is done yet.
+                    #expect(source.progress?.done == 0)
+                    first = false
+                }
+                try await source.commit(records.map(\.position))
+            }
+            let progress = try #require(source.progress)
+            try await source.close()
+            #expect(progress.finished && progress.done == ids.count && progress.notFound == 1 && progress.statuses == purchases.count)
+            #expect(try ReconcileCheckpoint.load(checkpoint)?.done == ids.count)
+            #expect(lines.compactMap { $0["originalTransactionId"] as? String }.sorted() == ids.dropLast().sorted())
+            #expect(lines.allSatisfy { $0["signedTransactionInfo"] is String && $0["status"] as? Int == 1 })
+
+            let requests = fake.requests(.subscriptionStatuses)
+            #expect(requests.count == ids.count, "each id once")
+            let overlapping = zip(requests, requests.dropFirst()).contains { $1.arrival - $0.arrival < .milliseconds(100) }
+            #expect(overlapping, "the ids were asked about one after the other")
+            // 10 a second: the fake never sees a second with (many) more, whatever the parallelism.
+            let arrivals = requests.map(\.arrival).sorted()
+            for (index, start) in arrivals.enumerated() {
+                let inWindow = arrivals[index...].prefix { $0 - start < .seconds(1) }.count
+                #expect(inWindow <= 13, "\(inWindow) requests within 1 s from arrival \(index)")
+            }
+        }
+    }
+}
