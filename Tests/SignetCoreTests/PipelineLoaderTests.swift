@@ -12,7 +12,8 @@ struct NamedNoopStage: Stage {
 func registryWithStages() -> ComponentRegistry {
     var registry = coreRegistry()
     for name in ["decode", "verify", "dedupe"] {
-        registry.registerStage(name, summary: "test") { config, _ in
+        let spec = ComponentSpec(name: name, summary: "test", fields: [ConfigField("bundle_id", .string, .optional, "ignored")])
+        registry.registerStage(spec) { config, _ in
             _ = try config.optionalString("bundle_id")
             return NamedNoopStage(name: name)
         }
@@ -365,7 +366,7 @@ struct PipelineLoaderTests {
 
     @Test func factoryErrorsOfTheirOwnAreWrappedWithTheComponentLocation() {
         var registry = coreRegistry()
-        registry.registerStage("explode", summary: "fails") { _, _ in throw TestFailure("certificate does not parse") }
+        registry.registerStage(ComponentSpec(name: "explode", summary: "fails")) { _, _ in throw TestFailure("certificate does not parse") }
         let errors = loadErrors("""
             source: { type: stdin }
             stages:
@@ -381,7 +382,8 @@ struct PipelineLoaderTests {
     @Test func factoriesSeeTheirPathAndTheSinkNames() throws {
         var registry = coreRegistry()
         let seen = EventLog()
-        registry.registerStage("route", summary: "routing") { config, context in
+        let route = ComponentSpec(name: "route", summary: "routing", fields: [ConfigField("to", .string, .required, "the sink")])
+        registry.registerStage(route) { config, context in
             let target = try config.string("to")
             seen.append("\(context.path) \(context.sinkNames.joined(separator: ","))")
             guard context.sinkNames.contains(target) else {
@@ -479,8 +481,8 @@ struct PipelineLoaderTests {
 
     @Test func registryEntriesCanBeReplacedAndListed() {
         var registry = ComponentRegistry()
-        registry.registerStage("x", summary: "first") { _, _ in NamedNoopStage(name: "first") }
-        registry.registerStage("x", summary: "second") { _, _ in NamedNoopStage(name: "second") }
+        registry.registerStage(ComponentSpec(name: "x", summary: "first")) { _, _ in NamedNoopStage(name: "first") }
+        registry.registerStage(ComponentSpec(name: "x", summary: "second")) { _, _ in NamedNoopStage(name: "second") }
         registry.registerCoreComponents()
         #expect(registry.stages["x"]?.summary == "second")
         #expect(Set(registry.sources.keys) == ["stdin", "file"])

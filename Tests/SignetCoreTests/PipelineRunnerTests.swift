@@ -325,23 +325,23 @@ struct PipelineRunnerTests {
         #expect(runner.currentSummary.passed == read)
     }
 
+    /// An embedder's stage, declared as the built-in ones are.
+    static let tagTenant = ComponentSpec(
+        name: "tag_tenant", summary: "adds the tenant header", fields: [ConfigField("tenant", .string, .required, "the tenant")])
+
     @Test func customComponentsRegisteredByAnEmbedderRunFromYAML() async throws {
         let source = MemorySource(lines: ["one", "", "two"])
         let out = CaptureSink(name: "out")
         let dead = CaptureSink(name: "dead")
         var registry = coreRegistry()
-        registry.registerSource("memory", summary: "test input") { config, _ in
+        registry.registerSource(ComponentSpec(name: "memory", summary: "test input", fields: [ConfigField("name", .string, .required, "fixture")])) { config, _ in
             guard try config.string("name") == "fixture" else { throw config.error("wrong name", key: "name") }
             return source
         }
-        registry.registerSink("capture", summary: "test output") { config, _ in
+        registry.registerSink(ComponentSpec(name: "capture", summary: "test output", fields: [ConfigField("which", .string, .required, "out or dead")])) { config, _ in
             try config.string("which") == "dead" ? dead : out
         }
-        registry.registerStage("tag_tenant", summary: "adds the tenant header") { config, _ in
-            let tenant = try config.string("tenant")
-            try config.finish()
-            return TagTenantStage(tenant: tenant)
-        }
+        registry.registerStage(Self.tagTenant) { config, _ in TagTenantStage(tenant: try config.string("tenant")) }
         let yaml = """
             source: { type: memory, name: fixture }
             stages:
@@ -365,7 +365,10 @@ struct PipelineRunnerTests {
 
         // And the custom stage's own keys are checked like the built-in ones.
         let errors = loadErrors(yaml.replacingOccurrences(of: "tenant: ${TENANT:acme}", with: "tennant: acme"), registry: registry)
-        #expect(errors.map(\.message) == ["'stages[0]' needs 'tenant'"])
+        #expect(errors.map(\.message) == [
+            "'stages[0]' needs 'tenant' ('tennant' at 4:5 looks like a misspelling of it)",
+            "unknown key 'tennant' in 'stages[0]' (did you mean 'tenant'?)",
+        ])
     }
 
     @Test func fileToFilePipelineFromYAMLWithCheckpoint() async throws {
@@ -376,9 +379,7 @@ struct PipelineRunnerTests {
         input += "gamma"
         try dir.write("in.ndjson", input)
         var registry = coreRegistry()
-        registry.registerStage("tag_tenant", summary: "tags") { config, _ in
-            TagTenantStage(tenant: try config.string("tenant"))
-        }
+        registry.registerStage(Self.tagTenant) { config, _ in TagTenantStage(tenant: try config.string("tenant")) }
         let yaml = """
             source:
               type: file
