@@ -19,16 +19,25 @@ public struct FixtureSet {
     public var environment: AppStoreEnvironment
     public var appAppleId: Int64?
     public var seed: UInt64
+    /// Where the samples' clock starts (UNIX ms); nil: early 2025 (reproducible, long expired).
+    public var start: Int64?
 
     public init(
         directory: URL, bundleId: String = "com.example.signet", environment: AppStoreEnvironment = .sandbox,
-        appAppleId: Int64? = nil, seed: UInt64 = 1
+        appAppleId: Int64? = nil, seed: UInt64 = 1, start: Int64? = nil
     ) {
         self.directory = directory
         self.bundleId = bundleId
         self.environment = environment
         self.appAppleId = appAppleId
         self.seed = seed
+        self.start = start
+    }
+
+    /// A clock start for `count` samples that ends just before `now`: the samples advance 1 to
+    /// 10 s each, and a signedDate in the future would not verify.
+    public static func start(endingBefore now: Int64, count: Int) -> Int64 {
+        now - Int64(count) * 10_000 - 60_000
     }
 
     /// What was written.
@@ -104,7 +113,8 @@ public struct FixtureSet {
         count: Int, pki: TestPKI,
         _ body: (_ line: [UInt8], _ sample: SampleNotification, _ signedTransaction: String?) throws -> Void
     ) throws {
-        var generator = SampleNotificationGenerator(seed: seed, bundleId: bundleId, environment: environment, appAppleId: appAppleId)
+        var generator = SampleNotificationGenerator(
+            seed: seed, bundleId: bundleId, environment: environment, appAppleId: appAppleId, start: start)
         let signer = pki.signer
         for _ in 0..<count {
             let sample = generator.next()

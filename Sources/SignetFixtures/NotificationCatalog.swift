@@ -34,13 +34,15 @@ public struct SampleNotificationGenerator: Sendable {
     ///   - bundleId: the app's bundle identifier, also the prefix of every product id.
     ///   - environment: written into every payload.
     ///   - appAppleId: written where Apple writes it; nil leaves it out, as sandbox often does.
-    public init(seed: UInt64, bundleId: String, environment: AppStoreEnvironment, appAppleId: Int64?) {
+    ///   - start: where the notification clock starts (UNIX ms); nil: early 2025, reproducible.
+    public init(seed: UInt64, bundleId: String, environment: AppStoreEnvironment, appAppleId: Int64?, start: Int64? = nil) {
         var random = SplitMix64(seed: seed)
         self.bundleId = bundleId
         self.environment = environment
         self.appAppleId = appAppleId
         // 2025-01-01T00:00:00Z plus up to 30 days, so different seeds do not share a clock.
-        self.now = 1_735_689_600_000 + Int64(random.next(below: 30 * 86_400)) * 1000
+        let offset = Int64(random.next(below: 30 * 86_400)) * 1000
+        self.now = start ?? (1_735_689_600_000 + offset)
         // Transaction ids look like Apple's: 16 digits in sandbox (2000000…), 15 in production.
         let idBase: Int64 = environment == .production ? 330_000_000_000_000 : 2_000_000_800_000_000
         self.nextId = idBase + Int64(random.next(below: 100_000_000)) * 1000

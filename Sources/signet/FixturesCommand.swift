@@ -42,6 +42,9 @@ struct FixturesCommand: ParsableCommand {
     @Flag(help: "Write the notifications to standard output instead of DIR/notifications.ndjson.")
     var stdout = false
 
+    @Flag(help: "Date the samples just before now instead of early 2025, so their subscriptions are current (a demo's `signet entitlements` then says entitled).")
+    var now = false
+
     func validate() throws {
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
         guard ["Sandbox", "Production"].contains(environment) else {
@@ -56,7 +59,8 @@ struct FixturesCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let fixtures = FixtureSet(
             directory: URL(fileURLWithPath: out), bundleId: bundleId, environment: AppStoreEnvironment(rawValue: environment),
-            appAppleId: appAppleId, seed: seed)
+            appAppleId: appAppleId, seed: seed,
+            start: now ? FixtureSet.start(endingBefore: Int64(Date().timeIntervalSince1970 * 1000), count: count) : nil)
         if stdout {
             // A DIR made earlier keeps its files: only a new one gets its root, env file and PKI
             // (written with zero notifications), so `--stdout` never empties DIR's NDJSON files.

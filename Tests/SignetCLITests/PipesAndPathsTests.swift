@@ -111,6 +111,37 @@ struct PipesAndPathsTests {
         #expect(try CLI.fileLines(out + "/notifications.ndjson").count == 5)
     }
 
+    @Test("signet fixtures --now dates the samples just before now: they verify, and subscriptions are entitled now (without it, none is)", .ownThread)
+    func fixturesNow() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        func entitledPurchases(_ extra: [String]) throws -> (purchases: Int, entitled: Int) {
+            let out = dir.path("fx\(extra.count)")
+            #expect(try CLI.run(["fixtures", "--out", out, "--count", "30"] + extra).exitCode == 0)
+            var environment = ["SIGNET_DATA_DIR": out + "/data"]
+            for line in try CLI.fileLines(out + "/fixtures.env") where line.hasPrefix("export ") {
+                let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+                if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
+            }
+            let run = try CLI.run(["run"], stdin: try Data(contentsOf: URL(fileURLWithPath: out + "/notifications.ndjson")), environment: environment)
+            #expect(run.exitCode == 0, CLI.describe(run))
+            #expect(run.stderr.contains("30 read, 30 passed, 0 rejected"), CLI.describe(run))
+            let purchases = Set(try run.jsonLines().compactMap { $0["originalTransactionId"] as? String })
+            var entitled = 0
+            for purchase in purchases {
+                let answer = try CLI.run(["entitlements", "--original-transaction-id", purchase], environment: environment)
+                let objects = try JSONSerialization.jsonObject(with: answer.stdout) as? [[String: Any]] ?? []
+                entitled += objects.filter { $0["entitled"] as? Bool == true }.count
+            }
+            return (purchases.count, entitled)
+        }
+        let current = try entitledPurchases(["--now"])
+        #expect(current.purchases > 10)
+        // Every notification type appears, so some purchases end (expired, refunded); most are current.
+        #expect(current.entitled * 2 > current.purchases, "\(current)")
+        #expect(try entitledPurchases([]).entitled == 0, "the default samples are dated early 2025")
+    }
+
     @Test("signet verify takes SIGNET_ROOT_CERTS and the other SIGNET_* settings like signet run", .ownThread)
     func verifyReadsSettings() throws {
         let fixtures = try GeneratedFixtures.shared()
