@@ -158,6 +158,30 @@ struct ReconcileCLIEndToEndTests {
         #expect(bed.fake.requests(.subscriptionStatuses).allSatisfy { $0.authRefusal == nil })
     }
 
+    @Test("one id of a customer brings every subscription Apple lists for it, groups and items in any order: each purchase seeded once")
+    func everyGroupOfACustomer() async throws {
+        let bed = try await Bed.make()
+        do {
+            let now = WallClock.milliseconds()
+            let purchases = ["4001", "4002", "4003"]
+            bed.fake.addTransactions(try purchases.map {
+                try bed.status($0, id: $0, purchase: now - 2 * Self.day, expires: now + 28 * Self.day, signed: now - 1000)
+            })
+            bed.fake.linkPurchases(["pro": ["4001", "4002"], "extras": ["4003"]])
+            let seeded = try await bed.reconcile(["--original-transaction-id", "4002"])
+            #expect(seeded.exitCode == 0, "\(seeded.stderr)")
+            #expect(Self.events(seeded.stdoutText) == ["4001": ["granted"], "4002": ["granted"], "4003": ["granted"]])
+            #expect(seeded.stderr.contains("1/1 purchases, 3 statuses"), "\(seeded.stderr)")
+            // Asked again through another of them: the same answer, in another order, and nothing to say.
+            let again = try await bed.reconcile(["--original-transaction-id", "4003"])
+            #expect(again.exitCode == 0 && again.stdoutText.isEmpty, "\(again.stdoutText)")
+        } catch {
+            await bed.tearDown()
+            throw error
+        }
+        await bed.tearDown()
+    }
+
     @Test("kill -9 in the middle of a reconcile: the same command resumes after the purchases done, and every purchase is granted with one event id")
     func killedReconcileResumes() async throws {
         let bed = try await Bed.make()

@@ -14,7 +14,8 @@ import Synchronization
 /// a 401 with no body. Serves Get Notification History (20 a page, filtered by the window,
 /// `onlyFailures`, `notificationType`/`notificationSubtype` and `transactionId`, opaque
 /// pagination tokens, 4000012 beyond the environment's lookback), Get All Subscription
-/// Statuses, Get Transaction Info (4040010 for unknown ids), Get Transaction History v2
+/// Statuses (every group and purchase of a customer, in no particular order), Get Transaction
+/// Info (4040010 for unknown ids), Get Transaction History v2
 /// (paged by revision) and the test-notification endpoints. Faults are scripted per route
 /// (``script(_:on:)``) and every request is recorded with its arrival time (``requests``).
 /// Stop it with ``stop()``.
@@ -121,6 +122,9 @@ public final class FakeAppStoreAPI: Sendable {
         var transactions: [StoredTransaction] = []
         /// Get Transaction History entries per original transaction id, in order (may repeat).
         var history: [String: [String]] = [:]
+        /// Purchases of one customer, by subscription group: Get All Subscription Statuses for
+        /// any of them lists the latest transaction of each (``linkPurchases(_:)``).
+        var customers: [[String: [String]]] = []
         var faults: [Route: [Fault]] = [:]
         var tokens: [String: (window: String, offset: Int)] = [:]
         var testNotifications: [String: String?] = [:]
@@ -222,6 +226,13 @@ public final class FakeAppStoreAPI: Sendable {
     /// Appends raw entries to an original transaction's history (duplicates allowed).
     public func appendHistory(originalTransactionId: String, signedTransactions: [String]) {
         state.withLock { $0.history[originalTransactionId, default: []] += signedTransactions }
+    }
+
+    /// Makes purchases one customer's, by subscription group: Get All Subscription Statuses for
+    /// any of them answers with every group and the latest transaction of each purchase, the
+    /// groups and the items within them in an order that changes from answer to answer.
+    public func linkPurchases(_ groups: [String: [String]]) {
+        state.withLock { $0.customers.append(groups) }
     }
 
     /// Queues faults for the next requests of `route`, one per request, in order.
@@ -414,20 +425,25 @@ public final class FakeAppStoreAPI: Sendable {
     private func subscriptionStatuses(_ state: State, transactionId: String, statuses: Set<Int>) -> Answer {
         guard let known = state.transactions.first(where: { $0.transactionId == transactionId || $0.originalTransactionId == transactionId })
         else { return .error(404, 4_040_010) }
-        let latest = state.transactions.last { $0.originalTransactionId == known.originalTransactionId }!
-        var last: [[String: Any]] = []
-        if statuses.isEmpty || statuses.contains(latest.status) {
-            var entry: [String: Any] = [
-                "status": latest.status, "originalTransactionId": latest.originalTransactionId,
-                "signedTransactionInfo": latest.signedTransactionInfo,
-            ]
-            if let renewal = latest.signedRenewalInfo { entry["signedRenewalInfo"] = renewal }
-            last.append(entry)
+        let groups = state.customers.first { $0.values.contains { $0.contains(known.originalTransactionId) } }
+            ?? ["fake-group": [known.originalTransactionId]]
+        var data: [[String: Any]] = []
+        for (group, purchases) in groups.shuffled() {
+            var last: [[String: Any]] = []
+            for purchase in purchases.shuffled() {
+                guard let latest = state.transactions.last(where: { $0.originalTransactionId == purchase }),
+                    statuses.isEmpty || statuses.contains(latest.status)
+                else { continue }
+                var entry: [String: Any] = [
+                    "status": latest.status, "originalTransactionId": latest.originalTransactionId,
+                    "signedTransactionInfo": latest.signedTransactionInfo,
+                ]
+                if let renewal = latest.signedRenewalInfo { entry["signedRenewalInfo"] = renewal }
+                last.append(entry)
+            }
+            data.append(["subscriptionGroupIdentifier": group, "lastTransactions": last])
         }
-        return .ok([
-            "environment": environment.rawValue, "bundleId": jwtCheck.bundleId,
-            "data": [["subscriptionGroupIdentifier": "fake-group", "lastTransactions": last]],
-        ])
+        return .ok(["environment": environment.rawValue, "bundleId": jwtCheck.bundleId, "data": data])
     }
 
     private func transactionHistory(_ state: State, transactionId: String, revision: String?) -> Answer {
