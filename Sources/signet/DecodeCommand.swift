@@ -14,10 +14,14 @@ struct DecodeCommand: AsyncParsableCommand {
 
             Example:
               head -1 notifications.ndjson | signet decode
+              head -1 notifications.ndjson | signet decode --pretty
             """)
 
     @Argument(help: "NDJSON files (default: stdin).")
     var files: [String] = []
+
+    @Flag(help: "Indent each object over several lines (keys sorted) instead of one line per input.")
+    var pretty = false
 
     func validate() throws {
         try InputFiles.validate(files)
@@ -43,18 +47,33 @@ struct DecodeCommand: AsyncParsableCommand {
                         let envelope = try DecodeStage.envelope(from: record.raw)
                         json.key("kind"); json.string(envelope.kind.rawValue)
                         try Self.writeParts(of: envelope.jws, into: &json, nested: true)
+                        // A status line (Get All Subscription Statuses) carries its renewal info beside the transaction.
+                        if envelope.kind == .status, let renewal = envelope.renewalJWS {
+                            json.field("status", envelope.status)
+                            json.key("signedRenewalInfo"); json.beginObject()
+                            try Self.writeParts(of: renewal, into: &json, nested: false)
+                            json.endObject()
+                        }
                     } catch {
                         failed = true
                         json.key("error"); json.string(error.reason.rawValue)
                         json.key("detail"); json.string(error.detail)
                     }
                     json.endObject()
-                    try Terminal.printLine(json.bytes)
+                    try Terminal.printLine(pretty ? Self.indented(json.bytes) : json.bytes)
                 }
             }
             try await source.close()
         }
         if failed { throw ExitCode.failure }
+    }
+
+    /// `bytes` (one JSON object) over several lines with sorted keys; as is if it does not parse.
+    private static func indented(_ bytes: [UInt8]) -> [UInt8] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else { return bytes }
+        return Array(data)
     }
 
     /// Writes "header" and "payload" (and the nested JWS of a notification payload).

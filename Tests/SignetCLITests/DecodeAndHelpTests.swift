@@ -31,6 +31,24 @@ struct DecodeAndHelpTests {
         }
     }
 
+    @Test(.ownThread) func decodeShowsAStatusLineAndIndentsOnRequest() throws {
+        // A real notification's nested pair, as Get All Subscription Statuses lists them.
+        let line = try #require(try CLI.fileLines(CLI.realNotifications).first)
+        let payloadPart = try #require(try CLI.signedPayload(ofLine: line).split(separator: ".").dropFirst().first)
+        let payloadBytes = try #require(CLI.base64URLDecode(payloadPart))
+        let payload = try #require(try JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any])
+        let data = try #require(payload["data"] as? [String: Any])
+        let transaction = try #require(data["signedTransactionInfo"] as? String), renewal = try #require(data["signedRenewalInfo"] as? String)
+        let status = #"{"status":1,"signedTransactionInfo":"\#(transaction)","signedRenewalInfo":"\#(renewal)"}"#
+        let result = try CLI.run(["decode", "--pretty"], stdin: Data((status + "\n").utf8))
+        #expect(result.exitCode == 0, CLI.describe(result))
+        #expect(result.stdoutText.split(separator: "\n").count > 10, "indented over several lines")
+        let object = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        #expect(object["kind"] as? String == "status" && object["status"] as? Int == 1 && object["verified"] as? Bool == false)
+        #expect((object["payload"] as? [String: Any])?["transactionId"] != nil)
+        #expect(((object["signedRenewalInfo"] as? [String: Any])?["payload"] as? [String: Any])?["autoRenewProductId"] != nil)
+    }
+
     /// decode reads headers and payloads with the same strict RFC 8259 reader as verify: JSON
     /// that Linux Foundation would take (a trailing comma, UTF-16) is an error, never echoed.
     @Test(.ownThread) func decodeRefusesWhatIsNotJSON() throws {
