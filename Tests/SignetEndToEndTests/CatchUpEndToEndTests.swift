@@ -3,7 +3,9 @@ import SignetCore
 import SignetTestSupport
 import Testing
 
-@Suite("appstore_catch_up: a running pipeline recovers what Apple could not deliver, by itself (the binary, a fake App Store Server API)")
+@Suite(
+    "appstore_catch_up: a running pipeline recovers what Apple could not deliver, by itself (the binary, a fake App Store Server API)",
+    .tags(.endToEnd), .serialized, .timeLimit(.minutes(10)))
 struct CatchUpEndToEndTests {
     /// The embedded default pipeline with the catch-up stage first and a metrics listener.
     static func pipeline(interval: String, overlap: String) throws -> String {

@@ -8,7 +8,9 @@ import Testing
 
 /// `signet reconcile` (the binary) against the fake App Store Server API: seeding purchases
 /// Signet never saw, then Apple's view changing in every way a status can, then nothing.
-@Suite("signet reconcile: Apple's current view, applied (the binary, a fake App Store Server API)")
+@Suite(
+    "signet reconcile: Apple's current view, applied (the binary, a fake App Store Server API)", .tags(.endToEnd), .serialized,
+    .timeLimit(.minutes(10)))
 struct ReconcileCLIEndToEndTests {
     static let bundleId = "com.example.signet"
     static let keyId = "RECONCILE1"

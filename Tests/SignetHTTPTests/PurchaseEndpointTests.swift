@@ -5,7 +5,7 @@ import Testing
 /// The app's own call (`purchases_path`) on the shipped webhook pipeline, the binary driven
 /// with curl: answered after commit with the purchase's entitlements, refused clearly when
 /// forged, behind the entitlement API's bearer token.
-@Suite("POST /v1/purchases: the app's call after a purchase (the binary, curl)")
+@Suite("POST /v1/purchases: the app's call after a purchase (the binary, curl)", .serialized)
 struct PurchaseEndpointTests {
     struct Answer {
         var status: Int

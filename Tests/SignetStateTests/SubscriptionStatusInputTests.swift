@@ -8,7 +8,7 @@ import Testing
 /// Apple's current status of a purchase (an item of Get All Subscription Statuses) as an
 /// input of the state machine: authoritative for what it shows, ordered against notifications
 /// by its signedDate, silent where the state already agrees.
-@Suite struct SubscriptionStatusInputTests {
+@Suite(.serialized) struct SubscriptionStatusInputTests {
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
