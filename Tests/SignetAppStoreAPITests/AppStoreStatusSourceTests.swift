@@ -60,4 +60,20 @@ struct AppStoreStatusSourceTests {
             }
         }
     }
+
+    @Test("a checkpoint edited into counts that are not counts of ids is refused as unreadable, never followed")
+    func editedCheckpointIsRefused() throws {
+        let directory = try TemporaryDirectory(prefix: "signet-statuses")
+        defer { directory.remove() }
+        let path = directory.path("reconcile.json")
+        var checkpoint = ReconcileCheckpoint(ids: ["1", "2", "3"], environment: "Sandbox", bundleId: "com.example.signet")
+        checkpoint.done = 2
+        try checkpoint.save(to: path)
+        #expect(try ReconcileCheckpoint.load(path)?.done == 2)
+        for done in [-5, 4, Int.min, Int.max] {
+            checkpoint.done = done
+            try checkpoint.save(to: path)
+            #expect(throws: SourceError.self, "done \(done)") { try ReconcileCheckpoint.load(path) }
+        }
+    }
 }

@@ -50,6 +50,12 @@ public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
             guard checkpoint.version == currentVersion else {
                 throw SourceError("version \(checkpoint.version), this signet writes \(currentVersion)")
             }
+            // A file edited by hand must not send the source to an id before the first or after the last.
+            guard checkpoint.total >= 0, (0...checkpoint.total).contains(checkpoint.done), checkpoint.statuses >= 0,
+                checkpoint.notFound >= 0
+            else {
+                throw SourceError("done \(checkpoint.done) of \(checkpoint.total) is not a count of ids")
+            }
             return checkpoint
         } catch {
             throw SourceError("the reconcile checkpoint '\(path)' is unreadable (\(error)); remove it (or use --restart) to start over")

@@ -23,7 +23,14 @@ final class SQLiteWriterLock: Sendable {
         self.path = path
     }
 
-    deinit { Foundation.close(descriptor) }
+    deinit {
+        // Unlock before closing: a process forked at this moment (any child being spawned, until
+        // its exec closes the descriptor) holds a copy of it, and the lock belongs to the open
+        // file description, so close alone would keep the database locked until that exec and
+        // a store reopened right away would find it "in use" by this very process.
+        flock(descriptor, LOCK_UN)
+        Foundation.close(descriptor)
+    }
 
     /// Locks `database` (whose folder exists), writing this process's id into the lock file.
     static func acquire(database: String) throws(StateStoreError) -> SQLiteWriterLock {
