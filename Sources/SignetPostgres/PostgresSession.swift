@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -85,7 +86,7 @@ final class PostgresSession: @unchecked Sendable {
         } catch let error as PSQLError {
             throw Self.failure(error, url: url, connecting: true)
         } catch {
-            throw PostgresStoreError("cannot connect to PostgreSQL at \(url.redacted): \(error)")
+            throw PostgresStoreError("cannot connect to PostgreSQL at \(url.redacted): \(Self.cause(error))")
         }
     }
 
@@ -105,6 +106,20 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
+    /// A connection failure in an operator's words ("connection refused", "the host name
+    /// does not resolve"), without NIO's type names and socket addresses.
+    static func cause(_ error: any Error) -> String {
+        if let connection = error as? NIOConnectionError {
+            if connection.dnsAError != nil || connection.dnsAAAAError != nil {
+                return "the host name '\(connection.host)' does not resolve"
+            }
+            if let first = connection.connectionErrors.first { return cause(first.error) }
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if case .connectTimeout? = error as? ChannelError { return "the connection timed out" }
+        return "\(error)"
+    }
+
     /// A server error keeps its SQLSTATE and message; a connection error has neither, and
     /// names the server (password redacted) and the cause, e.g. "connection refused".
     static func failure(_ error: PSQLError, url: PostgresURL, connecting: Bool = false) -> PostgresStoreError {
@@ -112,7 +127,7 @@ final class PostgresSession: @unchecked Sendable {
             let message = info[.message] ?? "server error"
             return PostgresStoreError("PostgreSQL: \(message)", sqlState: info[.sqlState])
         }
-        let cause = error.underlying.map { "\($0)" } ?? "\(error.code)"
+        let cause = error.underlying.map(Self.cause) ?? "\(error.code)"
         let what = connecting ? "cannot connect to PostgreSQL" : "lost the connection to PostgreSQL"
         return PostgresStoreError("\(what) at \(url.redacted): \(cause)")
     }

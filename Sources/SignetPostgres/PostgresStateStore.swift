@@ -33,6 +33,9 @@ public final class PostgresStateStore: StateStore {
     private let logger: Logger
 
     /// Connects, applies pending migrations (under an advisory lock) and takes a lease.
+    ///
+    /// A server that cannot be reached yet is waited for up to `outageTimeout`, as in the
+    /// middle of a run: a service started with (or just before) its database comes up.
     public init(options: PostgresStoreOptions, logger: Logger = Logger(label: "signet.postgres")) throws {
         self.options = options
         self.logger = logger
@@ -40,7 +43,7 @@ public final class PostgresStateStore: StateStore {
         pool = PostgresSessionPool(size: options.poolSize, options: options, applicationName: "signet", logger: logger)
         lease = PostgresLease(instanceId: instanceId, options: options, logger: logger)
         if !options.readOnly {
-            try pool.withSession { session in _ = try PostgresMigrations.apply(on: session) }
+            try withSession("start") { session in _ = try PostgresMigrations.apply(on: session) }
             try lease.start()
         }
     }

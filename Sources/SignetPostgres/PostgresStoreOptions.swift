@@ -62,7 +62,7 @@ public struct PostgresStoreOptions: Sendable, Hashable {
                 "how long another instance waits before redelivering this one's undelivered events after it is gone", advanced: true),
             ConfigField(
                 "outage_timeout", .duration(.zero...(.seconds(86400))), .default(ConfigDuration.format(defaults.outageTimeout)),
-                "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable before it fails", advanced: true),
+                "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable, at start or mid-run, before it fails", advanced: true),
             ConfigField(
                 "outbox_retention", .duration(nil), .default(ConfigDuration.format(defaults.outboxRetention)),
                 "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),

@@ -93,11 +93,9 @@ struct RunCommand: AsyncParsableCommand {
             try? writeSummary(runner.currentSummary, failure: error.description, uncommitted: error.positions)
             throw ExitCode.failure
         } catch let error as SinkError {
-            // One line a user can act on (closed stdout, full disk), with the progress so far.
-            let progress = runner.currentSummary
-            Terminal.error("\(error.description) (\(progress.read) read, \(progress.delivered) delivered before it)")
-            try? writeSummary(progress, failure: error.description)
-            throw ExitCode.failure
+            try failInOneLine(error.description, runner: runner)
+        } catch let error as SQLiteError where error.isDiskFull {
+            try failInOneLine(error.description, runner: runner)
         } catch {
             Terminal.error("run failed: \(error)")
             Terminal.error("progress before the failure: \(runner.currentSummary)")
@@ -119,6 +117,14 @@ struct RunCommand: AsyncParsableCommand {
             Terminal.error(line)
             throw ExitCode.failure
         }
+    }
+
+    /// One line a user can act on (closed stdout, full disk), with the progress so far; exit 1.
+    private func failInOneLine(_ failure: String, runner: PipelineRunner) throws -> Never {
+        let progress = runner.currentSummary
+        Terminal.error("\(failure) (\(progress.read) read, \(progress.delivered) delivered before it)")
+        try? writeSummary(progress, failure: failure)
+        throw ExitCode.failure
     }
 
     /// Writes `--summary-json`, with the reason a run stopped early under "failure" and the

@@ -69,14 +69,16 @@ struct WebhookUnavailableTests {
         try await source.close()
     }
 
-    @Test("an address already in use fails open() with a reason")
+    @Test("an address already in use fails open() with a configuration error naming it (exit 2 in signet run)")
     func addressInUse() async throws {
         let (first, url) = try await Self.openSource { _ in }
         let port = try #require(URLComponents(string: url)?.port)
         var options = HTTPSource.Options()
         options.address = ListenAddress(host: "127.0.0.1", port: port)
         let second = HTTPSource(options: options)
-        await #expect(throws: SourceError.self) { try await second.open() }
+        let error = await #expect(throws: ConfigError.self) { try await second.open() }
+        #expect(error?.message == "cannot listen on 127.0.0.1:\(port) for the webhook (source.address): "
+            + "the address is already in use (another process listens on that port)")
         try await first.close()
     }
 }

@@ -63,6 +63,9 @@ struct PostgresStoreTests {
             Issue.record("connecting to a closed port must fail")
         } catch {
             #expect(!"\(error)".contains("hunter2"))
+            // The cause in words, not NIO's types and socket addresses.
+            #expect("\(error)".hasSuffix("127.0.0.1:1/none?sslmode=disable: connection refused"), "\(error)")
+            #expect(!"\(error)".contains("SingleConnectionFailure"), "\(error)")
         }
     }
 
@@ -271,6 +274,33 @@ struct PostgresStoreTests {
         #expect(retry.events.map(\.bytes) == unacked.events.map(\.bytes))
         #expect(try second.undeliveredEvents().isEmpty)
         #expect(try await other.run([Table.subscribed]).dropped == 1)
+    }
+
+    @Test func aServerNotUpYetAtStartIsWaitedFor() async throws {
+        let server = try PostgresServer.launch()
+        defer { try? server.stop() }
+        let options = try Self.options(try server.makeDatabase())
+        try server.stop()
+        // The database comes up two seconds after the store started opening (a service
+        // started before its database): the open waits, migrates and works.
+        let restartFailure = Mutex<String?>(nil)
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 2)
+            do { try server.start() } catch { restartFailure.withLock { $0 = "\(error)" } }
+        }
+        let started = ContinuousClock.now
+        let store = try await Self.concurrently(1) { _ in try PostgresStateStore(options: options) }[0]
+        defer { try? store.close() }
+        #expect(restartFailure.withLock { $0 } == nil)
+        #expect(ContinuousClock.now - started >= .seconds(1), "the open cannot have succeeded before the server was up")
+        #expect(try await StateHarness(store: store).run([Table.subscribed]).events.map(\.type) == ["granted"])
+
+        // A login the server refuses is not an outage: it fails at once, not after outage_timeout.
+        var wrongDatabase = options
+        wrongDatabase.url = try PostgresURL(server.url("no_such_database"))
+        let refusedAt = ContinuousClock.now
+        #expect(throws: (any Error).self) { try PostgresStateStore(options: wrongDatabase) }
+        #expect(ContinuousClock.now - refusedAt < .seconds(30))
     }
 
     @Test func aServerRestartMidRunLosesNothing() async throws {

@@ -93,7 +93,14 @@ public final class AdminServer: Service {
                 listening.announce(channel.localAddress?.port ?? 0)
             },
             logger: logger)
-        try await app.run()
+        do {
+            try await app.run()
+        } catch where !listening.isAnnounced {
+            throw ListenFailure.error(
+                listener: "the operators' listener",
+                address: "\(ListenAddress(host: configuration.host, port: configuration.port))",
+                setting: "http.address", cause: error)
+        }
     }
 
     static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {

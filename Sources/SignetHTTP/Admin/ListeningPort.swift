@@ -16,6 +16,9 @@ final class ListeningPort: Sendable {
         }
     }
 
+    /// Whether the listener got as far as listening.
+    var isAnnounced: Bool { state.withLock { $0.port != nil } }
+
     func announce(_ port: Int) {
         let waiters = state.withLock { state in
             state.port = port

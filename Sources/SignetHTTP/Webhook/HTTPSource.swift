@@ -120,7 +120,7 @@ public final class HTTPSource: OutcomeReportingSource {
                 state.task = Task { [self] in
                     do {
                         try await group.run()
-                        serverFailed(SourceError("the webhook server on \(options.address) stopped before it started"))
+                        serverFailed(SourceError("the server stopped before it listened"))
                     } catch {
                         serverFailed(error)
                         throw error
@@ -175,7 +175,9 @@ public final class HTTPSource: OutcomeReportingSource {
         server.withLock { state in
             guard let starting = state.starting else { return }
             state.starting = nil
-            starting.resume(throwing: SourceError("cannot listen on \(options.address): \(error)"))
+            starting.resume(
+                throwing: ListenFailure.error(
+                    listener: "the webhook", address: "\(options.address)", setting: "source.address", cause: error))
         }
     }
 }

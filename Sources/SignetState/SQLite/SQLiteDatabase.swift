@@ -117,15 +117,22 @@ final class SQLiteDatabase {
             result = try body()
         } catch {
             try? statement(Self.rollback).run()
-            throw error
+            throw named(error)
         }
         do {
             try statement(Self.commit).run()
         } catch {
             try? statement(Self.rollback).run()
-            throw error
+            throw named(error)
         }
         return result
+    }
+
+    /// A failed write names this database's file (a statement does not know it).
+    private func named(_ error: any Error) -> any Error {
+        guard var failure = error as? SQLiteError, failure.path == nil else { return error }
+        failure.path = path
+        return failure
     }
 
     /// Runs `body` in one read transaction, so a batch of lookups takes the WAL read lock
