@@ -70,11 +70,11 @@ struct BackfillCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (environment, api) = try APIPipelineRun.start("backfill", logLevel: logLevel, logFormat: logFormat)
+        let (environment, api) = try CommandPipelineRun.startAPICommand("backfill", logLevel: logLevel, logFormat: logFormat)
         let text = try PipelineSourceText(pipeline)
         try text.checkDataDirectory()
         var built = try PipelineLoader.loadForCommand(text)
-        let checkpointPath = APIPipelineRun.dataFile("backfill.json", environment: environment)
+        let checkpointPath = CommandPipelineRun.dataFile("backfill.json", environment: environment)
         let window = try plannedWindow(api: api, checkpointPath: checkpointPath)
 
         var options = AppStoreHistorySource.Options(start: String(window.start), end: String(window.end), checkpointPath: checkpointPath)
@@ -89,7 +89,7 @@ struct BackfillCommand: AsyncParsableCommand {
             guard let progress = source.progress else { return "starting, \(summary.delivered) new events" }
             return progress.line(newEvents: summary.delivered, elapsed: (ContinuousClock.now - started).seconds)
         }
-        let run = APIPipelineRun(command: "backfill", checkpointPath: checkpointPath, progressInterval: progressInterval)
+        let run = CommandPipelineRun(command: "backfill", checkpointPath: checkpointPath, progressInterval: progressInterval)
         let summary = try await run.run(built, line: line)
         let finished = source.progress?.finished ?? false
         Terminal.note("\(finished ? "backfill done" : "backfill stopped; run the same command again to resume"): \(line(summary))")

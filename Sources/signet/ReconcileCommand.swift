@@ -68,7 +68,7 @@ struct ReconcileCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (environment, api) = try APIPipelineRun.start("reconcile", logLevel: logLevel, logFormat: logFormat)
+        let (environment, api) = try CommandPipelineRun.startAPICommand("reconcile", logLevel: logLevel, logFormat: logFormat)
         let ids: [String]
         do {
             ids = all ? try storedPurchases() : try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
@@ -83,7 +83,7 @@ struct ReconcileCommand: AsyncParsableCommand {
         let text = try PipelineSourceText(pipeline)
         try text.checkDataDirectory()
         var built = try PipelineLoader.loadForCommand(text)
-        let checkpointPath = APIPipelineRun.dataFile("reconcile.json", environment: environment)
+        let checkpointPath = CommandPipelineRun.dataFile("reconcile.json", environment: environment)
         if restart, FileManager.default.fileExists(atPath: checkpointPath) {
             try FileManager.default.removeItem(atPath: checkpointPath)
             Terminal.note("--restart: discarded the reconcile checkpoint \(checkpointPath)")
@@ -102,7 +102,7 @@ struct ReconcileCommand: AsyncParsableCommand {
             guard let progress = source.progress else { return "starting" }
             return progress.line(elapsed: (ContinuousClock.now - started).seconds) + ", \(summary.delivered) events"
         }
-        let run = APIPipelineRun(command: "reconcile", checkpointPath: checkpointPath, progressInterval: progressInterval)
+        let run = CommandPipelineRun(command: "reconcile", checkpointPath: checkpointPath, progressInterval: progressInterval)
         let summary = try await run.run(built, line: line)
         let finished = source.progress?.finished ?? false
         Terminal.note("\(finished ? "reconcile done" : "reconcile stopped; run the same command again to resume"): \(line(summary))")

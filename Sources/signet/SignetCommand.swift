@@ -23,7 +23,7 @@ struct SignetCommand: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, LintCommand.self, VerifyCommand.self, DecodeCommand.self, FixturesCommand.self,
             StateCommand.self, EntitlementsCommand.self, ExpireCommand.self, DevBrokerCommand.self, ComponentsCommand.self, TestCommand.self,
-            MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self, AppStoreCommand.self,
+            MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self, AppStoreCommand.self, DeadLettersCommand.self,
         ]
     )
 

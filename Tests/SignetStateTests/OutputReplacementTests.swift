@@ -32,7 +32,7 @@ struct OutputReplacementTests {
         if withTransition { stages += [DedupeStage(store: store), TransitionStage(store: store)] }
         let sink = CapturingSink()
         let pipeline = Pipeline(
-            source: TestInputSource(lines: lines, stream: "fixtures"), stages: stages,
+            source: RecordListSource(lines: lines, stream: "fixtures"), stages: stages,
             sinks: [NamedSink(name: "out", sink: sink)], deadLetter: DeadLetterOutput(sink: CapturingSink()))
         let runner = PipelineRunner(pipeline: pipeline)
         let summary = try await runner.run()

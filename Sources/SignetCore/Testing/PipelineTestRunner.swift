@@ -28,7 +28,7 @@ public struct PipelineTestRunner: Sendable {
             logger: quiet)
         loader.substitutesTestStores = true
         var pipeline = try loader.load(file: suite.pipeline)
-        pipeline.source = TestInputSource(lines: testCase.inputs, stream: testCase.name)
+        pipeline.source = RecordListSource(lines: testCase.inputs, stream: testCase.name)
         pipeline.settings.progressInterval = nil
         pipeline.settings.sinkRetryTimeout = .zero
         let captures = pipeline.sinks.map { _ in CapturingSink() }

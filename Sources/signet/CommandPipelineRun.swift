@@ -6,19 +6,33 @@ import SignetCore
 import SignetHTTP
 import SignetState
 
-/// Runs a pipeline whose source asks Apple's API (`signet backfill`, `signet reconcile`):
-/// progress on stderr every few seconds instead of the runner's, a drain on SIGINT/SIGTERM,
-/// and the failures mapped to one line and an exit status (2 for a second writer, 1 for the
-/// rest, saying that the checkpoint keeps what was committed).
-struct APIPipelineRun {
+/// Runs a pipeline whose source a command replaced (`signet backfill`, `reconcile`,
+/// `dead-letters replay`): progress on stderr every few seconds instead of the runner's, a
+/// drain on SIGINT/SIGTERM, and the failures mapped to one line and an exit status (2 for a
+/// second writer, 1 for the rest, saying how to go on from what was committed).
+struct CommandPipelineRun {
     /// The command's name in messages (`backfill`).
     var command: String
-    var checkpointPath: String
+    /// How to go on after a failure (what was committed is kept).
+    var resumeHint: String
     var progressInterval: Double
 
-    /// What such a command does first: logging as asked, SIGPIPE ignored, and the API settings
-    /// from the environment (a missing or invalid variable is one line naming it, exit 2).
-    static func start(
+    /// A command that keeps its progress in a checkpoint file.
+    init(command: String, checkpointPath: String, progressInterval: Double) {
+        self.init(
+            command: command, resumeHint: "what was committed is kept in \(checkpointPath): run the same command again to resume",
+            progressInterval: progressInterval)
+    }
+
+    init(command: String, resumeHint: String, progressInterval: Double) {
+        self.command = command
+        self.resumeHint = resumeHint
+        self.progressInterval = progressInterval
+    }
+
+    /// What a command that asks Apple's API does first: logging as asked, SIGPIPE ignored, and
+    /// the API settings from the environment (a missing or invalid variable is one line naming it, exit 2).
+    static func startAPICommand(
         _ command: String, logLevel: Logger.Level, logFormat: Terminal.LogFormat
     ) throws -> (environment: [String: String], api: AppStoreAPIConfiguration) {
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
@@ -57,7 +71,7 @@ struct APIPipelineRun {
             throw ExitCode.failure
         } catch {
             Terminal.error("\(command) failed: \(error)")
-            Terminal.error("\(line(runner.currentSummary)); what was committed is kept in \(checkpointPath): run the same command again to resume")
+            Terminal.error("\(line(runner.currentSummary)); \(resumeHint)")
             throw ExitCode.failure
         }
         progress.cancel()
