@@ -4,24 +4,10 @@ extension ComponentCatalog {
     /// also accepts a string holding `${`; range checks beyond what the schema can say
     /// are `signet lint`'s.
     public var jsonSchema: JSONValue {
-        var properties: [String: JSONValue] = [
-            "description": ["type": "string", "description": "free text for people"],
-            "source": componentSchema(registry.catalogSpecs(.source), kind: .source),
-            "stages": [
-                "type": "array", "description": "run in order",
-                "items": componentSchema(registry.catalogSpecs(.stage), kind: .stage),
-            ],
-            "sinks": [
-                "type": "object", "minProperties": 1, "description": "named sinks (fanout routes by name)",
-                "additionalProperties": componentSchema(registry.catalogSpecs(.sink), kind: .sink),
-            ],
-            "dead_letter": componentSchema(registry.catalogSpecs(.sink), kind: .sink, extraFields: DeadLetterOutput.fields),
-            "stores": [
-                "type": ["object", "null"],
-                "description": "named resources stages share (store: NAME); `default` exists implicitly",
-                "additionalProperties": componentSchema(registry.catalogSpecs(.store), kind: .store),
-            ],
-        ]
+        var properties: [String: JSONValue] = [:]
+        for key in PipelineFileSpec.pipeline.keys {
+            properties[key.name] = keySchema(key)
+        }
         for spec in registry.catalogSpecs(.section) {
             properties[spec.name] = Self.objectSchema(spec.fields, description: spec.summary, nullable: true)
         }
@@ -34,7 +20,7 @@ extension ComponentCatalog {
                     + "Values may be ${VAR} or ${VAR:default} strings: they are typed after interpolation, so typed keys "
                     + "also accept strings containing '${'."),
             "type": "object",
-            "required": ["source", "sinks", "dead_letter"],
+            "required": .array(PipelineFileSpec.pipeline.keys.filter(\.isRequired).map { .string($0.name) }),
             "additionalProperties": false,
             "properties": .object(properties),
             "$defs": [
@@ -46,7 +32,32 @@ extension ComponentCatalog {
         ]
     }
 
-    private func componentSchema(_ specs: [ComponentSpec], kind: ComponentKind, extraFields: [ConfigField] = []) -> JSONValue {
+    /// A top-level key's schema, from its shape.
+    private func keySchema(_ key: PipelineFileSpec.Key) -> JSONValue {
+        let description = JSONValue.string(key.summary)
+        switch key.shape {
+        case .text:
+            return ["type": "string", "description": description]
+        case .component(let kind):
+            return componentSchema(registry.catalogSpecs(kind), kind: kind, description: key.summary)
+        case .list(let kind):
+            return ["type": "array", "description": description, "items": componentSchema(registry.catalogSpecs(kind), kind: kind)]
+        case .named(let kind, let minimum):
+            var members: [String: JSONValue] = [
+                "type": minimum > 0 ? "object" : ["object", "null"], "description": description,
+                "additionalProperties": componentSchema(registry.catalogSpecs(kind), kind: kind),
+            ]
+            if minimum > 0 { members["minProperties"] = .int(minimum) }
+            return .object(members)
+        case .deadLetter:
+            return componentSchema(
+                registry.catalogSpecs(.sink), kind: .sink, extraFields: DeadLetterOutput.fields, description: key.summary)
+        }
+    }
+
+    private func componentSchema(
+        _ specs: [ComponentSpec], kind: ComponentKind, extraFields: [ConfigField] = [], description: String? = nil
+    ) -> JSONValue {
         let names = specs.map { JSONValue.string($0.name) }
         let branches: [JSONValue] = specs.map { spec in
             var then = Self.objectSchema(
@@ -66,7 +77,8 @@ extension ComponentCatalog {
         return [
             "type": "object",
             "required": ["type"],
-            "description": .string("a \(kind.rawValue): one of \(specs.map(\.name).joined(separator: ", "))"),
+            "description": .string(
+                (description.map { $0 + "; " } ?? "") + "a \(kind.rawValue): one of \(specs.map(\.name).joined(separator: ", "))"),
             "properties": ["type": ["enum": .array(names)]],
             "allOf": .array(branches),
         ]

@@ -7,7 +7,7 @@ extension ComponentCatalog {
 
     /// The reference tables of docs/pipelines.md: one table of keys per component.
     public var markdown: String {
-        var out: [String] = []
+        var out = topLevelTable()
         let titles: [ComponentKind: String] = [
             .source: "Sources (`source:`)", .stage: "Stages (`stages:`)", .sink: "Sinks (`sinks:` and `dead_letter:`)",
             .store: "Stores (`stores:`)", .section: "Sections",
@@ -43,6 +43,33 @@ extension ComponentCatalog {
             }
         }
         return out.joined(separator: "\n")
+    }
+
+    /// The top-level keys (``PipelineFileSpec``) and the registered sections, with an example each.
+    private func topLevelTable() -> [String] {
+        var lines = [
+            "### Top-level keys", "",
+            "| key | holds | required | what for | example |", "|---|---|---|---|---|",
+        ]
+        for key in PipelineFileSpec.pipeline.keys {
+            lines.append(
+                "| `\(key.name)` | \(Self.holds(key.shape)) | \(key.isRequired ? "yes" : "no") | \(Self.escape(key.summary)) | `\(Self.escape(key.example))` |")
+        }
+        for spec in registry.catalogSpecs(.section) {
+            let example = spec.fields.first.map { "{ \($0.name): \($0.defaultValue ?? "...") }" } ?? "{}"
+            lines.append("| `\(spec.name)` | a section (below) | no | \(Self.escape(spec.summary)) | `\(Self.escape(example))` |")
+        }
+        return lines + [""]
+    }
+
+    static func holds(_ shape: PipelineFileSpec.Shape) -> String {
+        switch shape {
+        case .text: "text"
+        case .component(let kind): "a \(kind.rawValue)"
+        case .list(let kind): "a list of \(kind.plural)"
+        case .named(let kind, let minimum): "named \(kind.plural)" + (minimum > 0 ? " (at least \(minimum))" : "")
+        case .deadLetter: "a sink, plus the `dead_letter:` extras"
+        }
     }
 
     private static func table(_ fields: [ConfigField], acceptsAnyKeys: Bool) -> [String] {

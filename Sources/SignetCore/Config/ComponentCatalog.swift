@@ -9,7 +9,8 @@ import Foundation
 /// ```json
 /// { "version": 1,
 ///   "sources": [COMPONENT], "stages": [...], "sinks": [...], "stores": [...], "sections": [...],
-///   "dead_letter_fields": [FIELD] }
+///   "dead_letter_fields": [FIELD], "top_level": [KEY] }
+/// KEY:       { "name", "holds", "required": bool, "summary", "example": yaml } (PipelineFileSpec)
 /// COMPONENT: { "name", "summary", "description", "fields": [FIELD], "examples": [yaml],
 ///              "requires_before": [stage], "test_substitute": store|null, "accepts_any_keys": bool }
 /// FIELD:     { "name", "type": string|int|bool|duration|enum|string_list|string_map|object|
@@ -91,6 +92,12 @@ public struct ComponentCatalog: Sendable {
             document[kind.plural] = .array(specs.map(Self.json(spec:)))
         }
         document["dead_letter_fields"] = .array(DeadLetterOutput.fields.map(Self.json(field:)))
+        document["top_level"] = .array(PipelineFileSpec.pipeline.keys.map { key in
+            [
+                "name": .string(key.name), "holds": .string(Self.holds(key.shape)), "required": .bool(key.isRequired),
+                "summary": .string(key.summary), "example": .string(key.example),
+            ]
+        })
         return .object(document)
     }
 

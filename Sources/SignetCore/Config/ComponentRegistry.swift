@@ -45,8 +45,8 @@ public struct ComponentRegistry: Sendable {
     /// registers the state stores); nil means a pipeline must declare every store.
     public var defaultStoreType: String?
 
-    /// The top-level keys the loader handles itself.
-    public static let builtInKeys = ["description", "source", "stages", "sinks", "dead_letter", "stores"]
+    /// The top-level keys the loader handles itself (``PipelineFileSpec``).
+    public static var builtInKeys: [String] { PipelineFileSpec.pipeline.names }
 
     /// A registry with the `settings:` section and nothing else.
     public init() {

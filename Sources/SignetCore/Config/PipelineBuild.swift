@@ -104,9 +104,8 @@ struct PipelineBuild {
                 }
             }
         } else {
-            errors.append(ConfigError(
-                "the pipeline needs 'dead_letter' so that rejected input is kept (for example: "
-                    + "dead_letter: { type: file, path: dead-letter.ndjson })", at: root.location))
+            let hint = PipelineFileSpec.pipeline["dead_letter"]?.missingHint.map { " " + $0 } ?? ""
+            errors.append(ConfigError("the pipeline needs 'dead_letter'\(hint)", at: root.location))
         }
 
         checkIdentities()
