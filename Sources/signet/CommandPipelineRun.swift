@@ -55,7 +55,8 @@ struct CommandPipelineRun {
         var pipeline = pipeline
         pipeline.settings.progressInterval = nil
         let runner = PipelineRunner(pipeline: pipeline)
-        let interval = Duration.milliseconds(Int64(progressInterval * 1000))
+        // At most a day: a huge --progress-interval must not overflow the conversion.
+        let interval = Duration.milliseconds(Int64(min(progressInterval, 86_400) * 1000))
         let command = self.command
         let progress = Task {
             while (try? await Task.sleep(for: interval)) != nil { Terminal.note("\(command): \(line(runner.currentSummary))") }

@@ -49,7 +49,8 @@ struct DeadLetterReplayCommand: AsyncParsableCommand {
         if let webhook, URL(string: webhook)?.scheme.map({ ["http", "https"].contains($0) }) != true {
             throw ValidationError("--webhook '\(webhook)' is not an http(s) URL")
         }
-        guard patience >= 0 else { throw ValidationError("--patience must be 0 or more seconds") }
+        guard (0...86_400).contains(patience) else { throw ValidationError("--patience must be 0 to 86400 seconds") }
+        guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
     }
 
     func run() async throws {

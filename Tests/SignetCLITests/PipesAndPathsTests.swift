@@ -232,6 +232,55 @@ struct PipesAndPathsTests {
         #expect(run.exitCode == 0, CLI.describe(run))
         let event = try #require(try run.jsonLines().first)
         let id = try #require(event["originalTransactionId"] as? String)
+        let result = try queryReadOnlyCopy(of: dir.path("data"), in: dir, id: id)
+        if result.stdoutText.contains("nomount") { return }  // no mount permission here: nothing to check
+        #expect(!result.stdoutText.contains("writable"), CLI.describe(result))
+        #expect(result.stdoutText.contains("entitlements=0"), CLI.describe(result))
+        #expect(result.stdoutText.contains("state=0"), CLI.describe(result))
+        #expect(!result.stdoutText.contains("-wal") && !result.stdoutText.contains("-shm"), CLI.describe(result))
+        let entitlements = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.entitlements")))) as? [[String: Any]])
+        #expect(entitlements.count == 1)
+        #expect((entitlements.first?["asOf"] as? [String: Any])?["at"] is Int)
+        let snapshot = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.state")))) as? [String: Any])
+        #expect(snapshot["originalTransactionId"] as? String == id)
+        #expect(((snapshot["asOf"] as? [String: Any])?["meaning"] as? String)?.contains("stored snapshot") == true)
+    }
+
+    @Test("a read-only copy taken while a writer had commits in its WAL (killed) shows them", .ownThread)
+    func readOnlyCopyWithAWAL() throws {
+        let fixtures = try GeneratedFixtures.shared()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // A writer killed after its first commits: they are in the WAL, not yet in the main file.
+        let writer = try ChildProcess.signet(["run"], environment: try settings(dataDir: dir.path("data")))
+        defer { writer.stop() }
+        try writer.write(try Data(contentsOf: URL(fileURLWithPath: fixtures.notifications)))
+        #expect(writer.blockingWaitUntil(timeout: .seconds(60)) { writer.stdoutLineCount >= 5 }, "\(writer.stderrTail())")
+        writer.send(SIGKILL)
+        _ = writer.blockingExit(within: .seconds(10))
+        let wal = dir.path("data/signet.sqlite-wal")
+        let walSize = (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? NSNumber)?.intValue ?? 0
+        try #require(walSize > 0, "the killed writer left no WAL")
+        let event = try #require(try CLI.jsonObjects(writer.stdoutText).first)
+        let id = try #require(event["originalTransactionId"] as? String)
+
+        let result = try queryReadOnlyCopy(of: dir.path("data"), in: dir, id: id)
+        if result.stdoutText.contains("nomount") { return }  // no mount permission here: nothing to check
+        #expect(!result.stdoutText.contains("writable"), CLI.describe(result))
+        // Reading the main file alone (`immutable`) found no tables: they were only in the WAL.
+        #expect(result.stdoutText.contains("entitlements=0"), CLI.describe(result))
+        #expect(result.stdoutText.contains("state=0"), CLI.describe(result))
+        let snapshot = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.state")))) as? [String: Any])
+        #expect(snapshot["originalTransactionId"] as? String == id)
+    }
+
+    /// Copies the data dir `data` to a read-only place and runs `entitlements` and `state show`
+    /// for `id` there (printing `entitlements=STATUS`, `state=STATUS`, the copy's files); their
+    /// JSON in `out.entitlements`, `out.state`. Prints "nomount" where that cannot be arranged.
+    func queryReadOnlyCopy(of data: String, in dir: TemporaryDirectory, id: String) throws -> SignetProcess.Result {
         // Root ignores file modes, so a read-only bind mount stands in for a read-only copy there.
         let script = #"""
             cp -r "$DATA" "$COPY.src" && mkdir "$COPY"
@@ -246,20 +295,7 @@ struct PipesAndPathsTests {
             ls -a "$COPY" | tr '\n' ' '; echo
             if [ "$(id -u)" = 0 ]; then umount "$COPY"; else chmod -R u+w "$COPY"; fi
             """#
-        let result = try SignetProcess.shell(
-            script, environment: ["DATA": dir.path("data"), "COPY": dir.path("copy"), "OUT": dir.path("out"), "ID": id])
-        if result.stdoutText.contains("nomount") { return }  // no mount permission here: nothing to check
-        #expect(!result.stdoutText.contains("writable"), CLI.describe(result))
-        #expect(result.stdoutText.contains("entitlements=0"), CLI.describe(result))
-        #expect(result.stdoutText.contains("state=0"), CLI.describe(result))
-        #expect(!result.stdoutText.contains("-wal") && !result.stdoutText.contains("-shm"), CLI.describe(result))
-        let entitlements = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.entitlements")))) as? [[String: Any]])
-        #expect(entitlements.count == 1)
-        #expect((entitlements.first?["asOf"] as? [String: Any])?["at"] is Int)
-        let snapshot = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.path("out.state")))) as? [String: Any])
-        #expect(snapshot["originalTransactionId"] as? String == id)
-        #expect(((snapshot["asOf"] as? [String: Any])?["meaning"] as? String)?.contains("stored snapshot") == true)
+        return try SignetProcess.shell(
+            script, environment: ["DATA": data, "COPY": dir.path("copy"), "OUT": dir.path("out"), "ID": id])
     }
 }

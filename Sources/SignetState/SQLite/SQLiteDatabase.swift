@@ -21,6 +21,8 @@ final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var statements: [ObjectIdentifier: SQLiteStatement] = [:]
     let path: String
+    /// The folder of a private copy read instead of `path` (see `init`); removed on close.
+    private var privateCopy: String?
 
     /// Process-wide settings, applied once before the first connection initializes SQLite.
     /// Memory statistics off: they serialize every allocation of every connection on one
@@ -35,18 +37,27 @@ final class SQLiteDatabase {
         var name = path
         let folder = (path as NSString).deletingLastPathComponent
         if readOnly, access(folder.isEmpty ? "." : folder, W_OK) != 0 {
-            // A read-only copy of the data (no writer can be using a folder nobody may write):
-            // `immutable` reads the file as it is, without the WAL side files SQLite would
-            // otherwise need to create next to it.
-            var allowed = CharacterSet.urlPathAllowed
-            allowed.remove(charactersIn: "?#")
-            name = "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
-            flags |= SQLITE_OPEN_URI
+            // A read-only copy of the data (no writer can be using a folder nobody may write).
+            // SQLite cannot create the WAL index (-shm) beside it. With a WAL holding commits
+            // not yet in the main file (a copy taken while a pipeline ran, or after kill -9),
+            // read a private copy of both files, where SQLite can: `immutable` would ignore the
+            // WAL and show an older state, or pages of two states at once ("malformed").
+            // Without one, `immutable` reads the file as it is.
+            if let copy = try Self.privateCopy(of: path) {
+                privateCopy = (copy as NSString).deletingLastPathComponent
+                name = copy
+            } else {
+                var allowed = CharacterSet.urlPathAllowed
+                allowed.remove(charactersIn: "?#")
+                name = "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+                flags |= SQLITE_OPEN_URI
+            }
         }
         let code = sqlite3_open_v2(name, &connection, flags, nil)
         guard code == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(connection)
+            if let privateCopy { try? FileManager.default.removeItem(atPath: privateCopy) }
             throw SQLiteError(code: code, message: message, context: "open \(path)")
         }
         handle = connection
@@ -75,6 +86,27 @@ final class SQLiteDatabase {
         statements.removeAll()
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
+        if let privateCopy { try? FileManager.default.removeItem(atPath: privateCopy) }
+        privateCopy = nil
+    }
+
+    /// Copies `path` and its non-empty `-wal` into a new temporary folder; the copy's path,
+    /// or nil when there is no such WAL.
+    private static func privateCopy(of path: String) throws(SQLiteError) -> String? {
+        let wal = path + "-wal"
+        let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? NSNumber)?.intValue ?? 0
+        guard size > 0 else { return nil }
+        let folder = NSTemporaryDirectory() + "signet-read-\(UUID().uuidString)"
+        let copy = folder + "/" + (path as NSString).lastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            try FileManager.default.copyItem(atPath: wal, toPath: copy + "-wal")
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot copy it with its WAL to read it: \(error)", context: "open \(path)")
+        }
+        return copy
     }
 
     fileprivate func connection() throws(SQLiteError) -> OpaquePointer {
