@@ -58,6 +58,8 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        // The commit and build date scripts/package.sh passes in (-Xcc -DSIGNET_COMMIT=...).
+        .systemLibrary(name: "CBuildInfo"),
 
         .target(name: "SignetOpenSSL", dependencies: ["COpenSSL"]),
         .target(name: "AppStoreModels"),
@@ -132,7 +134,7 @@ let package = Package(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "SignetAppStoreAPI", "AppStoreModels", "SignetFixtures", "CMalloc",
+                "SignetAppStoreAPI", "AppStoreModels", "SignetFixtures", "CMalloc", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

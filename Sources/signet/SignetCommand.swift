@@ -19,7 +19,7 @@ struct SignetCommand: AsyncParsableCommand {
 
             Exit codes: 0 success, 1 rejected input (verify) or a failed run, 2 usage or configuration error.
             """,
-        version: Signet.version,
+        version: BuildInfo.versionLine,
         subcommands: [
             RunCommand.self, LintCommand.self, VerifyCommand.self, DecodeCommand.self, FixturesCommand.self,
             StateCommand.self, EntitlementsCommand.self, ExpireCommand.self, DevBrokerCommand.self, ComponentsCommand.self, TestCommand.self,

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds dist/signet_<version>_amd64.deb: a release `signet` with the Swift runtime and
+# Foundation linked in (dynamic only against Debian's libc, libssl3, librdkafka1,
+# libsqlite3-0), the shipped pipelines, /etc/signet/signet.env, the systemd units and the
+# notices. Proof on a clean Debian root: scripts/package-test.sh. docs/deploy.md.
+#
+#   scripts/package.sh              # build and package
+#   scripts/package.sh --no-build   # package the release binary already built
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=1
+[ "${1:-}" = "--no-build" ] && build=0
+
+# The version's one place is Signet.version (signet --version prints it).
+version=$(sed -n 's/.*public static let version = "\([^"]*\)".*/\1/p' Sources/Signet/Signet.swift)
+[ -n "$version" ] || { echo "package: no version in Sources/Signet/Signet.swift" >&2; exit 1; }
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit-modified"
+date=$(date -u +%Y-%m-%d)
+
+for tool in dpkg-deb dpkg-shlibdeps; do
+  command -v "$tool" >/dev/null || { echo "package: $tool is missing (apt-get install dpkg-dev)" >&2; exit 1; }
+done
+
+if [ "$build" = 1 ]; then
+  echo "package: building signet $version ($commit) for release, Swift runtime linked statically" >&2
+  # The commit and date in a header (Sources/CBuildInfo/shim.h): the flags stay the same.
+  mkdir -p .build/package/include
+  printf '#define SIGNET_COMMIT "%s"\n#define SIGNET_BUILD_DATE "%s"\n' "$commit" "$date" > .build/package/include/signet_build_info.h
+  swift build -c release --product signet --static-swift-stdlib -Xcc "-I$PWD/.build/package/include"
+fi
+binary=$(swift build -c release --show-bin-path)/signet
+[ -x "$binary" ] || { echo "package: $binary is not built (run without --no-build)" >&2; exit 1; }
+if ldd "$binary" | grep -q 'libswift\|libFoundation\|libdispatch'; then
+  echo "package: $binary links the Swift runtime dynamically:" >&2; ldd "$binary" >&2; exit 1
+fi
+
+stage=.build/package/signet_${version}_amd64
+rm -rf "$stage" && mkdir -p "$stage/DEBIAN"
+install -D -m 0755 "$binary" "$stage/usr/bin/signet"
+strip --strip-unneeded "$stage/usr/bin/signet"
+for pipeline in Pipelines/*.yaml; do install -D -m 0644 "$pipeline" "$stage/usr/share/signet/pipelines/$(basename "$pipeline")"; done
+install -D -m 0644 packaging/signet.env "$stage/etc/signet/signet.env"
+install -d -m 0755 "$stage/etc/signet/pipelines"
+install -D -m 0644 packaging/systemd/signet.service "$stage/lib/systemd/system/signet.service"
+install -D -m 0644 packaging/systemd/signet@.service "$stage/lib/systemd/system/signet@.service"
+
+doc="$stage/usr/share/doc/signet"
+install -D -m 0644 README.md "$doc/README.md"
+install -m 0644 docs/*.md "$doc/"
+install -m 0644 packaging/copyright "$doc/copyright"
+# Every command's --help, the reference a man page would hold.
+{
+  "$stage/usr/bin/signet" --help
+  for command in $("$stage/usr/bin/signet" --help | sed -n '/^SUBCOMMANDS:/,/^$/p' | grep -E '^  [a-z]' | awk '{print $1}'); do
+    printf '\n\n========== signet %s ==========\n\n' "$command"
+    "$stage/usr/bin/signet" help "$command"
+  done
+} > "$doc/signet-help.txt" 2>&1
+# The licences of what is linked in: the Swift runtime and each package of Package.swift.
+notices="$doc/notices"
+mkdir -p "$notices"
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
+for file in "$toolchain"/share/swift/LICENSE.txt "$toolchain"/share/doc/swift/LICENSE.txt; do
+  [ -f "$file" ] && install -m 0644 "$file" "$notices/swift-runtime.LICENSE.txt" && break
+done
+for checkout in .build/checkouts/*/; do
+  name=$(basename "$checkout")
+  for file in "$checkout"LICENSE* "$checkout"NOTICE* "$checkout"COPYING*; do
+    [ -f "$file" ] && install -m 0644 "$file" "$notices/$name.$(basename "$file")"
+  done
+done
+gzip -9n "$doc/signet-help.txt"
+
+install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$stage/DEBIAN/"
+echo /etc/signet/signet.env > "$stage/DEBIAN/conffiles"
+
+# Depends from the binary's real dynamic links (dpkg-shlibdeps wants a debian/control beside it).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/debian"
+printf 'Source: signet\n\nPackage: signet\nArchitecture: amd64\n' > "$work/debian/control"
+depends=$(cd "$work" && dpkg-shlibdeps -O -e"$OLDPWD/$stage/usr/bin/signet" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "package: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/$depends/" -e "s/@SIZE@/$size/" packaging/debian/control.in > "$stage/DEBIAN/control"
+
+mkdir -p dist
+deb="dist/signet_${version}_amd64.deb"
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+echo "package: $deb ($(du -h "$deb" | cut -f1); Depends: $depends; signet $version, commit $commit, built $date)" >&2
