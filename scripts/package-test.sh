@@ -20,6 +20,7 @@ fi
 step() { echo "package-test: $*" >&2; }
 fail() { echo "package-test: FAILED: $*" >&2; exit 1; }
 root=$(mktemp -d /tmp/signet-clean-root.XXXXXX)
+chmod 0755 "$root"  # it is the root's "/": mktemp's 0700 would shut out every other user
 cleanup() {
   umount "$root/proc" 2>/dev/null || true
   rm -rf "$root"
@@ -69,16 +70,17 @@ step "signed samples through the shipped stdin pipeline, as user signet, with /e
 inside signet fixtures --out /tmp/fx --count 50 --now >/dev/null
 chmod -R a+rX "$root/tmp/fx"
 inside getent passwd signet >/dev/null || fail "no signet user"
-[ "$(stat -c %U "$root/var/lib/signet")" = signet ] || fail "/var/lib/signet is not owned by signet"
+[ "$(inside stat -c %U /var/lib/signet)" = signet ] || fail "/var/lib/signet is not owned by signet"
 events=$(inside setpriv --reuid=signet --regid=signet --init-groups sh -c \
   'set -a; . /etc/signet/signet.env; . /tmp/fx/fixtures.env; SIGNET_DATA_DIR=/var/lib/signet exec signet run --pipeline /usr/share/signet/pipelines/stdin.yaml < /tmp/fx/notifications.ndjson' \
   2>"$root/tmp/run.log") || { cat "$root/tmp/run.log" >&2; fail "signet run failed"; }
 count=$(grep -c '"eventId"' <<<"$events" || true)
 [ "$count" -gt 0 ] || fail "no events from 50 signed samples"
 echo "  $count events; state in $(inside ls /var/lib/signet | tr '\n' ' ')" >&2
-[ "$(stat -c %U "$root/var/lib/signet/signet.sqlite")" = signet ] || fail "the store is not the signet user's"
+[ "$(inside stat -c %U /var/lib/signet/signet.sqlite)" = signet ] || fail "the store is not the signet user's"
 
-step "systemd-analyze verify signet.service signet@.service"
+step "systemd-analyze verify signet.service signet@.service (systemd and procps installed into the root for it)"
+DEBIAN_FRONTEND=noninteractive inside apt-get install -y -qq --no-install-recommends systemd procps >/dev/null
 mkdir -p "$root/etc/signet/pipelines"
 cp "$root/usr/share/signet/pipelines/kafka.yaml" "$root/etc/signet/pipelines/kafka.yaml"
 if systemd-analyze --help 2>/dev/null | grep -q -- '--root'; then
