@@ -21,7 +21,8 @@ struct BackfillCommand: AsyncParsableCommand {
               SIGNET_APPSTORE_ISSUER_ID    the issuer id (a UUID)
               SIGNET_APPSTORE_PRIVATE_KEY  path to the .p8 file
               SIGNET_BUNDLE_ID             your app's bundle id
-              SIGNET_ENVIRONMENT           Sandbox (default) or Production (Production also needs SIGNET_APP_APPLE_ID)
+              SIGNET_ENVIRONMENT           Sandbox (default) or Production
+                                           (Production also needs SIGNET_APP_APPLE_ID)
               SIGNET_APPSTORE_API_URL      another base URL (a proxy); default Apple's host
 
             The window: --since and --until take a duration before now (72h, 30d), an ISO-8601 date or date-time, or UNIX milliseconds; --until defaults to now. Apple keeps 180 days of history in Production and 30 in Sandbox: an older start is clamped, with a warning, before anything is fetched.

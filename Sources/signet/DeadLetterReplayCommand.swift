@@ -18,7 +18,8 @@ struct DeadLetterReplayCommand: AsyncParsableCommand {
               signet dead-letters replay dead-letter.ndjson
               signet dead-letters replay dl.ndjson --reason bundle_id_mismatch \\
                 --pipeline Pipelines/kafka.yaml
-              signet dead-letters replay dl.ndjson --webhook http://127.0.0.1:8080/notifications
+              signet dead-letters replay dl.ndjson \\
+                --webhook http://127.0.0.1:8080/notifications
             """)
 
     @Argument(help: "Dead-letter files (json format).")

@@ -10,7 +10,8 @@ struct DevBrokerCommand: ParsableCommand {
             Starts librdkafka's mock cluster (it speaks the real Kafka protocol; any client such as kcat can use it), creates the topics, prints the bootstrap address ALONE on the first stdout line, and runs until SIGINT/SIGTERM. Data lives in memory only, about 5 MiB per partition.
 
             Example (two terminals; docs/kafka.md walks through it):
-              signet dev-broker --topic appstore-notifications:4 --topic entitlement-events:4 --topic appstore-dead-letters:1
+              signet dev-broker --topic appstore-notifications:4 \\
+                --topic entitlement-events:4 --topic appstore-dead-letters:1
               SIGNET_KAFKA_BROKERS=127.0.0.1:PORT signet run --pipeline Pipelines/kafka.yaml
             """)
 

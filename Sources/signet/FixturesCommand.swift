@@ -9,16 +9,19 @@ struct FixturesCommand: ParsableCommand {
         abstract: "Writes a private Apple-shaped test PKI and signed sample notifications.",
         discussion: """
             Makes a P-384 root and intermediate carrying Apple's marker OIDs and a P-256 leaf, and signs notifications of every documented type and subtype, each with a nested signed transaction and (for subscriptions) renewal info — exactly the shape Apple sends, but trusted only by whoever configures DIR/root.pem. Output:
-              DIR/root.pem               the root to trust (SIGNET_ROOT_CERTS, signet verify --root)
-              DIR/notifications.ndjson   one {"signedPayload": ...} per line
-              DIR/transactions.ndjson    {"signedTransaction": ...} lines, as apps forward purchases
-              DIR/forged.ndjson          lines that must be rejected (tampered, rogue root, other app, alg none, ...)
-              DIR/fixtures.env           export lines for the default pipeline: source it
-              DIR/pki/                   keys and certificates; reused by later calls on the same DIR
+              DIR/root.pem              the root to trust (SIGNET_ROOT_CERTS, --root)
+              DIR/notifications.ndjson  one {"signedPayload": ...} per line
+              DIR/transactions.ndjson   {"signedTransaction": ...}, as apps send them
+              DIR/forged.ndjson         lines that must be rejected (tampered, rogue
+                                        root, other app, alg none, ...)
+              DIR/fixtures.env          export lines for the default pipeline: source it
+              DIR/pki/                  keys and certificates, reused by later calls
+
             With --stdout, notifications go to standard output instead (for very large streams).
 
             Example:
-              signet fixtures --out demo --count 1000 && source demo/fixtures.env && signet run < demo/notifications.ndjson
+              signet fixtures --out demo --count 1000 && source demo/fixtures.env
+              signet run < demo/notifications.ndjson
             """)
 
     @Option(help: "The folder to write (created if missing).")

@@ -18,7 +18,7 @@ struct RunCommand: AsyncParsableCommand {
             On SIGTERM or SIGINT Signet stops reading, delivers and commits what is in flight, and exits 0; an http source answers 503 with Retry-After meanwhile. If that takes longer than the pipeline's settings.shutdown_timeout (default 20s) it exits 1 (uncommitted input is read again on restart). A closed stdout (`| head`) stops the run at once with exit 1; nothing past what was written is committed. A summary with counts per reason goes to stderr at the end, and a warning when every record was rejected.
 
             Examples:
-              SIGNET_BUNDLE_ID=com.example SIGNET_ENVIRONMENT=Sandbox signet run < notifications.ndjson
+              SIGNET_BUNDLE_ID=com.example signet run < notifications.ndjson
               signet run --pipeline Pipelines/kafka.yaml
             """)
 

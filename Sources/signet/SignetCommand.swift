@@ -12,10 +12,10 @@ struct SignetCommand: AsyncParsableCommand {
             Signet reads notifications (NDJSON on stdin, files, or a Kafka topic), verifies each JWS (ES256, x5c chain to Apple Root CA - G3, Apple's marker OIDs, validity at signedDate, environment/bundle/app claims, nested transaction and renewal info), drops retries, tracks every subscription's state, and publishes what changed.
 
             First steps:
-              signet fixtures --out demo             # a private test PKI and signed sample notifications
-              source demo/fixtures.env               # SIGNET_ROOT_CERTS, SIGNET_ENVIRONMENT, SIGNET_BUNDLE_ID
-              signet run < demo/notifications.ndjson # the embedded default pipeline (Pipelines/stdin.yaml)
-              signet verify demo/notifications.ndjson  # the same SIGNET_* settings as run
+              signet fixtures --out demo --now     # a test PKI and signed samples
+              source demo/fixtures.env             # SIGNET_ROOT_CERTS, SIGNET_BUNDLE_ID, ...
+              signet run < demo/notifications.ndjson   # the embedded stdin pipeline
+              signet verify demo/notifications.ndjson  # the same SIGNET_* settings
 
             Exit codes: 0 success, 1 rejected input (verify) or a failed run, 2 usage or configuration error.
             """,

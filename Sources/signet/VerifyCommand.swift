@@ -11,9 +11,11 @@ struct VerifyCommand: AsyncParsableCommand {
         abstract: "Verifies notifications and prints one JSON verdict per input line.",
         discussion: """
             Reads NDJSON lines ({"signedPayload": ...}, {"signedTransaction": ...}, {"signedRenewalInfo": ...} or a bare JWS) from the files, or stdin when none is given, and prints one JSON object per line, in order:
-              {"line": 1, "ok": true, "notificationType": "DID_RENEW", "subtype": null, "notificationUUID": ...,
-               "environment": "Sandbox", "bundleId": ..., "signedDate": 1730000000000}
+              {"line": 1, "ok": true, "notificationType": "DID_RENEW",
+               "subtype": null, "notificationUUID": ..., "environment": "Sandbox",
+               "bundleId": ..., "signedDate": 1730000000000}
               {"line": 2, "ok": false, "reason": "invalid_signature", "detail": "..."}
+
             With several files each object also names its "file".
 
             The full verification always runs: signature, chain to the roots (the built-in Apple Root CA - G3 unless --root or SIGNET_ROOT_CERTS says otherwise), Apple's OIDs, validity at signedDate, nested JWS. Claims are checked only when given: --environment, --bundle-id, --app-apple-id. Each flag left out is taken from the SIGNET_* variable `signet run` reads (SIGNET_ROOT_CERTS, SIGNET_ENVIRONMENT, SIGNET_BUNDLE_ID, SIGNET_APP_APPLE_ID, SIGNET_VERIFY_WORKERS), so `source demo/fixtures.env` configures both. Reason codes: docs/reason-codes.md.
@@ -22,7 +24,8 @@ struct VerifyCommand: AsyncParsableCommand {
 
             Examples:
               signet verify Tests/Fixtures/apple-real/notifications.ndjson
-              signet verify --root demo/root.pem --environment Sandbox --bundle-id com.example.signet demo/notifications.ndjson
+              signet verify --root demo/root.pem --environment Sandbox \\
+                --bundle-id com.example.signet demo/notifications.ndjson
             """)
 
     @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable), or `apple` for the built-in Apple Root CA - G3. Default: $SIGNET_ROOT_CERTS, else apple.")

@@ -108,6 +108,38 @@ struct DecodeAndHelpTests {
         #expect(help.stdoutText.contains("verify"))
     }
 
+    /// The names under a help text's SUBCOMMANDS: heading.
+    func subcommands(in help: String) -> [String] {
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(of: "SUBCOMMANDS:") else { return [] }
+        return lines[(start + 1)...].prefix { !$0.isEmpty }
+            .filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
+            .compactMap { $0.split(separator: " ").first.map(String.init) }
+    }
+
+    @Test("no command's help breaks an example line: each fits the 80 columns help is wrapped to", .ownThread)
+    func helpExamplesAreNotWrapped() throws {
+        var commands: [[String]] = subcommands(in: try CLI.run(["--help"]).stdoutText).map { [$0] }
+        #expect(commands.count >= 15)
+        var index = 0
+        while index < commands.count {
+            let command = commands[index]
+            index += 1
+            let help = try CLI.run(["help"] + command)
+            #expect(help.exitCode == 0, "\(command): \(CLI.describe(help))")
+            commands += subcommands(in: help.stdoutText).map { command + [$0] }
+            // The discussion ends where USAGE begins. A wrapped example shows as an unindented
+            // line right after an indented one (prose paragraphs are separated by blank lines).
+            let text = help.stdoutText.components(separatedBy: "\nUSAGE:").first ?? ""
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            for (previous, line) in zip(lines, lines.dropFirst())
+            where previous.hasPrefix("  ") && !line.isEmpty && !line.hasPrefix(" ") {
+                Issue.record("signet help \(command.joined(separator: " ")): an example line is wrapped: '\(previous)' / '\(line)'")
+            }
+        }
+        #expect(commands.contains(["dead-letters", "replay"]), "nested commands are checked too")
+    }
+
     @Test(.ownThread) func helpRunExplainsTheCommand() throws {
         let result = try CLI.run(["help", "run"])
         #expect(result.exitCode == 0, CLI.describe(result))
