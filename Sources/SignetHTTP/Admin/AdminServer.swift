@@ -95,7 +95,8 @@ public final class AdminServer: Service {
             logger: logger)
         do {
             try await app.run()
-        } catch where !listening.isAnnounced {
+        } catch where !listening.isAnnounced && !(error is CancellationError) {
+            // Only a start that failed is a listen failure; a stop before it listened is not.
             throw ListenFailure.error(
                 listener: "the operators' listener",
                 address: "\(ListenAddress(host: configuration.host, port: configuration.port))",
