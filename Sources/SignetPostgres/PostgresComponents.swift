@@ -48,7 +48,11 @@ extension ComponentRegistry {
     private static func postgresResource(_ options: PostgresStoreOptions) -> StateStoreResource {
         // The identity names the database, never the password.
         StateStoreResource(identity: "postgres:" + options.url.redacted) {
-            try PostgresStateStore(options: options)
+            // Opening blocks (connects, migrates, and waits out a server not up yet for up to
+            // outage_timeout): on a thread of its own, not Swift's cooperative pool.
+            try await withTaskExecutorPreference(BlockingExecutor(label: "signet.postgres.open")) {
+                try PostgresStateStore(options: options)
+            }
         }
     }
 }
