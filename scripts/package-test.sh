@@ -53,7 +53,7 @@ installed=$(date +%s)
 step "signet --version"
 version_line=$(inside signet --version)
 echo "  $version_line" >&2
-version=$(sed -n 's/.*public static let version = "\([^"]*\)".*/\1/p' Sources/Signet/Signet.swift)
+version=$(dpkg-deb -f "$deb" Version)  # the package's own version: the binary must say the same
 [[ "$version_line" == "$version (commit "* ]] || fail "--version printed '$version_line', not version $version"
 [[ "$version_line" != *"commit unknown"* ]] || fail "--version does not name the commit"
 
