@@ -8,7 +8,7 @@ extension ComponentSpec {
         summary: "state in PostgreSQL, shared by several instances (a Kafka consumer group on several machines)",
         description: "Subscriptions, dedupe keys and the outbox in one PostgreSQL database; migrations run at start "
             + "(under an advisory lock); the view signet_entitlements is the app backend's read interface (docs/postgres.md).",
-        fields: PostgresStoreOptions.fields(urlRequirement: .required),
+        fields: PostgresStoreOptions.fields(urlRequirement: .required) + [.entitlementNames],
         examples: ["stores:\n  default:\n    type: postgres\n    url: ${SIGNET_DATABASE_URL:postgres://signet@127.0.0.1:5432/signet?sslmode=disable}"],
         testSubstitute: "memory")
 
@@ -22,6 +22,7 @@ extension ComponentSpec {
             ConfigField(
                 "path", .string, .default(StateStoreConfiguration.defaultDatabasePath),
                 "the SQLite file used when url is empty", example: "${SIGNET_DATA_DIR:signet-data}/signet.sqlite"),
+            .entitlementNames,
         ],
         examples: [
             "stores:\n  default:\n    type: auto\n    url: ${SIGNET_DATABASE_URL:}\n    path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite",
@@ -33,21 +34,21 @@ extension ComponentSpec {
 extension ComponentRegistry {
     public mutating func registerPostgresComponents() {
         registerStore(.postgresStore) { config, _ in
-            Self.postgresResource(try PostgresStoreOptions(config))
+            Self.postgresResource(try PostgresStoreOptions(config), entitlementNames: try EntitlementNames(config))
         }
         registerStore(.autoStore) { config, _ in
             guard try !config.string("url").isEmpty else {
                 var options = SQLiteStateStore.Options()
                 options.outboxRetention = try config.duration("outbox_retention")
-                return StateStoreResource(.sqlite(path: try config.string("path"), options: options))
+                return StateStoreResource(.sqlite(path: try config.string("path"), options: options), entitlementNames: try EntitlementNames(config))
             }
-            return Self.postgresResource(try PostgresStoreOptions(config))
+            return Self.postgresResource(try PostgresStoreOptions(config), entitlementNames: try EntitlementNames(config))
         }
     }
 
-    private static func postgresResource(_ options: PostgresStoreOptions) -> StateStoreResource {
+    private static func postgresResource(_ options: PostgresStoreOptions, entitlementNames: EntitlementNames?) -> StateStoreResource {
         // The identity names the database, never the password.
-        StateStoreResource(identity: "postgres:" + options.url.redacted) {
+        StateStoreResource(identity: "postgres:" + options.url.redacted, entitlementNames: entitlementNames) {
             // Opening blocks (connects, migrates, and waits out a server not up yet for up to
             // outage_timeout): on a thread of its own, not Swift's cooperative pool.
             try await withTaskExecutorPreference(BlockingExecutor(label: "signet.postgres.open")) {

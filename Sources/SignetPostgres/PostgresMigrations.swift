@@ -92,45 +92,90 @@ public enum PostgresMigrations {
             """,
             "CREATE INDEX signet_outbox_undelivered_input_key ON signet_outbox (input_key) WHERE delivered_at IS NULL",
             "CREATE INDEX signet_outbox_undelivered ON signet_outbox (seq) WHERE delivered_at IS NULL",
-            // The read-only interface for app backends: state and entitlement as of now().
-            // Time-driven changes (a period or grace period ending) are applied here; what the
-            // stored row says otherwise was decided by the pipeline's policy.
+            // The read-only interface for app backends.
+            entitlementsView(creating: "CREATE VIEW", appending: []),
+        ]),
+        Migration(version: 2, summary: "entitlement names: signet_entitlement_names, subscription_group_id, signet_entitlements.entitlements", statements: [
+            "ALTER TABLE signet_subscriptions ADD COLUMN subscription_group_id TEXT",
+            // A store's `entitlements:` mapping, one row per (name, product or group id); the
+            // pipeline that configures it replaces the rows when it opens the store.
             """
-            CREATE VIEW signet_entitlements AS
-            SELECT
-                s.original_transaction_id,
-                s.transaction_id,
-                s.app_account_token,
-                s.bundle_id,
-                s.environment,
-                s.product_id,
-                s.product_type,
-                CASE
-                    WHEN s.state = 'active' AND s.expires_date IS NOT NULL AND s.expires_date <= n.now_ms THEN 'expired'
-                    WHEN s.state = 'grace_period' AND s.grace_period_expires_date IS NOT NULL
-                        AND s.grace_period_expires_date <= n.now_ms THEN 'billing_retry'
-                    ELSE s.state
-                END AS state,
-                CASE
-                    WHEN s.state = 'active' THEN s.entitled AND (s.expires_date IS NULL OR s.expires_date > n.now_ms)
-                    WHEN s.state = 'grace_period' THEN s.entitled AND (s.grace_period_expires_date IS NULL
-                        OR s.grace_period_expires_date > n.now_ms OR COALESCE(s.expires_date > n.now_ms, FALSE))
-                    ELSE s.entitled
-                END AS entitled,
-                to_timestamp(s.expires_date / 1000.0) AS expires_date,
-                to_timestamp(s.grace_period_expires_date / 1000.0) AS grace_period_expires_date,
-                s.ownership,
-                s.auto_renew AS auto_renew_enabled,
-                to_timestamp(s.revocation_date / 1000.0) AS revocation_date,
-                s.updated_at
-            FROM signet_subscriptions s
-            CROSS JOIN (SELECT (extract(epoch FROM now()) * 1000)::BIGINT AS now_ms) n
+            CREATE TABLE signet_entitlement_names (
+                entitlement TEXT NOT NULL,
+                granted_by TEXT NOT NULL,
+                PRIMARY KEY (entitlement, granted_by)
+            )
             """,
+            "CREATE INDEX signet_entitlement_names_granted_by ON signet_entitlement_names (granted_by)",
+            // Version 1's view with two columns appended (a view only ever gains columns).
+            entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: [
+                "s.subscription_group_id",
+                """
+                ARRAY(
+                    SELECT DISTINCT e.entitlement FROM signet_entitlement_names e
+                    WHERE e.granted_by = s.product_id OR e.granted_by = s.subscription_group_id
+                    ORDER BY e.entitlement
+                ) AS entitlements
+                """,
+            ]),
         ]),
     ]
 
+    /// `signet_entitlements`: state and entitlement as of now() (time-driven changes, a period or
+    /// grace period ending, are applied here; what the stored row says otherwise was decided by
+    /// the pipeline's policy), with `appending` after version 1's columns: a view only ever
+    /// gains columns, at its end, so `CREATE OR REPLACE` keeps every reader's query valid.
+    private static func entitlementsView(creating: String, appending: [String]) -> String {
+        """
+        \(creating) signet_entitlements AS
+        SELECT
+            s.original_transaction_id,
+            s.transaction_id,
+            s.app_account_token,
+            s.bundle_id,
+            s.environment,
+            s.product_id,
+            s.product_type,
+            CASE
+                WHEN s.state = 'active' AND s.expires_date IS NOT NULL AND s.expires_date <= n.now_ms THEN 'expired'
+                WHEN s.state = 'grace_period' AND s.grace_period_expires_date IS NOT NULL
+                    AND s.grace_period_expires_date <= n.now_ms THEN 'billing_retry'
+                ELSE s.state
+            END AS state,
+            CASE
+                WHEN s.state = 'active' THEN s.entitled AND (s.expires_date IS NULL OR s.expires_date > n.now_ms)
+                WHEN s.state = 'grace_period' THEN s.entitled AND (s.grace_period_expires_date IS NULL
+                    OR s.grace_period_expires_date > n.now_ms OR COALESCE(s.expires_date > n.now_ms, FALSE))
+                ELSE s.entitled
+            END AS entitled,
+            to_timestamp(s.expires_date / 1000.0) AS expires_date,
+            to_timestamp(s.grace_period_expires_date / 1000.0) AS grace_period_expires_date,
+            s.ownership,
+            s.auto_renew AS auto_renew_enabled,
+            to_timestamp(s.revocation_date / 1000.0) AS revocation_date,
+            \((["s.updated_at"] + appending).joined(separator: ",\n    "))
+        FROM signet_subscriptions s
+        CROSS JOIN (SELECT (extract(epoch FROM now()) * 1000)::BIGINT AS now_ms) n
+        """
+    }
+
     /// The newest version this build knows.
     public static var latestVersion: Int { all.last?.version ?? 0 }
+
+    /// Throws unless every migration this build knows was applied: a reader (which never
+    /// migrates) of a database an older Signet wrote says what to run instead of failing on a
+    /// missing column.
+    static func checkCurrent(on session: PostgresSession) throws {
+        var version = 0
+        if try session.query("SELECT to_regclass('signet_schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true {
+            version = try session.query("SELECT COALESCE(max(version), 0) FROM signet_schema_migrations").first?.decode(Int.self) ?? 0
+        }
+        guard version >= latestVersion else {
+            throw PostgresStoreError(
+                "the database schema is version \(version), older than this Signet reads (\(latestVersion)); "
+                    + "run `signet migrate` (or start `signet run` once) to bring it up to date")
+        }
+    }
 
     /// Applies every migration not yet recorded; returns the versions it applied.
     @discardableResult

@@ -14,7 +14,8 @@ enum PostgresSchema {
         revocation_reason bigint, revocation_type text, auto_renew boolean, auto_renew_product_id text, \
         billing_retry boolean, grace_period_expires_date bigint, expiration_intent bigint, \
         renewal_signed_date bigint, evaluated_at bigint, last_notification_type text, last_subtype text, \
-        last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint
+        last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint, \
+        subscription_group_id text
         """
 
     /// The names of ``subscriptionRecordType``, in order.
@@ -72,6 +73,7 @@ enum PostgresSchema {
         json.field("renewal_date", snapshot.renewalDate)
         // Persisted (indexed) so the expiry sweep finds due purchases without a scan.
         json.field("next_boundary", snapshot.nextBoundary)
+        json.field("subscription_group_id", snapshot.subscriptionGroupIdentifier)
         json.field("expected", expected)
         json.endObject()
     }
@@ -112,7 +114,8 @@ enum PostgresSchema {
         snapshot.lastNotificationUUID = try text(25)
         snapshot.expiresDateSource = try text(26)
         snapshot.renewalDate = try int(27)
-        return (snapshot, try int(29) ?? 1)
+        snapshot.subscriptionGroupIdentifier = try text(29)
+        return (snapshot, try int(30) ?? 1)
     }
 
     /// Reads a row selected with ``outboxColumns``.

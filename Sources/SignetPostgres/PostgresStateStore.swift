@@ -31,6 +31,8 @@ public final class PostgresStateStore: StateStore {
     private let outage = Mutex<PostgresStoreError?>(nil)
     private let lease: PostgresLease
     private let logger: Logger
+    /// `signet_entitlement_names` as read at open, kept in step by ``replaceEntitlementNames(_:)``.
+    private let names = Mutex(EntitlementNames.none)
 
     /// Connects, applies pending migrations (under an advisory lock) and takes a lease.
     ///
@@ -46,6 +48,35 @@ public final class PostgresStateStore: StateStore {
             try withSession("start") { session in _ = try PostgresMigrations.apply(on: session) }
             try lease.start()
         }
+        let stored = try withSession("entitlement names", waitingOutOutages: false) { session in
+            if options.readOnly { try PostgresMigrations.checkCurrent(on: session) }
+            return try session.query("SELECT entitlement, granted_by FROM signet_entitlement_names")
+                .map { try $0.decode((String, String).self) }.map { (entitlement: $0.0, identifier: $0.1) }
+        }
+        names.withLock { $0 = EntitlementNames(pairs: stored) }
+    }
+
+    public var entitlementNames: EntitlementNames { names.withLock { $0 } }
+
+    public func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
+        guard replacement != entitlementNames else { return }
+        let pairs = replacement.pairs
+        try withSession("entitlement names") { session in
+            try session.execute("BEGIN")
+            do {
+                // Instances starting together replace the rows one after the other.
+                try session.query("SELECT pg_advisory_xact_lock(\(PostgresMigrations.lockKey + 1))")
+                try session.execute("DELETE FROM signet_entitlement_names")
+                try session.query(PostgresQuery(
+                    unsafeSQL: "INSERT INTO signet_entitlement_names (entitlement, granted_by) SELECT * FROM unnest($1::text[], $2::text[])",
+                    binds: Self.binds(pairs.map(\.entitlement), pairs.map(\.identifier))))
+                try session.execute("COMMIT")
+            } catch {
+                _ = try? session.execute("ROLLBACK")
+                throw error
+            }
+        }
+        names.withLock { $0 = replacement }
     }
 
     /// A store for queries only (no migrations, no lease), failing fast when unreachable.
@@ -250,6 +281,13 @@ public final class PostgresStateStore: StateStore {
         var binds = PostgresBindings()
         binds.append(first)
         if let rest { binds.append(rest) }
+        return binds
+    }
+
+    private static func binds(_ first: [String], _ second: [String]) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(first)
+        binds.append(second)
         return binds
     }
 }

@@ -12,10 +12,12 @@ extension ComponentRegistry {
             options.busyTimeout = try config.duration("busy_timeout")
             options.cacheCapacity = try config.int("cache_size")
             options.outboxRetention = try config.duration("outbox_retention")
-            return StateStoreResource(.sqlite(path: try config.string("path"), options: options))
+            return StateStoreResource(.sqlite(path: try config.string("path"), options: options), entitlementNames: try EntitlementNames(config))
         }
         registerStore(.memoryStore) { config, _ in
-            StateStoreResource(.memory(maxKeys: try config.int("max_keys"), outboxRetention: try config.duration("outbox_retention")))
+            StateStoreResource(
+                .memory(maxKeys: try config.int("max_keys"), outboxRetention: try config.duration("outbox_retention")),
+                entitlementNames: try EntitlementNames(config))
         }
         defaultStoreType = ComponentSpec.sqliteStore.name
 

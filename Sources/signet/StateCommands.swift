@@ -77,11 +77,12 @@ struct EntitlementsCommand: ParsableCommand {
         commandName: "entitlements",
         abstract: "Answers \"what is this user entitled to now\" as JSON.",
         discussion: """
-            Looks up every purchase of an account (--app-account-token, the UUID your app sets at purchase) or one purchase (--original-transaction-id), evaluates each at the current time (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their state, entitled flag, product and expiry; each object's "asOf" is that instant. `signet state show` prints the stored snapshot instead, which is not re-evaluated. An account with no purchases prints []. Works on a read-only copy of the data directory.
+            Looks up every purchase of an account (--app-account-token, the UUID your app sets at purchase) or one purchase (--original-transaction-id), evaluates each at the current time (or --at, milliseconds since 1970) and prints a JSON array of entitlements with their state, entitled flag, product and expiry; each object's "asOf" is that instant, its "entitlements" the names its product or subscription group grants (a store's `entitlements:` setting); --entitlement keeps only the purchases granting that name, so "has this user pro?" is whether any of them says "entitled": true. `signet state show` prints the stored snapshot instead, which is not re-evaluated. An account with no purchases prints []. Works on a read-only copy of the data directory.
 
             Examples:
               signet entitlements --app-account-token 7e3fb20b-4cdb-47cc-936d-99d65f608138
               signet entitlements --original-transaction-id 2000000123456789
+              signet entitlements --app-account-token "$TOKEN" --entitlement pro
             """)
 
     @OptionGroup var store: StoreOptions
@@ -91,6 +92,9 @@ struct EntitlementsCommand: ParsableCommand {
 
     @Option(help: "One purchase's originalTransactionId.")
     var originalTransactionId: String?
+
+    @Option(help: "Only the purchases that grant this entitlement name (the store's `entitlements:` mapping).")
+    var entitlement: String?
 
     @Option(help: "Evaluate at this instant (ms since 1970) instead of now.")
     var at: Int64?
@@ -107,6 +111,6 @@ struct EntitlementsCommand: ParsableCommand {
         let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
         let query: StateJSON.Query =
             if let appAccountToken { .appAccountToken(appAccountToken) } else { .originalTransactionId(originalTransactionId ?? "") }
-        try Terminal.printLine(try StateJSON.entitlements(query, in: database, at: instant))
+        try Terminal.printLine(try StateJSON.entitlements(query, named: entitlement, in: database, at: instant))
     }
 }

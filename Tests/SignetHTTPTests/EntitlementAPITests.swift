@@ -7,13 +7,14 @@ import Testing
 @Suite("Entitlement API: same JSON as the CLI, bearer token off the default")
 struct EntitlementAPITests {
     /// A bed whose pipeline ran once over all notifications but the last, with its events on file.
-    static func ranBed() async throws -> (ServiceTestBed, events: [[String: Any]]) {
+    static func ranBed(entitlements: String? = nil) async throws -> (ServiceTestBed, events: [[String: Any]]) {
         let bed = try ServiceTestBed(count: 40)
         let lines = try String(contentsOf: bed.notifications, encoding: .utf8).split(separator: "\n")
         let first = bed.directory.appendingPathComponent("first.ndjson")
         try (lines.dropLast().joined(separator: "\n") + "\n").write(to: first, atomically: true, encoding: .utf8)
         try ((lines.last ?? "") + "\n").write(to: bed.directory.appendingPathComponent("last.ndjson"), atomically: true, encoding: .utf8)
-        let pipeline = try bed.load(bed.pipelineYAML(input: first, sink: "type: file\npath: \(bed.directory.path)/events.ndjson", http: nil))
+        let pipeline = try bed.load(bed.pipelineYAML(
+            input: first, sink: "type: file\npath: \(bed.directory.path)/events.ndjson", http: nil, entitlements: entitlements))
         _ = try await PipelineRunner(pipeline: pipeline).run()
         let events = try bed.lines("events.ndjson").compactMap {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -103,6 +104,41 @@ struct EntitlementAPITests {
         #expect(answers[5].status == 400)
         #expect(answers[6].status == 400)
         #expect(answers[7].status == 400)
+    }
+
+    @Test("entitlement names: on every event, in the API's answers, and ?entitlement=NAME keeps the purchases granting it")
+    func entitlementNames() async throws {
+        let (bed, events) = try await Self.ranBed(
+            entitlements: "{ pro: [com.example.signet.premium.monthly, com.example.signet.premium.yearly], lifetime: [com.example.signet.lifetime] }")
+        defer { bed.remove() }
+        #expect(!events.isEmpty)
+        for event in events {
+            let product = event["productId"] as? String ?? ""
+            let expected = product.contains(".premium.") ? ["pro"] : product.hasSuffix(".lifetime") ? ["lifetime"] : []
+            #expect(event["entitlements"] as? [String] == expected, "\(product)")
+        }
+        let account = try #require(events.first { ($0["productId"] as? String)?.contains(".premium.") == true && $0["appAccountToken"] is String }?["appAccountToken"] as? String)
+        // The store kept the mapping: this second run's pipeline configures none.
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.1:0") { port in
+            [
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account)"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account)&entitlement=pro"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account)&entitlement=nothing"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account)&entitlement=pro&entitlement=lifetime"),
+            ]
+        }
+        #expect(answers.map(\.status) == [200, 200, 200, 400])
+        func rows(_ body: String) throws -> [[String: Any]] { try #require(JSONSerialization.jsonObject(with: Data(body.utf8)) as? [[String: Any]]) }
+        let all = try rows(answers[0].body), pro = try rows(answers[1].body)
+        #expect(!pro.isEmpty)
+        #expect(pro.allSatisfy { $0["entitlements"] as? [String] == ["pro"] })
+        #expect(pro.count == all.filter { ($0["entitlements"] as? [String])?.contains("pro") == true }.count)
+        #expect(try rows(answers[2].body).isEmpty)
+        // The binary reads the same names from the database file.
+        let database = bed.directory.appendingPathComponent("signet.sqlite").path
+        let cli = try SignetProcess.run(["entitlements", "--database", database, "--app-account-token", account, "--entitlement", "pro"])
+        #expect(cli.exitCode == 0, "\(cli.stderr)")
+        #expect(try rows(cli.stdoutText).map { $0["originalTransactionId"] as? String } == pro.map { $0["originalTransactionId"] as? String })
     }
 
     @Test("with a token (here on 127.0.0.2): 401 without it or with a wrong one, 200 with it; metrics stay open")

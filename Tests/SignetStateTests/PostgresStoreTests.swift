@@ -74,14 +74,31 @@ struct PostgresStoreTests {
         let url = try server.makeDatabase()
         let options = try Self.options(url)
         let applied = try await Self.concurrently(4) { _ in try PostgresStateStore.migrate(options: options) }
-        #expect(applied.flatMap { $0 } == [PostgresMigrations.latestVersion])
+        #expect(applied.flatMap { $0 } == PostgresMigrations.all.map(\.version), "each version once, in order")
         let database = PostgresServer.databaseName(url)
-        #expect(try server.psql(database, "SELECT count(*) FROM signet_schema_migrations") == "1")
+        #expect(try server.psql(database, "SELECT count(*) FROM signet_schema_migrations") == "\(PostgresMigrations.all.count)")
         // Opening stores (which migrate too) changes nothing further.
         let stores = try await Self.concurrently(3) { _ in try PostgresStateStore(options: options) }
         for store in stores { try store.close() }
         #expect(try PostgresStateStore.migrate(options: options).isEmpty)
         #expect(try server.psql(database, "SELECT max(version) FROM signet_schema_migrations") == "\(PostgresMigrations.latestVersion)")
+    }
+
+    @Test func aReaderOfAnOlderSchemaSaysToMigrate() async throws {
+        let server = try Self.server()
+        let url = try server.makeDatabase()
+        try PostgresStateStore(options: Self.options(url)).close()
+        let database = PostgresServer.databaseName(url)
+        _ = try server.psql(database, "DELETE FROM signet_schema_migrations WHERE version = \(PostgresMigrations.latestVersion)")
+        do {
+            _ = try PostgresStateStore.openReadOnly(url: url)
+            Issue.record("a reader of an older schema must refuse")
+        } catch {
+            #expect("\(error)".contains("older than this Signet reads (\(PostgresMigrations.latestVersion)); run `signet migrate`"), "\(error)")
+        }
+        // Recorded as applied again (as `signet migrate` would after its ALTERs): it reads.
+        _ = try server.psql(database, "INSERT INTO signet_schema_migrations (version, summary) VALUES (\(PostgresMigrations.latestVersion), 'x')")
+        try PostgresStateStore.openReadOnly(url: url).close()
     }
 
     @Test func theEntitlementsViewAnswersAsOfNowWithAnIndexedQuery() async throws {
@@ -113,6 +130,24 @@ struct PostgresStoreTests {
             EXPLAIN SELECT entitled FROM signet_entitlements WHERE app_account_token = 'acct-1' AND product_id = 'pro.monthly'
             """)
         #expect(plan.contains("signet_subscriptions_app_account_token"), "plan: \(plan)")
+
+        // Entitlement names: the view carries them, and "has this user pro?" is the documented
+        // query: true, false for an account whose only pro lapsed, false (not NULL) for none.
+        try store.replaceEntitlementNames(EntitlementNames(["pro": ["pro.monthly"], "other": ["other.product"]]))
+        #expect(try server.psql(database, """
+            SELECT original_transaction_id, entitlements FROM signet_entitlements
+            WHERE app_account_token = 'acct-1' ORDER BY original_transaction_id
+            """) == "2000|{pro}\n3000|{pro}")
+        func hasPro(_ account: String) throws -> String {
+            try server.psql(database, """
+                SELECT coalesce(bool_or(entitled), false) FROM signet_entitlements
+                WHERE app_account_token = '\(account)' AND 'pro' = ANY(entitlements)
+                """)
+        }
+        #expect(try hasPro("acct-1") == "t")
+        #expect(try hasPro("acct-unknown") == "f")
+        try store.replaceEntitlementNames(EntitlementNames(["pro": ["pro.yearly"]]))
+        #expect(try hasPro("acct-1") == "f", "the view follows the stored mapping at once")
     }
 
     @Test func concurrentWritersLoseNoUpdate() async throws {

@@ -22,10 +22,11 @@ enum Fixture {
         type: TransactionType = .autoRenewableSubscription,
         purchase: Int64, expires: Int64? = nil, signed: Int64,
         ownership: InAppOwnershipType = .purchased, token: String? = "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01",
-        revoked: Int64? = nil, revocationType: RevocationType? = nil, environment: AppStoreEnvironment = .production
+        revoked: Int64? = nil, revocationType: RevocationType? = nil, environment: AppStoreEnvironment = .production,
+        group: String? = nil
     ) -> JWSTransactionDecodedPayload {
         JWSTransactionDecodedPayload(
-            originalTransactionId: otid, transactionId: id, bundleId: bundleId, productId: product,
+            originalTransactionId: otid, transactionId: id, bundleId: bundleId, productId: product, subscriptionGroupIdentifier: group,
             purchaseDate: ts(purchase), originalPurchaseDate: ts(purchase),
             expiresDate: type == .autoRenewableSubscription || type == .nonRenewingSubscription ? ts(expires) : nil,
             quantity: 1, type: type, appAccountToken: token, inAppOwnershipType: ownership, signedDate: ts(signed),

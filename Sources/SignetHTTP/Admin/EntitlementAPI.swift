@@ -15,17 +15,25 @@ struct EntitlementAPI: Sendable {
 
     func entitlements(_ request: Request) -> Response {
         if let refusal = authorize(request) { return refusal }
-        // Exactly one parameter: a repeated one (`?originalTransactionId=A&originalTransactionId=B`)
-        // or an extra one must not silently answer for the first.
-        let parameters = request.uri.queryParameters
-        let query: StateJSON.Query
-        switch parameters.count == 1 ? parameters.first : nil {
-        case let (name, value)? where name == "appAccountToken" && !value.isEmpty: query = .appAccountToken(String(value))
-        case let (name, value)? where name == "originalTransactionId" && !value.isEmpty: query = .originalTransactionId(String(value))
-        default:
-            return Self.json(.badRequest, #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#)
+        // Exactly one purchase parameter and at most one `entitlement`: a repeated one
+        // (`?originalTransactionId=A&originalTransactionId=B`) or an unknown one must not
+        // silently answer for the first.
+        var purchase: [StateJSON.Query] = []
+        var names: [String] = []
+        var unknown = false
+        for (name, value) in request.uri.queryParameters {
+            switch name {
+            case "appAccountToken" where !value.isEmpty: purchase.append(.appAccountToken(String(value)))
+            case "originalTransactionId" where !value.isEmpty: purchase.append(.originalTransactionId(String(value)))
+            case "entitlement" where !value.isEmpty: names.append(String(value))
+            default: unknown = true
+            }
         }
-        return answer { try StateJSON.entitlements(query, in: try store.store(), at: WallClock.milliseconds()) }
+        guard !unknown, purchase.count == 1, let query = purchase.first, names.count <= 1 else {
+            return Self.json(
+                .badRequest, #"{"error":"give exactly one of appAccountToken and originalTransactionId, and at most one entitlement"}"#)
+        }
+        return answer { try StateJSON.entitlements(query, named: names.first, in: try store.store(), at: WallClock.milliseconds()) }
     }
 
     func subscription(_ request: Request, originalTransactionId: String) -> Response {

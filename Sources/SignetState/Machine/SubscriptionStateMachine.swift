@@ -192,6 +192,7 @@ public enum SubscriptionStateMachine {
         next.transactionId = transaction.transactionId
         next.productId = transaction.productId ?? next.productId
         next.productType = transaction.type?.rawValue ?? next.productType
+        next.subscriptionGroupIdentifier = transaction.subscriptionGroupIdentifier ?? next.subscriptionGroupIdentifier
         next.bundleId = transaction.bundleId ?? input.bundleId ?? next.bundleId
         next.environment = transaction.environment?.rawValue ?? input.environment?.rawValue ?? next.environment
         next.appAccountToken = transaction.appAccountToken ?? next.appAccountToken
@@ -318,6 +319,7 @@ public enum SubscriptionStateMachine {
             transactionId: snapshot.transactionId,
             productId: snapshot.productId,
             productType: snapshot.productType,
+            subscriptionGroupIdentifier: snapshot.subscriptionGroupIdentifier,
             bundleId: snapshot.bundleId,
             environment: snapshot.environment,
             appAccountToken: snapshot.appAccountToken,
@@ -352,6 +354,7 @@ public enum SubscriptionStateMachine {
             transactionId: previous?.transactionId ?? transaction?.transactionId,
             productId: previous?.productId ?? transaction?.productId,
             productType: previous?.productType ?? transaction?.type?.rawValue,
+            subscriptionGroupIdentifier: previous?.subscriptionGroupIdentifier ?? transaction?.subscriptionGroupIdentifier,
             bundleId: previous?.bundleId ?? transaction?.bundleId ?? input.bundleId,
             environment: previous?.environment ?? transaction?.environment?.rawValue ?? input.environment?.rawValue,
             appAccountToken: previous?.appAccountToken ?? transaction?.appAccountToken,

@@ -4,6 +4,10 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     public var originalTransactionId: String
     public var productId: String?
     public var productType: String?
+    public var subscriptionGroupIdentifier: String?
+    /// The entitlement names this purchase's product or group grants (``EntitlementNames``),
+    /// sorted; ``entitled`` says whether they are granted at ``evaluatedAt``.
+    public var entitlements: [String]
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?
@@ -22,10 +26,14 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     /// The instant (ms since 1970) the answer holds for.
     public var evaluatedAt: Int64
 
-    public init(snapshot: SubscriptionSnapshot, state: SubscriptionState, entitled: Bool, evaluatedAt: Int64) {
+    public init(
+        snapshot: SubscriptionSnapshot, state: SubscriptionState, entitled: Bool, evaluatedAt: Int64, names: EntitlementNames = .none
+    ) {
         originalTransactionId = snapshot.originalTransactionId
         productId = snapshot.productId
         productType = snapshot.productType
+        subscriptionGroupIdentifier = snapshot.subscriptionGroupIdentifier
+        entitlements = names.names(productId: snapshot.productId, subscriptionGroupId: snapshot.subscriptionGroupIdentifier)
         bundleId = snapshot.bundleId
         environment = snapshot.environment
         appAccountToken = snapshot.appAccountToken

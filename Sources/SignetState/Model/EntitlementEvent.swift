@@ -25,6 +25,10 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var eventId: String
     public var type: EntitlementEventType
     public var entitled: Bool
+    /// The entitlement names the purchase's product or subscription group grants (the store's
+    /// `entitlements:` mapping, ``EntitlementNames``), sorted; empty when none is configured.
+    /// Whether they are granted now is ``entitled``.
+    public var entitlements: [String] = []
     /// Nil when this purchase was unknown before.
     public var previousState: SubscriptionState?
     /// Nil only for an `unknown_notification` about a purchase Signet has no state for.
@@ -33,6 +37,7 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var transactionId: String?
     public var productId: String?
     public var productType: String?
+    public var subscriptionGroupIdentifier: String?
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?
@@ -64,12 +69,17 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.key("eventId"); out.string(eventId)
         out.key("type"); out.string(type.rawValue)
         out.key("entitled"); out.bool(entitled)
+        out.key("entitlements")
+        out.beginArray()
+        for name in entitlements { out.string(name) }
+        out.endArray()
         out.nullable("previousState", previousState?.rawValue)
         out.nullable("state", state?.rawValue)
         out.nullable("originalTransactionId", originalTransactionId)
         out.nullable("transactionId", transactionId)
         out.nullable("productId", productId)
         out.nullable("productType", productType)
+        out.nullable("subscriptionGroupIdentifier", subscriptionGroupIdentifier)
         out.nullable("bundleId", bundleId)
         out.nullable("environment", environment)
         out.nullable("appAccountToken", appAccountToken)

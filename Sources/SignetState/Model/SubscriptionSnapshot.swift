@@ -18,6 +18,9 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var productId: String?
     /// Apple's product type (`Auto-Renewable Subscription`, `Non-Consumable`, ...).
     public var productType: String?
+    /// The subscription group of an auto-renewable subscription (an entitlement may be granted
+    /// by a whole group: ``EntitlementNames``).
+    public var subscriptionGroupIdentifier: String?
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?

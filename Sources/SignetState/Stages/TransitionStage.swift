@@ -98,6 +98,7 @@ public final class TransitionStage: TickingStage {
         guard !inputs.isEmpty else { return }
 
         let policy = options.policy
+        let names = store.entitlementNames
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
             try transaction.prefetch(keys: keys, originalTransactionIds: inputs.compactMap(\.originalTransactionId))
@@ -126,6 +127,7 @@ public final class TransitionStage: TickingStage {
                 case .rejected(let rejection):
                     outcomes.append(.rejected(rejection))
                 case .applied(let snapshot, let events):
+                    let events = names.annotated(events)
                     if let snapshot { try transaction.save(snapshot) }
                     try transaction.recordKey(key, seenAt: now)
                     outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
@@ -191,13 +193,15 @@ public final class TransitionStage: TickingStage {
         let (difference, overflow) = now.subtractingReportingOverflow(StoreHandle.milliseconds(options.expiryLeeway))
         let cutoff = overflow ? Int64.min : difference
         let policy = options.policy
+        let names = store.entitlementNames
         let produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = try store.withTransaction { transaction in
             var produced: [(events: [EntitlementEvent], entries: [OutboxEntry])] = []
             for snapshot in try transaction.subscriptionsDue(atOrBefore: cutoff, limit: limit) {
-                let (next, events) = SubscriptionStateMachine.advance(snapshot, through: cutoff, policy: policy)
+                let (next, changes) = SubscriptionStateMachine.advance(snapshot, through: cutoff, policy: policy)
                 guard next != snapshot else { continue }
                 try transaction.save(next)
-                guard !events.isEmpty else { continue }
+                guard !changes.isEmpty else { continue }
+                let events = names.annotated(changes)
                 let inputKey = "clock:\(next.originalTransactionId):\(next.evaluatedAt)"
                 produced.append((events, try Self.append(events, inputKey: inputKey, createdAt: now, to: transaction)))
             }

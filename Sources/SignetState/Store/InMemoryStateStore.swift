@@ -17,6 +17,7 @@ public final class InMemoryStateStore: StateStore {
         var outbox: [OutboxEntry] = []
         var nextSequence: Int64 = 1
         var delivered: [(sequence: Int64, at: Int64)] = []
+        var entitlementNames = EntitlementNames.none
     }
 
     /// The most dedupe keys kept.
@@ -188,6 +189,12 @@ public final class InMemoryStateStore: StateStore {
             contents.outbox.removeAll { expired.contains($0.sequence) }
             contents.delivered.removeAll { expired.contains($0.sequence) }
         }
+    }
+
+    public var entitlementNames: EntitlementNames { contents.withLock { $0.entitlementNames } }
+
+    public func replaceEntitlementNames(_ names: EntitlementNames) throws {
+        contents.withLock { $0.entitlementNames = names }
     }
 
     public func close() throws {}

@@ -36,10 +36,16 @@ enum SQLiteSchema {
             last_notification_uuid TEXT,
             expires_date_source TEXT,
             renewal_date INTEGER,
-            next_boundary INTEGER
+            next_boundary INTEGER,
+            subscription_group_id TEXT
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
             ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS entitlement_names (
+            entitlement TEXT NOT NULL,
+            granted_by TEXT NOT NULL,
+            PRIMARY KEY (entitlement, granted_by)
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
         CREATE TABLE IF NOT EXISTS outbox (
@@ -66,6 +72,7 @@ enum SQLiteSchema {
     /// Columns added after the first release: (name, SQL type), added to older databases on open.
     static let addedSubscriptionColumns = [
         ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
+        ("subscription_group_id", "TEXT"),
     ]
 
     /// Run once the added columns exist. `next_boundary` of rows written before it existed
@@ -91,6 +98,7 @@ enum SQLiteSchema {
         "revocation_date", "revocation_reason", "revocation_type", "auto_renew", "auto_renew_product_id", "billing_retry",
         "grace_period_expires_date", "expiration_intent", "renewal_signed_date", "evaluated_at", "last_notification_type",
         "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
+        "subscription_group_id",
     ]
     static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
     /// Positions in ``subscriptionColumnNames`` (0-based, as a row is read) of the columns the
@@ -119,6 +127,9 @@ enum SQLiteSchema {
                 .map { "\(subscriptionColumnNames[$0]) = ?\($0 + 1)" }.joined(separator: ", ")
             + " WHERE original_transaction_id = ?1")
     static let selectDue = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE next_boundary IS NOT NULL AND next_boundary <= ?1 ORDER BY next_boundary, original_transaction_id LIMIT ?2")
+    static let selectEntitlementNames = SQLiteQuery("SELECT entitlement, granted_by FROM entitlement_names ORDER BY entitlement, granted_by")
+    static let deleteEntitlementNames = SQLiteQuery("DELETE FROM entitlement_names")
+    static let insertEntitlementName = SQLiteQuery("INSERT OR IGNORE INTO entitlement_names (entitlement, granted_by) VALUES (?1, ?2)")
     static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
     static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
     static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")
@@ -169,6 +180,7 @@ enum SQLiteSchema {
         try statement.bind(27, snapshot.expiresDateSource)
         try statement.bind(28, snapshot.renewalDate)
         if !keepingIndexedColumns { try statement.bind(29, snapshot.nextBoundary) }
+        try statement.bind(30, snapshot.subscriptionGroupIdentifier)
     }
 
     /// Reads a row selected with ``outboxColumns``.
@@ -211,6 +223,7 @@ enum SQLiteSchema {
         snapshot.lastNotificationUUID = row.string(25)
         snapshot.expiresDateSource = row.string(26)
         snapshot.renewalDate = row.int64(27)
+        snapshot.subscriptionGroupIdentifier = row.string(29)
         return snapshot
     }
 }

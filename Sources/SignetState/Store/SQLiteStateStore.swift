@@ -70,6 +70,8 @@ public final class SQLiteStateStore: StateStore {
     private let connection: Mutex<Connection?>
     /// Held by a writer from open to close (nil for readers).
     private let writerLock: Mutex<SQLiteWriterLock?>
+    /// The `entitlement_names` table, read at open and kept in step by ``replaceEntitlementNames(_:)``.
+    private let names: Mutex<EntitlementNames>
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -105,16 +107,63 @@ public final class SQLiteStateStore: StateStore {
                 try database.execute("ALTER TABLE outbox ADD COLUMN input_key TEXT")
             }
             try database.execute(SQLiteSchema.createInputKeyIndex)
-            var added = false
+            var addedBoundary = false
             for (column, type) in SQLiteSchema.addedSubscriptionColumns
             where try !database.columnExists(table: "subscriptions", column: column) {
                 try database.execute("ALTER TABLE subscriptions ADD COLUMN \(column) \(type)")
-                added = true
+                if column == "next_boundary" { addedBoundary = true }
             }
-            if added { try database.execute(SQLiteSchema.backfillNextBoundary) }
+            if addedBoundary { try database.execute(SQLiteSchema.backfillNextBoundary) }
             try database.execute(SQLiteSchema.createNextBoundaryIndex)
+        } else {
+            try Self.shadowMissingColumns(of: database)
         }
+        names = Mutex(try Self.readEntitlementNames(from: database))
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
+    }
+
+    /// A reader of a database an older Signet wrote (it cannot add the columns this one
+    /// reads): a temporary view of the same name, which queries see before the table, gives
+    /// every missing column as NULL. The temporary schema lives in memory; the file is untouched.
+    private static func shadowMissingColumns(of database: SQLiteDatabase) throws {
+        guard try database.columnExists(table: "subscriptions", column: "original_transaction_id") else { return }
+        var missing: [String] = []
+        for (column, _) in SQLiteSchema.addedSubscriptionColumns
+        where try !database.columnExists(table: "subscriptions", column: column) {
+            missing.append("NULL AS \(column)")
+        }
+        guard !missing.isEmpty else { return }
+        try database.execute("CREATE TEMP VIEW subscriptions AS SELECT *, \(missing.joined(separator: ", ")) FROM main.subscriptions")
+    }
+
+    /// The stored mapping; none in a database from before it existed.
+    private static func readEntitlementNames(from database: SQLiteDatabase) throws -> EntitlementNames {
+        guard try database.columnExists(table: "entitlement_names", column: "entitlement") else { return .none }
+        let statement = try database.statement(SQLiteSchema.selectEntitlementNames)
+        defer { statement.reset() }
+        var pairs: [(entitlement: String, identifier: String)] = []
+        while try statement.step() {
+            if let name = statement.string(0), let identifier = statement.string(1) { pairs.append((name, identifier)) }
+        }
+        return EntitlementNames(pairs: pairs)
+    }
+
+    public var entitlementNames: EntitlementNames { names.withLock { $0 } }
+
+    public func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
+        try withConnection { connection in
+            guard replacement != names.withLock({ $0 }) else { return }
+            try connection.database.transaction {
+                try connection.database.statement(SQLiteSchema.deleteEntitlementNames).run()
+                let insert = try connection.database.statement(SQLiteSchema.insertEntitlementName)
+                for (name, identifier) in replacement.pairs {
+                    try insert.bind(1, name)
+                    try insert.bind(2, identifier)
+                    try insert.run()
+                }
+            }
+            names.withLock { $0 = replacement }
+        }
     }
 
     private func withConnection<Result>(_ body: (Connection) throws -> Result) throws -> Result {

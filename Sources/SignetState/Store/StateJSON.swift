@@ -39,14 +39,16 @@ public enum StateJSON {
         case originalTransactionId(String)
     }
 
-    /// Answers `query` from `store` as of `instant`, as JSON.
-    public static func entitlements(_ query: Query, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
-        switch query {
-        case .appAccountToken(let token):
-            try encode(store.entitlements(appAccountToken: token, at: instant), asOf: instant, meaning: entitlementsMeaning)
-        case .originalTransactionId(let id):
-            try encode(store.entitlements(originalTransactionId: id, at: instant), asOf: instant, meaning: entitlementsMeaning)
+    /// Answers `query` from `store` as of `instant`, as JSON; with `name`, only the purchases
+    /// that grant that entitlement name (``EntitlementNames``): "has this user pro?" is
+    /// whether any of them says `entitled`.
+    public static func entitlements(_ query: Query, named name: String? = nil, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
+        var answers: [Entitlement] = switch query {
+        case .appAccountToken(let token): try store.entitlements(appAccountToken: token, at: instant)
+        case .originalTransactionId(let id): try store.entitlements(originalTransactionId: id, at: instant)
         }
+        if let name { answers.removeAll { !$0.entitlements.contains(name) } }
+        return try encode(answers, asOf: instant, meaning: entitlementsMeaning)
     }
 
     /// The stored snapshot of one purchase as JSON, or nil when none is stored.

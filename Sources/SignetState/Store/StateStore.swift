@@ -31,6 +31,13 @@ public protocol StateStore: AnyObject, Sendable {
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
 
+    /// Which entitlement names each product or subscription group grants, as stored (what the
+    /// store had at open, or the last ``replaceEntitlementNames(_:)``); on every event and answer.
+    var entitlementNames: EntitlementNames { get }
+    /// Stores `names` in place of the mapping kept so far (a pipeline's `entitlements:`,
+    /// applied when its store opens), for this process and every later reader of the store.
+    func replaceEntitlementNames(_ names: EntitlementNames) throws
+
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
     func prune(keysBefore: Int64, now: Int64) throws
@@ -111,18 +118,21 @@ extension StateStore {
     /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.
     public func entitlements(originalTransactionId: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return [] }
-        return [Self.entitlement(snapshot, at: instant, policy: policy)]
+        return [Self.entitlement(snapshot, at: instant, policy: policy, names: entitlementNames)]
     }
 
     /// What every purchase of the account (appAccountToken) entitles to at `instant`.
     public func entitlements(appAccountToken: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
-        try subscriptions(appAccountToken: appAccountToken).map { Self.entitlement($0, at: instant, policy: policy) }
+        let names = entitlementNames
+        return try subscriptions(appAccountToken: appAccountToken).map { Self.entitlement($0, at: instant, policy: policy, names: names) }
     }
 
-    private static func entitlement(_ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy) -> Entitlement {
+    private static func entitlement(
+        _ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy, names: EntitlementNames
+    ) -> Entitlement {
         // Never evaluate before the facts we have (a clock behind Apple's would undo state).
         let at = max(instant, snapshot.evaluatedAt)
         let (state, entitled) = SubscriptionStateMachine.derive(snapshot, at: at, policy: policy)
-        return Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at)
+        return Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at, names: names)
     }
 }

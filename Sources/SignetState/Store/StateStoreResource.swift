@@ -10,6 +10,9 @@ import Synchronization
 /// PostgreSQL pool, say); `sqlite` and `memory` use ``init(_:)``.
 public final class StateStoreResource: PipelineResource {
     public let identity: String?
+    /// The store's `entitlements:` setting, stored when the resource opens; nil keeps what
+    /// the store has.
+    public let entitlementNames: EntitlementNames?
     private let opener: (@Sendable () async throws -> any StateStore)?
     private let opened = Mutex<(any StateStore)?>(nil)
     /// Set when a `transition` stage of the pipeline writes through this store: its commit
@@ -17,20 +20,24 @@ public final class StateStoreResource: PipelineResource {
     let checkedByTransition = Atomic<Bool>(false)
 
     /// A store opened by ``open()`` from `configuration` (`sqlite` or `memory`).
-    public convenience init(_ configuration: StateStoreConfiguration) {
-        self.init(identity: configuration.identity) { try configuration.open() }
+    public convenience init(_ configuration: StateStoreConfiguration, entitlementNames: EntitlementNames? = nil) {
+        self.init(identity: configuration.identity, entitlementNames: entitlementNames) { try configuration.open() }
     }
 
     /// A store that `open` opens when the runner opens the resource; `identity` names
     /// what it opens (two resources of a pipeline must not share one).
-    public init(identity: String?, open: @escaping @Sendable () async throws -> any StateStore) {
+    public init(
+        identity: String?, entitlementNames: EntitlementNames? = nil, open: @escaping @Sendable () async throws -> any StateStore
+    ) {
         self.identity = identity
+        self.entitlementNames = entitlementNames
         self.opener = open
     }
 
     /// A store the caller owns and has opened (embedding, tests); open and close leave it alone.
     public init(store: any StateStore) {
         self.identity = nil
+        self.entitlementNames = nil
         self.opener = nil
         opened.withLock { $0 = store }
     }
@@ -38,6 +45,17 @@ public final class StateStoreResource: PipelineResource {
     public func open() async throws {
         guard let opener else { return }
         let store = try await opener()
+        do {
+            if let entitlementNames {
+                // A write to the store, which may block (a server store): off the cooperative pool.
+                try await withTaskExecutorPreference(BlockingExecutor(label: "signet.store.names")) {
+                    try store.replaceEntitlementNames(entitlementNames)
+                }
+            }
+        } catch {
+            try? store.close()
+            throw error
+        }
         opened.withLock { $0 = store }
     }
 

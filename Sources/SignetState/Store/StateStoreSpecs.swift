@@ -23,6 +23,7 @@ extension ComponentSpec {
             ConfigField(
                 "outbox_retention", .duration(nil), .default(ConfigDuration.format(SQLiteStateStore.Options().outboxRetention)),
                 "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),
+            .entitlementNames,
         ],
         examples: ["stores:\n  default:\n    type: sqlite\n    path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite"],
         testSubstitute: "memory")
@@ -34,6 +35,7 @@ extension ComponentSpec {
         fields: [
             ConfigField("max_keys", .int(1...1_000_000_000), .default("1000000"), "most dedupe keys held; the oldest go first"),
             ConfigField("outbox_retention", .duration(nil), .default("0s"), "how long delivered events stay in the outbox", advanced: true),
+            .entitlementNames,
         ],
         examples: ["stores:\n  default:\n    type: memory"])
 }
