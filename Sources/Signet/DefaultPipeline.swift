@@ -40,6 +40,7 @@ extension Signet {
         type: auto            # PostgreSQL when SIGNET_DATABASE_URL is set, else the SQLite file below
         url: ${SIGNET_DATABASE_URL:}
         path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite
+        # outbox_retention: 90d  # keep delivered events: a purchase's history (signet state history)
         # Entitlement names on every event and answer (docs/pipelines.md#entitlement-names):
         # entitlements:
         #   pro: [com.example.app.pro.monthly, com.example.app.pro.yearly]

@@ -95,7 +95,7 @@ public enum PostgresMigrations {
             // The read-only interface for app backends.
             entitlementsView(creating: "CREATE VIEW", appending: []),
         ]),
-        Migration(version: 2, summary: "entitlement names: signet_entitlement_names, subscription_group_id, signet_entitlements.entitlements", statements: [
+        Migration(version: 2, summary: "entitlement names (signet_entitlement_names, subscription_group_id, signet_entitlements.entitlements), purchase history index", statements: [
             "ALTER TABLE signet_subscriptions ADD COLUMN subscription_group_id TEXT",
             // A store's `entitlements:` mapping, one row per (name, product or group id); the
             // pipeline that configures it replaces the rows when it opens the store.
@@ -107,6 +107,10 @@ public enum PostgresMigrations {
             )
             """,
             "CREATE INDEX signet_entitlement_names_granted_by ON signet_entitlement_names (granted_by)",
+            // A purchase's history (`signet state history`): its kept outbox rows in order.
+            "CREATE INDEX signet_outbox_message_key ON signet_outbox (message_key, seq)",
+            // Pruning kept rows (outbox_retention) without reading the whole outbox every minute.
+            "CREATE INDEX signet_outbox_delivered_at ON signet_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
             // Version 1's view with two columns appended (a view only ever gains columns).
             entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: [
                 "s.subscription_group_id",

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import SignetState
 import Synchronization
@@ -54,6 +55,20 @@ public final class PostgresStateStore: StateStore {
                 .map { try $0.decode((String, String).self) }.map { (entitlement: $0.0, identifier: $0.1) }
         }
         names.withLock { $0 = EntitlementNames(pairs: stored) }
+    }
+
+    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+        try withSession("history lookup", waitingOutOutages: false) { session in
+            let rows = try session.query("""
+                SELECT seq, created_at, delivered_at, payload FROM signet_outbox
+                WHERE message_key = \(originalTransactionId) ORDER BY seq DESC LIMIT \(Int64(max(0, limit)))
+                """)
+            return try rows.reversed().map { row in
+                let (sequence, createdAt, deliveredAt, payload) = try row.decode((Int64, Int64, Int64?, ByteBuffer).self)
+                return EventHistoryEntry(
+                    sequence: sequence, createdAt: createdAt, deliveredAt: deliveredAt, payload: Array(payload.readableBytesView))
+            }
+        }
     }
 
     public var entitlementNames: EntitlementNames { names.withLock { $0 } }

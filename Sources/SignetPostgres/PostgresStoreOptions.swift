@@ -63,9 +63,7 @@ public struct PostgresStoreOptions: Sendable, Hashable {
             ConfigField(
                 "outage_timeout", .duration(.zero...(.seconds(86400))), .default(ConfigDuration.format(defaults.outageTimeout)),
                 "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable, at start or mid-run, before it fails", advanced: true),
-            ConfigField(
-                "outbox_retention", .duration(nil), .default(ConfigDuration.format(defaults.outboxRetention)),
-                "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),
+            .outboxRetention(default: defaults.outboxRetention),
         ]
     }
 

@@ -42,8 +42,8 @@ struct StoreOptions: ParsableArguments {
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
-        abstract: "Reads subscription state from the store.",
-        subcommands: [Show.self])
+        abstract: "Reads subscription state and history from the store.",
+        subcommands: [Show.self, History.self])
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -68,6 +68,43 @@ struct StateCommand: ParsableCommand {
                 throw ExitCode.failure
             }
             try Terminal.printLine(json)
+        }
+    }
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Prints the events of one purchase, oldest first, as JSON.",
+            discussion: """
+                Each event exactly as it was published, with its outbox sequence, when it was committed ("createdAt") and when every sink acknowledged it ("deliveredAt", null while in flight). The store keeps an event until it is delivered, and after that for its outbox_retention (0s by default: delivered events are deleted at once), so set outbox_retention on the store (e.g. 90d) to keep a history. Exit 1 when the store knows neither the purchase nor any event of it.
+
+                Examples:
+                  signet state history --original-transaction-id 2000000123456789
+                  signet state history --original-transaction-id 2000000123456789 --limit 10
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "The originalTransactionId of the purchase.")
+        var originalTransactionId: String
+
+        @Option(help: "At most this many events: the newest ones.")
+        var limit: Int = StateJSON.defaultHistoryLimit
+
+        func validate() throws {
+            guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() throws {
+            let database = try store.open()
+            defer { try? database.close() }
+            guard let json = try StateJSON.history(originalTransactionId, limit: limit, in: database) else {
+                Terminal.error("no state and no events for originalTransactionId \(originalTransactionId) in \(store.location)")
+                throw ExitCode.failure
+            }
+            try Terminal.printLine(json)
+            if try database.eventHistory(originalTransactionId: originalTransactionId, limit: 1).isEmpty {
+                Terminal.error(
+                    "signet: no events kept for \(originalTransactionId): delivered events stay for the store's outbox_retention (set it, e.g. 90d, to keep a history)")
+            }
         }
     }
 }

@@ -7,14 +7,14 @@ import Testing
 @Suite("Entitlement API: same JSON as the CLI, bearer token off the default")
 struct EntitlementAPITests {
     /// A bed whose pipeline ran once over all notifications but the last, with its events on file.
-    static func ranBed(entitlements: String? = nil) async throws -> (ServiceTestBed, events: [[String: Any]]) {
+    static func ranBed(store: String? = nil) async throws -> (ServiceTestBed, events: [[String: Any]]) {
         let bed = try ServiceTestBed(count: 40)
         let lines = try String(contentsOf: bed.notifications, encoding: .utf8).split(separator: "\n")
         let first = bed.directory.appendingPathComponent("first.ndjson")
         try (lines.dropLast().joined(separator: "\n") + "\n").write(to: first, atomically: true, encoding: .utf8)
         try ((lines.last ?? "") + "\n").write(to: bed.directory.appendingPathComponent("last.ndjson"), atomically: true, encoding: .utf8)
         let pipeline = try bed.load(bed.pipelineYAML(
-            input: first, sink: "type: file\npath: \(bed.directory.path)/events.ndjson", http: nil, entitlements: entitlements))
+            input: first, sink: "type: file\npath: \(bed.directory.path)/events.ndjson", http: nil, store: store))
         _ = try await PipelineRunner(pipeline: pipeline).run()
         let events = try bed.lines("events.ndjson").compactMap {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -109,7 +109,7 @@ struct EntitlementAPITests {
     @Test("entitlement names: on every event, in the API's answers, and ?entitlement=NAME keeps the purchases granting it")
     func entitlementNames() async throws {
         let (bed, events) = try await Self.ranBed(
-            entitlements: "{ pro: [com.example.signet.premium.monthly, com.example.signet.premium.yearly], lifetime: [com.example.signet.lifetime] }")
+            store: "entitlements: { pro: [com.example.signet.premium.monthly, com.example.signet.premium.yearly], lifetime: [com.example.signet.lifetime] }")
         defer { bed.remove() }
         #expect(!events.isEmpty)
         for event in events {
@@ -139,6 +139,42 @@ struct EntitlementAPITests {
         let cli = try SignetProcess.run(["entitlements", "--database", database, "--app-account-token", account, "--entitlement", "pro"])
         #expect(cli.exitCode == 0, "\(cli.stderr)")
         #expect(try rows(cli.stdoutText).map { $0["originalTransactionId"] as? String } == pro.map { $0["originalTransactionId"] as? String })
+    }
+
+    @Test("a purchase's history: /v1/subscriptions/{id}/events answers what `signet state history` prints")
+    func history() async throws {
+        let (bed, events) = try await Self.ranBed(store: "outbox_retention: 1d")
+        defer { bed.remove() }
+        // The purchase with the most events.
+        let counts = Dictionary(grouping: events.compactMap { $0["originalTransactionId"] as? String }, by: { $0 }).mapValues(\.count)
+        let original = try #require(counts.max { $0.value < $1.value }?.key)
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.1:0") { port in
+            [
+                try await pythonGET(port: port, path: "/v1/subscriptions/\(original)/events"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/\(original)/events?limit=1"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/0000/events"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/\(original)/events?limit=0"),
+                try await pythonGET(port: port, path: "/v1/subscriptions/\(original)/events?limit=1&limit=2"),
+            ]
+        }
+        #expect(answers.map(\.status) == [200, 200, 404, 400, 400])
+        func history(_ body: String) throws -> [[String: Any]] {
+            let answer = try #require(JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+            #expect(answer["originalTransactionId"] as? String == original)
+            return try #require(answer["events"] as? [[String: Any]])
+        }
+        let kept = try history(answers[0].body)
+        let published = events.filter { $0["originalTransactionId"] as? String == original }
+        #expect(kept.map { ($0["event"] as? [String: Any])?["eventId"] as? String } == published.map { $0["eventId"] as? String })
+        #expect(kept.allSatisfy { $0["deliveredAt"] is NSNumber })
+        #expect(try history(answers[1].body).map { $0["sequence"] as? Int } == [kept.last?["sequence"] as? Int])
+
+        let database = bed.directory.appendingPathComponent("signet.sqlite").path
+        let cli = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", original])
+        #expect(cli.exitCode == 0, "\(cli.stderr)")
+        #expect(cli.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == answers[0].body.trimmingCharacters(in: .whitespacesAndNewlines))
+        let missing = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", "0000"])
+        #expect(missing.exitCode == 1 && missing.stderr.contains("no state and no events"), "\(missing.stderr)")
     }
 
     @Test("with a token (here on 127.0.0.2): 401 without it or with a wrong one, 200 with it; metrics stay open")

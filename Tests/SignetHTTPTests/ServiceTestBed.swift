@@ -30,16 +30,16 @@ struct ServiceTestBed {
 
     /// `input` through the full chain; `sink` is the YAML of the `events` sink; `http`
     /// the YAML body of the `http:` section (nil: none).
-    /// - Parameter entitlements: the store's `entitlements:` (flow YAML), when given.
+    /// - Parameter store: more keys of the store (flow YAML: `outbox_retention: 1d, entitlements: {...}`).
     func pipelineYAML(
-        input: URL, sink: String, http: String? = "address: 127.0.0.1:0", batchSize: Int = 16, entitlements: String? = nil
+        input: URL, sink: String, http: String? = "address: 127.0.0.1:0", batchSize: Int = 16, store: String? = nil
     ) -> String {
         var yaml = """
             settings:
               batch_size: \(batchSize)
               sink_retry_timeout: 60s
             stores:
-              default: { type: sqlite, path: \(directory.path)/signet.sqlite\(entitlements.map { ", entitlements: " + $0 } ?? "") }
+              default: { type: sqlite, path: \(directory.path)/signet.sqlite\(store.map { ", " + $0 } ?? "") }
             source:
               type: file
               path: \(input.path)

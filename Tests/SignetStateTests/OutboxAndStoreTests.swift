@@ -48,6 +48,9 @@ import Testing
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
         func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
         func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
+        func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+            try inner.eventHistory(originalTransactionId: originalTransactionId, limit: limit)
+        }
         var entitlementNames: EntitlementNames { inner.entitlementNames }
         func replaceEntitlementNames(_ names: EntitlementNames) throws { try inner.replaceEntitlementNames(names) }
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }

@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import SignetCore
 @testable import SignetState
@@ -75,6 +76,35 @@ import Testing
         #expect(listed == ids.sorted(), "\(kind)")
         #expect(try store.originalTransactionIds(after: "1003", limit: 2) == ["1004", "1005"], "\(kind)")
         #expect(try store.originalTransactionIds(after: "2000", limit: 5).isEmpty, "\(kind)")
+    }
+
+    @Test("a purchase's history: its kept events in order, delivery times, the newest when limited", arguments: StoreKind.available)
+    func historyOfOnePurchase(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation(outboxRetention: .seconds(3600)).open()
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        let other = F.notification(
+            .subscribed, .initialBuy, uuid: "o1", signed: Table.t0,
+            transaction: F.transaction(otid: "3000", id: "3000", purchase: Table.t0, expires: Table.t0 + 30 * F.day, signed: Table.t0),
+            renewal: F.renewal(otid: "3000", signed: Table.t0))
+        let published = try await harness.runEach([Table.subscribed, other, Table.disabled])
+        let pending = try await harness.run([Table.expiredVoluntary], acknowledge: false)
+
+        let history = try store.eventHistory(originalTransactionId: "1000", limit: 100)
+        let ownEvents = published.filter { $0.json["originalTransactionId"] as? String == "1000" } + pending.events
+        #expect(history.map(\.payload) == ownEvents.map(\.bytes), "\(kind): byte for byte, in order, no other purchase's")
+        #expect(history.map(\.sequence) == history.map(\.sequence).sorted())
+        #expect(history.dropLast().allSatisfy { $0.deliveredAt != nil && $0.createdAt > 0 }, "\(kind)")
+        #expect(history.last?.deliveredAt == nil, "\(kind): the unacknowledged event is still in flight")
+        #expect(try store.eventHistory(originalTransactionId: "1000", limit: 2).map(\.sequence) == history.suffix(2).map(\.sequence))
+        #expect(try store.eventHistory(originalTransactionId: "9999", limit: 10).isEmpty)
+
+        let json = try #require(try StateJSON.history("1000", limit: 2, in: store))
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+        let events = try #require(answer["events"] as? [[String: Any]])
+        #expect(events.map { ($0["event"] as? [String: Any])?["type"] as? String } == ["auto_renew_disabled", "expired"])
+        #expect(events.last?["deliveredAt"] is NSNull)
+        #expect(try StateJSON.history("9999", in: store) == nil, "neither the purchase nor an event: nil (the CLI's exit 1, the API's 404)")
     }
 
     @Test("marking delivered takes any set of sequences: gaps, repeats, any order", arguments: [Duration.zero, .seconds(3600)])

@@ -12,8 +12,8 @@ import SignetState
 /// (Prometheus text), `/healthz` (the process answers), `/readyz` (running, and every
 /// component that reports health ready; 503 while starting or draining), and the
 /// entitlement API `GET /v1/entitlements?originalTransactionId=…|appAccountToken=…`
-/// and `GET /v1/subscriptions/{originalTransactionId}`, with the JSON of `signet
-/// entitlements` and `signet state show`.
+/// `GET /v1/subscriptions/{originalTransactionId}` and `.../events`, with the JSON of
+/// `signet entitlements`, `signet state show` and `signet state history`.
 ///
 /// A ServiceLifecycle `Service`: run it in the same `ServiceGroup` as the pipeline;
 /// graceful shutdown stops the listener.
@@ -79,6 +79,10 @@ public final class AdminServer: Service {
             router.get("/v1/subscriptions/:originalTransactionId") { request, context in
                 let id = context.parameters.get("originalTransactionId") ?? ""
                 return await withTaskExecutorPreference(reads) { api.subscription(request, originalTransactionId: id) }
+            }
+            router.get("/v1/subscriptions/:originalTransactionId/events") { request, context in
+                let id = context.parameters.get("originalTransactionId") ?? ""
+                return await withTaskExecutorPreference(reads) { api.history(request, originalTransactionId: id) }
             }
         }
         let app = Application(

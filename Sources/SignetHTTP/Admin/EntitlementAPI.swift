@@ -5,8 +5,8 @@ import NIOCore
 import SignetCore
 import SignetState
 
-/// `/v1/entitlements` and `/v1/subscriptions/{id}`: the answers of `signet entitlements`
-/// and `signet state show`, read from the pipeline's state store as of now. With a
+/// `/v1/entitlements`, `/v1/subscriptions/{id}` and `/v1/subscriptions/{id}/events`: the
+/// answers of `signet entitlements`, `signet state show` and `signet state history`, read from the pipeline's state store as of now. With a
 /// token configured, every request must carry it (`Authorization: Bearer …`), else 401.
 struct EntitlementAPI: Sendable {
     let store: StateStoreResource
@@ -43,9 +43,25 @@ struct EntitlementAPI: Sendable {
         }
     }
 
-    private func answer(_ body: () throws -> [UInt8]?) -> Response {
+    /// `?limit=N` (1...1000) at most; the answer of `signet state history`.
+    func history(_ request: Request, originalTransactionId: String) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        var limit = StateJSON.defaultHistoryLimit
+        var valid = true
+        var seen = 0
+        for (name, value) in request.uri.queryParameters {
+            seen += 1
+            if name == "limit", let number = Int(String(value)), (1...1000).contains(number) { limit = number } else { valid = false }
+        }
+        guard valid, seen <= 1 else { return Self.json(.badRequest, #"{"error":"the only parameter is limit, once, 1 to 1000"}"#) }
+        return answer(notFound: #"{"error":"no state and no events for this originalTransactionId"}"#) {
+            try StateJSON.history(originalTransactionId, limit: limit, in: try store.store())
+        }
+    }
+
+    private func answer(notFound: String = #"{"error":"no state for this originalTransactionId"}"#, _ body: () throws -> [UInt8]?) -> Response {
         do {
-            guard let json = try body() else { return Self.json(.notFound, #"{"error":"no state for this originalTransactionId"}"#) }
+            guard let json = try body() else { return Self.json(.notFound, notFound) }
             return Response(
                 status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
         } catch {

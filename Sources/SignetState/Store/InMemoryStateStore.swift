@@ -64,7 +64,7 @@ public final class InMemoryStateStore: StateStore {
             events.append(OutboxEntry(
                 sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
                 key: event.originalTransactionId ?? "", environment: event.environment,
-                productId: event.productId, payload: payload, inputKey: inputKey))
+                productId: event.productId, payload: payload, inputKey: inputKey, createdAt: createdAt))
             return sequence
         }
 
@@ -188,6 +188,17 @@ public final class InMemoryStateStore: StateStore {
             guard !expired.isEmpty else { return }
             contents.outbox.removeAll { expired.contains($0.sequence) }
             contents.delivered.removeAll { expired.contains($0.sequence) }
+        }
+    }
+
+    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+        contents.withLock { contents in
+            let delivered = Dictionary(contents.delivered.map { ($0.sequence, $0.at) }, uniquingKeysWith: { first, _ in first })
+            return contents.outbox.filter { $0.key == originalTransactionId }.suffix(max(0, limit)).map { entry in
+                EventHistoryEntry(
+                    sequence: entry.sequence, createdAt: entry.createdAt ?? 0, deliveredAt: delivered[entry.sequence],
+                    payload: entry.payload)
+            }
         }
     }
 

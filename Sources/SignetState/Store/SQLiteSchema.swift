@@ -63,6 +63,13 @@ enum SQLiteSchema {
         INSERT OR IGNORE INTO signet_meta (name, value) VALUES ('schema_version', '1');
         """
 
+    /// A purchase's history (`signet state history`): its kept outbox rows in order.
+    static let createMessageKeyIndex = """
+        CREATE INDEX IF NOT EXISTS outbox_message_key ON outbox (message_key, seq);
+        """
+    static let selectHistory = SQLiteQuery(
+        "SELECT seq, created_at, delivered_at, payload FROM outbox WHERE message_key = ?1 ORDER BY seq DESC LIMIT ?2")
+
     /// Run after ``create`` once `outbox.input_key` exists (see ``SQLiteStateStore``'s migration).
     /// Partial: only rows still waiting for delivery, which acknowledgement deletes.
     static let createInputKeyIndex = """

@@ -107,6 +107,7 @@ public final class SQLiteStateStore: StateStore {
                 try database.execute("ALTER TABLE outbox ADD COLUMN input_key TEXT")
             }
             try database.execute(SQLiteSchema.createInputKeyIndex)
+            try database.execute(SQLiteSchema.createMessageKeyIndex)
             var addedBoundary = false
             for (column, type) in SQLiteSchema.addedSubscriptionColumns
             where try !database.columnExists(table: "subscriptions", column: column) {
@@ -146,6 +147,22 @@ public final class SQLiteStateStore: StateStore {
             if let name = statement.string(0), let identifier = statement.string(1) { pairs.append((name, identifier)) }
         }
         return EntitlementNames(pairs: pairs)
+    }
+
+    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectHistory)
+            defer { statement.reset() }
+            try statement.bind(1, originalTransactionId)
+            try statement.bind(2, Int64(max(0, limit)))
+            var entries: [EventHistoryEntry] = []
+            while try statement.step() {
+                entries.append(EventHistoryEntry(
+                    sequence: statement.int64(0) ?? 0, createdAt: statement.int64(1) ?? 0, deliveredAt: statement.int64(2),
+                    payload: statement.bytes(3)))
+            }
+            return entries.reversed()
+        }
     }
 
     public var entitlementNames: EntitlementNames { names.withLock { $0 } }

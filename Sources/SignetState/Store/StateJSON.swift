@@ -56,4 +56,25 @@ public enum StateJSON {
         guard let snapshot = try store.subscription(originalTransactionId: originalTransactionId) else { return nil }
         return try encode(snapshot, asOf: snapshot.evaluatedAt, meaning: snapshotMeaning)
     }
+
+    /// Most events `history` returns unless told otherwise.
+    public static let defaultHistoryLimit = 100
+
+    /// The kept events of one purchase, oldest first (the newest `limit`), as JSON:
+    /// `{"originalTransactionId", "events": [{"sequence", "createdAt", "deliveredAt", "event"}]}`
+    /// with each event exactly as published; nil when the store knows neither the purchase nor
+    /// any event of it.
+    public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any StateStore) throws -> [UInt8]? {
+        let entries = try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit)
+        if entries.isEmpty, try store.subscription(originalTransactionId: originalTransactionId) == nil { return nil }
+        let events: [[String: Any]] = try entries.map { entry in
+            [
+                "sequence": entry.sequence, "createdAt": entry.createdAt,
+                "deliveredAt": entry.deliveredAt.map { $0 as Any } ?? NSNull(),
+                "event": try JSONSerialization.jsonObject(with: Data(entry.payload)),
+            ]
+        }
+        let answer: [String: Any] = ["originalTransactionId": originalTransactionId, "events": events]
+        return Array(try JSONSerialization.data(withJSONObject: answer, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+    }
 }

@@ -31,6 +31,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
 
+    /// The events of one purchase still kept (undelivered ones, and delivered ones for the
+    /// store's outbox retention), oldest first; the newest `limit` when there are more.
+    func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry]
+
     /// Which entitlement names each product or subscription group grants, as stored (what the
     /// store had at open, or the last ``replaceEntitlementNames(_:)``); on every event and answer.
     var entitlementNames: EntitlementNames { get }
@@ -98,11 +102,14 @@ public struct OutboxEntry: Sendable, Hashable {
     public var payload: [UInt8]
     /// The dedupe key of the input that caused the event.
     public var inputKey: String?
+    /// When the event was committed (ms since 1970), where the store reads it back.
+    public var createdAt: Int64?
 
     public init(
         sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?,
-        payload: [UInt8], inputKey: String? = nil
+        payload: [UInt8], inputKey: String? = nil, createdAt: Int64? = nil
     ) {
+        self.createdAt = createdAt
         self.sequence = sequence
         self.eventId = eventId
         self.eventType = eventType

@@ -1,5 +1,16 @@
 import SignetCore
 
+extension ConfigField {
+    /// `outbox_retention` of every store type: it is also how long a purchase's history lasts.
+    public static func outboxRetention(default value: Duration) -> ConfigField {
+        ConfigField(
+            "outbox_retention", .duration(nil), .default(ConfigDuration.format(value)),
+            "how long delivered events stay in the outbox: a purchase's history (`signet state history`, "
+                + "/v1/subscriptions/{id}/events) keeps them that long; 0s deletes them on acknowledgement",
+            example: "90d")
+    }
+}
+
 extension ComponentSpec {
     /// `stores: { NAME: { type: sqlite } }`.
     public static let sqliteStore = ComponentSpec(
@@ -20,9 +31,7 @@ extension ComponentSpec {
             ConfigField(
                 "cache_size", .int(0...100_000_000), .default(String(SQLiteStateStore.Options().cacheCapacity)),
                 "snapshots kept in memory (bounded; 0 disables): saves re-reading purchases that receive many notifications within minutes", advanced: true),
-            ConfigField(
-                "outbox_retention", .duration(nil), .default(ConfigDuration.format(SQLiteStateStore.Options().outboxRetention)),
-                "how long delivered outbox rows are kept (0s: deleted on acknowledgement)", advanced: true),
+            .outboxRetention(default: SQLiteStateStore.Options().outboxRetention),
             .entitlementNames,
         ],
         examples: ["stores:\n  default:\n    type: sqlite\n    path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite"],
@@ -34,7 +43,7 @@ extension ComponentSpec {
         summary: "state in this process's memory, gone when it exits (tests, signet test)",
         fields: [
             ConfigField("max_keys", .int(1...1_000_000_000), .default("1000000"), "most dedupe keys held; the oldest go first"),
-            ConfigField("outbox_retention", .duration(nil), .default("0s"), "how long delivered events stay in the outbox", advanced: true),
+            .outboxRetention(default: .zero),
             .entitlementNames,
         ],
         examples: ["stores:\n  default:\n    type: memory"])
