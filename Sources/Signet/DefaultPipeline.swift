@@ -20,8 +20,9 @@ extension Signet {
     # Settings come from environment variables, so one file serves every deployment:
     #   SIGNET_ROOT_CERTS    trusted roots: "apple" (the built-in Apple Root CA - G3) and/or
     #                        PEM/DER file paths, comma-separated            (default: apple)
-    #   SIGNET_ENVIRONMENT   Sandbox or Production (Production also needs SIGNET_APP_APPLE_ID;
-    #                        a deployment says Production explicitly)    (default: Sandbox)
+    #   SIGNET_ENVIRONMENT   Sandbox or Production, or both: Production,Sandbox (TestFlight and
+    #                        App Review buy in the Sandbox; docs/webhook.md). Production also
+    #                        needs SIGNET_APP_APPLE_ID; a deployment says it (default: Sandbox)
     #   SIGNET_BUNDLE_ID     your app's bundle id                           (required)
     #   SIGNET_APP_APPLE_ID  your app's Apple ID; required for Production   (default: unset)
     #   SIGNET_DATA_DIR      where the state database (signet.sqlite) and dead letters are kept

@@ -75,7 +75,7 @@ public struct AppStoreAPIConfiguration: Sendable {
     /// | `SIGNET_APPSTORE_ISSUER_ID` | the issuer id (required) |
     /// | `SIGNET_APPSTORE_PRIVATE_KEY` | path to the `.p8` file (required) |
     /// | `SIGNET_BUNDLE_ID` | the app's bundle id (required) |
-    /// | `SIGNET_ENVIRONMENT` | `Sandbox` (default) or `Production` |
+    /// | `SIGNET_ENVIRONMENT` | `Sandbox` (default) or `Production`; with both (`Production,Sandbox`), Production |
     /// | `SIGNET_APPSTORE_API_URL` | base URL override (proxies, tests) |
     ///
     /// Throws an error naming the first missing or invalid variable.
@@ -90,13 +90,14 @@ public struct AppStoreAPIConfiguration: Sendable {
         let issuerId = try required("SIGNET_APPSTORE_ISSUER_ID")
         let keyPath = try required("SIGNET_APPSTORE_PRIVATE_KEY")
         let bundleId = try required("SIGNET_BUNDLE_ID")
-        let environment: AppStoreEnvironment
-        switch env["SIGNET_ENVIRONMENT"] ?? "" {
-        case "", "Sandbox": environment = .sandbox
-        case "Production": environment = .production
-        case let other:
-            throw AppStoreAPIConfigurationError("SIGNET_ENVIRONMENT must be Sandbox or Production, not \"\(other)\"")
+        // A pipeline taking both environments (`Production,Sandbox`) asks Apple about
+        // Production, where what is missed costs money; Sandbox is one `SIGNET_ENVIRONMENT=Sandbox` away.
+        let listed = (env["SIGNET_ENVIRONMENT"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard listed.allSatisfy({ ["", "Sandbox", "Production"].contains($0) }) else {
+            throw AppStoreAPIConfigurationError(
+                "SIGNET_ENVIRONMENT must be Sandbox or Production (or both, comma-separated), not \"\(env["SIGNET_ENVIRONMENT"] ?? "")\"")
         }
+        let environment: AppStoreEnvironment = listed.contains("Production") ? .production : .sandbox
         let credentials: AppStoreAPICredentials
         do {
             credentials = try AppStoreAPICredentials(keyId: keyId, issuerId: issuerId, bundleId: bundleId, privateKeyFile: keyPath)

@@ -65,8 +65,7 @@ public final class AppStoreVerifier: Sendable {
             throw VerifierConfigurationError(
                 .noRoots, "no trust anchors configured: nothing could ever verify (use AppleRoots.appleRootCAG3 for App Store data)")
         }
-        if let environment = configuration.environment,
-           environment == .xcode || environment == .localTesting,
+        if let environment = configuration.environments.first(where: { $0 == .xcode || $0 == .localTesting }),
            configuration.roots.contains(where: AppleRoots.isAppleRootCAG3)
         {
             throw VerifierConfigurationError(
@@ -75,7 +74,7 @@ public final class AppStoreVerifier: Sendable {
                     + "Apple's library skips signature checks there; Signet always verifies, so this verifier would reject everything. "
                     + "Use Sandbox/Production with Apple's root, or a private test root for \(environment.rawValue) data.")
         }
-        if configuration.environment == .production && configuration.appAppleId == nil {
+        if configuration.environments.contains(.production) && configuration.appAppleId == nil {
             throw VerifierConfigurationError(
                 .missingAppAppleId, "environment Production requires appAppleId (the App Store app id), as in Apple's library")
         }

@@ -37,14 +37,15 @@ extension VerifierConfiguration {
         } catch {
             throw config.error("\(error)", key: "roots")
         }
-        let environment = AppStoreEnvironment(rawValue: try config.string("environment"))
+        let environments = Set((try config.stringList("environment") ?? []).map(AppStoreEnvironment.init(rawValue:)))
+        guard !environments.isEmpty else { throw config.error("'environment' names no environment", key: "environment") }
         let appAppleId = try config.optionalInt("app_apple_id").map(Int64.init)
-        if environment == .production, appAppleId == nil {
+        if environments.contains(.production), appAppleId == nil {
             throw config.error(
                 "environment Production needs 'app_apple_id', the app's Apple ID (SIGNET_APP_APPLE_ID in the shipped pipelines)",
                 key: "environment")
         }
-        self.init(roots: roots, environment: environment, bundleId: try config.string("bundle_id"), appAppleId: appAppleId)
+        self.init(roots: roots, environments: environments, bundleId: try config.string("bundle_id"), appAppleId: appAppleId)
         maxFutureSkew = try config.duration("max_future_skew")
         dateRule = VerificationDateRule(rawValue: try config.string("check_time")) ?? .signedDate
         chainCacheCapacity = try config.int("chain_cache_size")

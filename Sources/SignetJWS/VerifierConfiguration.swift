@@ -9,14 +9,21 @@ import SignetOpenSSL
 public struct VerifierConfiguration: Sendable {
     /// Trust anchors. Default: Apple Root CA - G3 only.
     public var roots: [X509Certificate]
-    /// Expected `environment` claim (notification: the claim source's; transaction and
-    /// renewal info: their own). nil: not checked.
-    public var environment: AppStoreEnvironment?
+    /// Accepted `environment` claims (notification: the claim source's; transaction and
+    /// renewal info: their own): a payload must claim one of them, and is then checked by that
+    /// environment's rules (``appAppleId`` in Production only). Several: a deployment that takes
+    /// Production and the Sandbox purchases of TestFlight and App Review. Empty: not checked.
+    public var environments: Set<AppStoreEnvironment>
+    /// The accepted environment when exactly one is; setting it accepts that one only (nil: any).
+    public var environment: AppStoreEnvironment? {
+        get { environments.count == 1 ? environments.first : nil }
+        set { environments = newValue.map { [$0] } ?? [] }
+    }
     /// Expected `bundleId` (notifications and transactions; renewal info has none). nil: not checked.
     public var bundleId: String?
     /// Expected `appAppleId` of notifications, compared only in Production (Apple sends
-    /// none in Sandbox): when ``environment`` is `.production`, or, with no environment
-    /// configured, when the notification itself says Production. nil: not checked.
+    /// none in Sandbox): when ``environment`` is `.production`, or, with several or no
+    /// environments configured, when the notification itself says Production. nil: not checked.
     public var appAppleId: Int64?
     /// At which instant certificate validity is judged. Default ``VerificationDateRule/signedDate``.
     public var dateRule: VerificationDateRule
@@ -33,6 +40,7 @@ public struct VerifierConfiguration: Sendable {
     public init(
         roots: [X509Certificate] = AppleRoots.all,
         environment: AppStoreEnvironment? = nil,
+        environments: Set<AppStoreEnvironment> = [],
         bundleId: String? = nil,
         appAppleId: Int64? = nil,
         dateRule: VerificationDateRule = .signedDate,
@@ -42,7 +50,7 @@ public struct VerifierConfiguration: Sendable {
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.roots = roots
-        self.environment = environment
+        self.environments = environments.union(environment.map { [$0] } ?? [])
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.dateRule = dateRule
@@ -76,7 +84,7 @@ public struct VerifierConfigurationError: Error, Sendable, Hashable, CustomStrin
         case noRoots
         /// Environment Xcode / LocalTesting together with Apple's real root.
         case unsignedEnvironment
-        /// Production without `appAppleId`.
+        /// Production accepted without `appAppleId`.
         case missingAppAppleId
         /// A numeric setting is out of range.
         case invalidSetting

@@ -49,7 +49,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
                 ? "Apple Root CA - G3 (built in)" : "\(root.subject) (sha256 \(root.sha256FingerprintHex.prefix(16))…)"
         }
         logger.info(
-            "verify: environment \(configuration.environment?.rawValue ?? "any"), bundle id \(configuration.bundleId ?? "any"), app Apple ID \(configuration.appAppleId.map(String.init) ?? "not checked"), roots: \(roots.joined(separator: "; "))")
+            "verify: environment \(configuration.environments.isEmpty ? "any" : configuration.environments.map(\.rawValue).sorted().joined(separator: " and ")), bundle id \(configuration.bundleId ?? "any"), app Apple ID \(configuration.appAppleId.map(String.init) ?? "not checked"), roots: \(roots.joined(separator: "; "))")
     }
 
     /// Verifies every active record (on up to ``parallelism`` threads), then reports the

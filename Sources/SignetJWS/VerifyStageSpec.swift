@@ -12,8 +12,9 @@ extension ComponentSpec {
                 "trusted roots: apple (the built-in Apple Root CA - G3) and/or PEM or DER file paths; a list or a comma-separated string",
                 example: "apple"),
             ConfigField(
-                "environment", .enumeration(["Production", "Sandbox", "Xcode", "LocalTesting"]), .required,
-                "the environment every payload must claim (Xcode and LocalTesting only with private test roots)",
+                "environment", .stringList(allowed: ["Production", "Sandbox", "Xcode", "LocalTesting"]), .required,
+                "the environment every payload must claim, or several (`[Production, Sandbox]`, or `Production,Sandbox` in one variable): "
+                    + "each payload is checked by its own environment's rules and its state kept under it (Xcode and LocalTesting only with private test roots)",
                 example: "Sandbox"),
             ConfigField("bundle_id", .string, .required, "your app's bundle id; other apps' payloads are rejected", example: "com.example.app"),
             ConfigField(

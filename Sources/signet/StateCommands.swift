@@ -133,6 +133,9 @@ struct EntitlementsCommand: ParsableCommand {
     @Option(help: "Only the purchases that grant this entitlement name (the store's `entitlements:` mapping).")
     var entitlement: String?
 
+    @Option(help: "Only the purchases of this environment (Production or Sandbox), for a store that keeps both.")
+    var environment: String?
+
     @Option(help: "Evaluate at this instant (ms since 1970) instead of now.")
     var at: Int64?
 
@@ -148,6 +151,6 @@ struct EntitlementsCommand: ParsableCommand {
         let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
         let query: StateJSON.Query =
             if let appAccountToken { .appAccountToken(appAccountToken) } else { .originalTransactionId(originalTransactionId ?? "") }
-        try Terminal.printLine(try StateJSON.entitlements(query, named: entitlement, in: database, at: instant))
+        try Terminal.printLine(try StateJSON.entitlements(query, named: entitlement, environment: environment, in: database, at: instant))
     }
 }

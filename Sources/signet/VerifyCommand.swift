@@ -31,7 +31,7 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(name: .customLong("root"), help: "A trusted root certificate file (PEM or DER; repeatable), or `apple` for the built-in Apple Root CA - G3. Default: $SIGNET_ROOT_CERTS, else apple.")
     var roots: [String] = []
 
-    @Option(help: "Require this environment (Production, Sandbox). Default: $SIGNET_ENVIRONMENT, else any.")
+    @Option(help: "Require this environment (Production, Sandbox), or one of several (Production,Sandbox). Default: $SIGNET_ENVIRONMENT, else any.")
     var environment: String?
 
     @Option(help: "Require this bundle id. Default: $SIGNET_BUNDLE_ID, else any.")
@@ -85,15 +85,21 @@ struct VerifyCommand: AsyncParsableCommand {
             appAppleId: appAppleId, jobs: threads)
     }
 
+    /// `Production,Sandbox` as its names; nil (not checked) as none.
+    private static func environments(_ setting: String?) -> [String] {
+        (setting ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     func validate() throws {
         let settings = try settings()
         guard settings.jobs >= 1, settings.jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
-        if let environment = settings.environment, !AppStoreEnvironment.documentedValues.map(\.rawValue).contains(environment) {
+        let environments = Self.environments(settings.environment)
+        if environments.isEmpty || !environments.allSatisfy(AppStoreEnvironment.documentedValues.map(\.rawValue).contains), let environment = settings.environment {
             throw ValidationError(
-                "--environment (or SIGNET_ENVIRONMENT) must be Production or Sandbox (Xcode and LocalTesting only with private --root), got '\(environment)'")
+                "--environment (or SIGNET_ENVIRONMENT) must be Production or Sandbox, or both comma-separated (Xcode and LocalTesting only with private --root), got '\(environment)'")
         }
-        if settings.environment == "Production", settings.appAppleId == nil {
+        if environments.contains("Production"), settings.appAppleId == nil {
             throw ValidationError("--environment Production needs --app-apple-id or SIGNET_APP_APPLE_ID (Apple's library requires it too)")
         }
         try InputFiles.validate(files)
@@ -135,7 +141,7 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         let configuration = VerifierConfiguration(
             roots: rootCertificates,
-            environment: settings.environment.map { AppStoreEnvironment(rawValue: $0) },
+            environments: Set(Self.environments(settings.environment).map(AppStoreEnvironment.init(rawValue:))),
             bundleId: settings.bundleId,
             appAppleId: settings.appAppleId)
         do {

@@ -44,7 +44,7 @@ struct GeneratedReferenceTests {
         }
         let verify = try #require((document["stages"] as? [[String: Any]])?.first { $0["name"] as? String == "verify" })
         let environment = try #require((verify["fields"] as? [[String: Any]])?.first { $0["name"] as? String == "environment" })
-        #expect(environment["type"] as? String == "enum")
+        #expect(environment["type"] as? String == "string_list", "one environment or several")
         #expect(environment["required"] as? Bool == true)
         #expect(environment["values"] as? [String] == ["Production", "Sandbox", "Xcode", "LocalTesting"])
         let plain = try CLI.run(["components"])

@@ -526,6 +526,28 @@ struct AdversarialTests {
         expectRejection(.environmentMismatch) { try sandbox.verifyRenewalInfo(Self.signed(Self.renewalJSON(environment: "Production"))) }
     }
 
+    @Test("both environments: each payload by its own environment's rules; others still refused", arguments: CacheMode.allCases)
+    func bothEnvironments(mode: CacheMode) throws {
+        let capacity = mode == .cached ? 256 : 0
+        let both = try makeVerifier(VerifierConfiguration(
+            roots: [Self.pki.root], environments: [.production, .sandbox], bundleId: Self.bundleId, appAppleId: 4242,
+            chainCacheCapacity: capacity, headerCacheCapacity: capacity, now: { AdversarialTests.now }))
+        #expect(throws: Never.self) { try both.verifyNotification(Self.signed(Self.notificationJSON(environment: "Production"))) }
+        #expect(throws: Never.self) { try both.verifyNotification(Self.signed(Self.notificationJSON(environment: "Sandbox", appAppleId: nil))) }
+        #expect(throws: Never.self) { try both.verifyTransaction(Self.signed(Self.transactionJSON(environment: "Production"))) }
+        #expect(throws: Never.self) { try both.verifyTransaction(Self.signed(Self.transactionJSON(environment: "Sandbox"))) }
+        // Production's rule still holds for a Production payload: the app's Apple id.
+        expectRejection(.appAppleIdMismatch) {
+            try both.verifyNotification(Self.signed(Self.notificationJSON(environment: "Production", appAppleId: 4243)))
+        }
+        expectRejection(.environmentMismatch, "environment absent") { try both.verifyNotification(Self.signed(Self.notificationJSON(environment: nil))) }
+        expectRejection(.environmentMismatch) { try both.verifyNotification(Self.signed(Self.notificationJSON(environment: "Xcode"))) }
+        // Accepting Production still needs the app's Apple id.
+        #expect(throws: VerifierConfigurationError.self) {
+            try AppStoreVerifier(configuration: VerifierConfiguration(roots: [Self.pki.root], environments: [.production, .sandbox]))
+        }
+    }
+
     @Test("summary, externalPurchaseToken and appData are claim sources in Apple's order", arguments: CacheMode.allCases)
     func claimSources(mode: CacheMode) throws {
         let verifier = try Self.verifier(mode)

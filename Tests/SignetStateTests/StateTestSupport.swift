@@ -52,7 +52,7 @@ enum Fixture {
         let body = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
             data: summary == nil && externalToken == nil
-                ? NotificationData(bundleId: bundleId, environment: .production, signedTransactionInfo: transaction == nil ? nil : "jws",
+                ? NotificationData(bundleId: bundleId, environment: transaction?.environment ?? .production, signedTransactionInfo: transaction == nil ? nil : "jws",
                                    signedRenewalInfo: renewal == nil ? nil : "jws", status: status)
                 : nil,
             summary: summary, externalPurchaseToken: externalToken)

@@ -109,6 +109,11 @@ extension ComponentCatalog {
         return .object(members)
     }
 
+    /// `text` with the characters a regular expression gives meaning to escaped.
+    private static func escapedPattern(_ text: String) -> String {
+        text.map { "\\^$.|?*+()[]{}".contains($0) ? "\\\($0)" : String($0) }.joined()
+    }
+
     /// A value of `type`, or a `${...}` string, or null (an empty value is the same as leaving the key out).
     private static func typeSchema(_ type: ConfigFieldType) -> JSONValue {
         let interpolated: JSONValue = ["$ref": "#/$defs/interpolated"]
@@ -132,8 +137,12 @@ extension ComponentCatalog {
         case .enumeration(let values):
             return ["anyOf": [["enum": .array(values.map(JSONValue.string))], interpolated, null]]
         case .stringList(let allowed):
-            let item: JSONValue = allowed.map { ["anyOf": [["enum": .array($0.map(JSONValue.string))], interpolated]] } ?? scalar
-            return ["anyOf": [["type": "string"], ["type": "array", "items": item], null]]
+            guard let allowed else { return ["anyOf": [["type": "string"], ["type": "array", "items": scalar], null]] }
+            let item: JSONValue = ["anyOf": [["enum": .array(allowed.map(JSONValue.string))], interpolated]]
+            // One string is split on commas: each part must be allowed too.
+            let word = "(" + allowed.map(escapedPattern).joined(separator: "|") + ")"
+            let separated: JSONValue = ["type": "string", "pattern": .string("^\\s*\(word)(\\s*,\\s*\(word))*\\s*$")]
+            return ["anyOf": [separated, interpolated, ["type": "array", "items": item], null]]
         case .stringMap:
             return ["anyOf": [["type": "object", "additionalProperties": ["type": ["string", "number", "boolean", "null"]]], null]]
         case .object(let fields):

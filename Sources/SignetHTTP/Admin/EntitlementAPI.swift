@@ -20,20 +20,26 @@ struct EntitlementAPI: Sendable {
         // silently answer for the first.
         var purchase: [StateJSON.Query] = []
         var names: [String] = []
+        var environments: [String] = []
         var unknown = false
         for (name, value) in request.uri.queryParameters {
             switch name {
             case "appAccountToken" where !value.isEmpty: purchase.append(.appAccountToken(String(value)))
             case "originalTransactionId" where !value.isEmpty: purchase.append(.originalTransactionId(String(value)))
             case "entitlement" where !value.isEmpty: names.append(String(value))
+            case "environment" where !value.isEmpty: environments.append(String(value))
             default: unknown = true
             }
         }
-        guard !unknown, purchase.count == 1, let query = purchase.first, names.count <= 1 else {
+        guard !unknown, purchase.count == 1, let query = purchase.first, names.count <= 1, environments.count <= 1 else {
             return Self.json(
-                .badRequest, #"{"error":"give exactly one of appAccountToken and originalTransactionId, and at most one entitlement"}"#)
+                .badRequest,
+                #"{"error":"give exactly one of appAccountToken and originalTransactionId, and at most one entitlement and one environment"}"#)
         }
-        return answer { try StateJSON.entitlements(query, named: names.first, in: try store.store(), at: WallClock.milliseconds()) }
+        return answer {
+            try StateJSON.entitlements(
+                query, named: names.first, environment: environments.first, in: try store.store(), at: WallClock.milliseconds())
+        }
     }
 
     func subscription(_ request: Request, originalTransactionId: String) -> Response {

@@ -10,12 +10,15 @@ struct ClaimsPolicy<Payload: ClaimedPayload>: JWSVerificationPolicy {
 
     let bundleId: String?
     let appAppleId: Int64?
-    let environment: AppStoreEnvironment?
+    let environments: Set<AppStoreEnvironment>
+    /// The accepted environments as a message names them.
+    let expected: String
 
     init(configuration: VerifierConfiguration) {
         bundleId = configuration.bundleId
         appAppleId = configuration.appAppleId
-        environment = configuration.environment
+        environments = configuration.environments
+        expected = configuration.environments.map(\.rawValue).sorted().map { "\"\($0)\"" }.joined(separator: " or ")
     }
 
     func check(_ payload: Payload, role: JWSRole) throws(RecordRejection) {
@@ -24,17 +27,20 @@ struct ClaimsPolicy<Payload: ClaimedPayload>: JWSVerificationPolicy {
                 .bundleIdMismatch,
                 "\(payload.claimContext())bundleId is \(Self.quote(payload.claimedBundleId)), this verifier expects \"\(expected)\" — another app's data is reaching this pipeline, or bundle_id is misconfigured")
         }
+        // One configured environment decides; with several (or none) the payload's own claim
+        // says whose rules apply.
         if Payload.carriesAppAppleId, let expected = appAppleId,
-           (environment ?? payload.claimedEnvironment) == .production, payload.claimedAppAppleId != expected
+           (environments.count == 1 ? environments.first : payload.claimedEnvironment) == .production,
+           payload.claimedAppAppleId != expected
         {
             throw RecordRejection(
                 .appAppleIdMismatch,
                 "\(payload.claimContext())appAppleId is \(payload.claimedAppAppleId.map(String.init) ?? "absent"), this verifier expects \(expected) (compared in Production only)")
         }
-        if let expected = environment, payload.claimedEnvironment != expected {
+        if !environments.isEmpty, !(payload.claimedEnvironment.map(environments.contains) ?? false) {
             throw RecordRejection(
                 .environmentMismatch,
-                "\(payload.claimContext())environment is \(Self.quote(payload.claimedEnvironment?.rawValue)), this verifier expects \"\(expected.rawValue)\" — Sandbox and Production data must go to separately configured pipelines")
+                "\(payload.claimContext())environment is \(Self.quote(payload.claimedEnvironment?.rawValue)), this verifier expects \(expected) — another environment's data is reaching this pipeline (to take TestFlight and App Review purchases too, accept both: environment: [Production, Sandbox])")
         }
     }
 

@@ -51,6 +51,17 @@ public enum SubscriptionStateMachine {
         }
         // Renewal info alone cannot say what was bought; wait for a transaction.
         if previous == nil, input.transaction == nil { return .ignored }
+        // A purchase belongs to one environment. Apple's ids do not repeat across them, so this
+        // guards a pipeline that takes both (`environment: [Production, Sandbox]`): a Sandbox
+        // record never changes a Production purchase, nor the other way round.
+        if let stored = previous?.environment,
+           let claimed = (input.transaction?.environment ?? input.renewalInfo?.environment ?? input.environment)?.rawValue,
+           stored != claimed
+        {
+            return .rejected(RecordRejection(
+                .environmentConflict,
+                "purchase \(originalTransactionId) is stored as a \(stored) purchase; this \(claimed) \(input.notificationType?.rawValue ?? input.source.rawValue) does not change it"))
+        }
 
         let base = previous ?? SubscriptionSnapshot(originalTransactionId: originalTransactionId)
         var next = merge(input, into: base, policy: policy)

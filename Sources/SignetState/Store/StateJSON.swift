@@ -41,13 +41,17 @@ public enum StateJSON {
 
     /// Answers `query` from `store` as of `instant`, as JSON; with `name`, only the purchases
     /// that grant that entitlement name (``EntitlementNames``): "has this user pro?" is
-    /// whether any of them says `entitled`.
-    public static func entitlements(_ query: Query, named name: String? = nil, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
+    /// whether any of them says `entitled`; with `environment`, only that environment's
+    /// purchases (a store that keeps Production and Sandbox ones).
+    public static func entitlements(
+        _ query: Query, named name: String? = nil, environment: String? = nil, in store: any StateStore, at instant: Int64
+    ) throws -> [UInt8] {
         var answers: [Entitlement] = switch query {
         case .appAccountToken(let token): try store.entitlements(appAccountToken: token, at: instant)
         case .originalTransactionId(let id): try store.entitlements(originalTransactionId: id, at: instant)
         }
         if let name { answers.removeAll { !$0.entitlements.contains(name) } }
+        if let environment { answers.removeAll { $0.environment != environment } }
         return try encode(answers, asOf: instant, meaning: entitlementsMeaning)
     }
 
