@@ -21,6 +21,8 @@ public struct FixtureSet {
     public var seed: UInt64
     /// Where the samples' clock starts (UNIX ms); nil: early 2025 (reproducible, long expired).
     public var start: Int64?
+    /// The type/subtype combinations of the notifications (empty: every documented one).
+    public var only: [NotificationCombination] = []
 
     public init(
         directory: URL, bundleId: String = "com.example.signet", environment: AppStoreEnvironment = .sandbox,
@@ -114,7 +116,7 @@ public struct FixtureSet {
         _ body: (_ line: [UInt8], _ sample: SampleNotification, _ signedTransaction: String?) throws -> Void
     ) throws {
         var generator = SampleNotificationGenerator(
-            seed: seed, bundleId: bundleId, environment: environment, appAppleId: appAppleId, start: start)
+            seed: seed, bundleId: bundleId, environment: environment, appAppleId: appAppleId, start: start, only: only)
         let signer = pki.signer
         for _ in 0..<count {
             let sample = generator.next()

@@ -15,8 +15,11 @@ import Foundation
 /// Refund-type notifications alternate between subscriptions and one-time products from one
 /// cycle to the next, so both shapes appear.
 public struct SampleNotificationGenerator: Sendable {
-    /// The combinations the generator cycles through, in order.
+    /// The combinations a generator cycles through unless told otherwise, in order.
     public static let combinations = NotificationCombination.documented
+
+    /// What this generator cycles through (``combinations``, or the ones asked for).
+    private let cycle: [NotificationCombination]
 
     private var random: SplitMix64
     private let bundleId: String
@@ -35,7 +38,12 @@ public struct SampleNotificationGenerator: Sendable {
     ///   - environment: written into every payload.
     ///   - appAppleId: written where Apple writes it; nil leaves it out, as sandbox often does.
     ///   - start: where the notification clock starts (UNIX ms); nil: early 2025, reproducible.
-    public init(seed: UInt64, bundleId: String, environment: AppStoreEnvironment, appAppleId: Int64?, start: Int64? = nil) {
+    ///   - only: the combinations to cycle through (documented ones; empty: all of them).
+    public init(
+        seed: UInt64, bundleId: String, environment: AppStoreEnvironment, appAppleId: Int64?, start: Int64? = nil,
+        only: [NotificationCombination] = []
+    ) {
+        cycle = only.isEmpty ? Self.combinations : only
         var random = SplitMix64(seed: seed)
         self.bundleId = bundleId
         self.environment = environment
@@ -51,8 +59,8 @@ public struct SampleNotificationGenerator: Sendable {
 
     /// The next sample; after the last combination it starts over with the first.
     public mutating func next() -> SampleNotification {
-        let combination = Self.combinations[index % Self.combinations.count]
-        let cycle = index / Self.combinations.count
+        let combination = self.cycle[index % self.cycle.count]
+        let cycle = index / self.cycle.count
         index += 1
         // Seconds apart: a million samples span about two months, so even large fixture
         // sets stay in the past (verify refuses signedDates in the future).
@@ -60,9 +68,9 @@ public struct SampleNotificationGenerator: Sendable {
         return make(combination, cycle: cycle)
     }
 
-    /// One full cycle: a sample of every documented combination.
+    /// One full cycle: a sample of every combination it cycles through.
     public mutating func nextCycle() -> [SampleNotification] {
-        (0..<Self.combinations.count).map { _ in next() }
+        (0..<cycle.count).map { _ in next() }
     }
 
     // MARK: Building one sample

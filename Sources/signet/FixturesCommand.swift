@@ -17,21 +17,25 @@ struct FixturesCommand: ParsableCommand {
               DIR/fixtures.env          export lines for the default pipeline: source it
               DIR/pki/                  keys and certificates, reused by later calls
 
-            With --stdout, notifications go to standard output instead (for very large streams).
+            With --stdout, notifications go to standard output instead (for very large streams). With --type, only notifications of that type (DID_RENEW) or type and subtype (DID_RENEW/BILLING_RECOVERY) are made, for instance one signed notification to post to a backend under test; `signet fixtures --list-types` lists them.
 
-            Example:
+            Examples:
               signet fixtures --out demo --count 1000 && source demo/fixtures.env
               signet run < demo/notifications.ndjson
+              signet fixtures --out demo --now --count 1 --stdout \\
+                --type DID_FAIL_TO_RENEW/GRACE_PERIOD > one.json
+              curl -H 'Content-Type: application/json' --data-binary @one.json \\
+                http://127.0.0.1:8080/notifications
             """)
 
     @Option(help: "The folder to write (created if missing).")
-    var out: String
+    var out: String?
 
     @Option(help: "How many notifications.")
     var count: Int = 100
 
-    @Option(help: "Seed for the sample contents (the keys are always fresh unless DIR/pki exists).")
-    var seed: UInt64 = 1
+    @Option(help: "Seed for the sample contents (the keys are always fresh unless DIR/pki exists). Default: 1, or with --now the current time, so each call's notifications have new ids and are not taken for retries of the last ones.")
+    var seed: UInt64?
 
     @Option(help: "Bundle id the samples carry.")
     var bundleId: String = "com.example.signet"
@@ -45,11 +49,19 @@ struct FixturesCommand: ParsableCommand {
     @Flag(help: "Write the notifications to standard output instead of DIR/notifications.ndjson.")
     var stdout = false
 
+    @Option(help: "Only this notification type, or TYPE/SUBTYPE (repeatable; see --list-types).")
+    var type: [String] = []
+
+    @Flag(help: "Print every documented TYPE and TYPE/SUBTYPE, then exit.")
+    var listTypes = false
+
     @Flag(help: "Date the samples just before now instead of early 2025, so their subscriptions are current (a demo's `signet entitlements` then says entitled).")
     var now = false
 
     func validate() throws {
+        guard listTypes || out != nil else { throw ValidationError("--out DIR is required: the folder of the test PKI and samples") }
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
+        _ = try combinations()
         guard ["Sandbox", "Production"].contains(environment) else {
             throw ValidationError("--environment must be Sandbox or Production")
         }
@@ -58,12 +70,30 @@ struct FixturesCommand: ParsableCommand {
         }
     }
 
+    /// The documented combinations `--type` names: a bare type takes all of its subtypes.
+    private func combinations() throws -> [NotificationCombination] {
+        try type.flatMap { name -> [NotificationCombination] in
+            let matching = NotificationCombination.documented.filter { $0.description == name || $0.notificationType.rawValue == name }
+            guard !matching.isEmpty else {
+                throw ValidationError("--type \(name) is not a documented notification type or TYPE/SUBTYPE (signet fixtures --list-types)")
+            }
+            // A bare type names all its subtypes; TYPE/SUBTYPE exactly one.
+            return matching.contains { $0.description == name } ? matching.filter { $0.description == name } : matching
+        }
+    }
+
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let fixtures = FixtureSet(
+        if listTypes {
+            try Terminal.printLine(Array(NotificationCombination.documented.map(\.description).joined(separator: "\n").utf8))
+            return
+        }
+        let out = self.out ?? "."
+        var fixtures = FixtureSet(
             directory: URL(fileURLWithPath: out), bundleId: bundleId, environment: AppStoreEnvironment(rawValue: environment),
-            appAppleId: appAppleId, seed: seed,
+            appAppleId: appAppleId, seed: seed ?? (now ? UInt64(Date().timeIntervalSince1970 * 1000) : 1),
             start: now ? FixtureSet.start(endingBefore: Int64(Date().timeIntervalSince1970 * 1000), count: count) : nil)
+        fixtures.only = try combinations()
         if stdout {
             // A DIR made earlier keeps its files: only a new one gets its root, env file and PKI
             // (written with zero notifications), so `--stdout` never empties DIR's NDJSON files.

@@ -111,6 +111,35 @@ struct PipesAndPathsTests {
         #expect(try CLI.fileLines(out + "/notifications.ndjson").count == 5)
     }
 
+    @Test("signet fixtures --type: only that type (or TYPE/SUBTYPE), signed and accepted by the pipeline; an unknown type is a usage error", .ownThread)
+    func fixturesOfOneType() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path("fx")
+        let one = try CLI.run(["fixtures", "--out", out, "--now", "--count", "1", "--stdout", "--type", "DID_FAIL_TO_RENEW/GRACE_PERIOD"])
+        #expect(one.exitCode == 0, CLI.describe(one))
+        #expect(one.lines.count == 1)
+        let several = try CLI.run(["fixtures", "--out", out, "--now", "--count", "6", "--stdout", "--type", "REFUND", "--type", "TEST"])
+        #expect(several.lines.count == 6)
+        var environment = ["SIGNET_DATA_DIR": out + "/data"]
+        for line in try CLI.fileLines(out + "/fixtures.env") where line.hasPrefix("export ") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
+        }
+        // Verified, they are what was asked for; two calls with --now never repeat an id.
+        let decoded = try CLI.run(["verify"], stdin: one.stdout + several.stdout, environment: environment)
+        #expect(decoded.exitCode == 0, CLI.describe(decoded))
+        let verdicts = try decoded.jsonLines()
+        let kinds = verdicts.map { [$0["notificationType"] as? String, $0["subtype"] as? String].compactMap { $0 }.joined(separator: "/") }
+        #expect(Set(verdicts.compactMap { $0["notificationUUID"] as? String }).count == 7)
+        #expect(kinds.first == "DID_FAIL_TO_RENEW/GRACE_PERIOD", CLI.describe(decoded))
+        #expect(Set(kinds.dropFirst()) == ["REFUND", "TEST"], CLI.describe(decoded))
+        let listed = try CLI.run(["fixtures", "--list-types"])
+        #expect(listed.lines.count > 30 && listed.lines.contains("REFUND_REVERSED") && listed.lines.contains("SUBSCRIBED/INITIAL_BUY"))
+        let unknown = try CLI.run(["fixtures", "--out", out, "--type", "REFUNDED"])
+        #expect(unknown.exitCode == 2 && unknown.stderr.contains("--list-types"), CLI.describe(unknown))
+    }
+
     @Test("signet fixtures --now dates the samples just before now: they verify, and subscriptions are entitled now (without it, none is)", .ownThread)
     func fixturesNow() throws {
         let dir = try TemporaryDirectory()
