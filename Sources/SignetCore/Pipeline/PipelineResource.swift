@@ -13,12 +13,16 @@ public protocol PipelineResource: Sendable {
     /// resources of one pipeline with the same identity are a configuration error: they
     /// would open one database twice with possibly different options.
     var identity: String? { get }
+    /// What an operator should see at start once it is open (the database and what it holds
+    /// that changes answers), or nil for nothing beyond the name.
+    var summary: String? { get }
 }
 
 extension PipelineResource {
     public func open() async throws {}
     public func close() async throws {}
     public var identity: String? { nil }
+    public var summary: String? { nil }
 }
 
 /// A resource with the name the pipeline file gave it.

@@ -65,6 +65,8 @@ public final class PipelineRunner: Sendable {
             for named in pipeline.resources {
                 try await named.resource.open()
                 opened.append(named.resource.close)
+                // Said at start like the verify stage's settings: a wrong database is a misconfiguration too.
+                logger.info("store \(named.name) (\(named.type)): \(named.resource.summary ?? named.resource.identity ?? "open")")
             }
             try await pipeline.source.open()
             opened.append(pipeline.source.close)

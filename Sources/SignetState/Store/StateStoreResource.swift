@@ -68,6 +68,12 @@ public final class StateStoreResource: PipelineResource {
         try store?.close()
     }
 
+    /// The database and the entitlement names the opened store keeps.
+    public var summary: String? {
+        guard let store = opened.withLock({ $0 }) else { return nil }
+        return "\(identity ?? "in memory"), entitlement names: \(store.entitlementNames.summary)"
+    }
+
     /// The opened store; throws when the runner has not opened it.
     public func store() throws -> any StateStore {
         guard let store = opened.withLock({ $0 }) else {
