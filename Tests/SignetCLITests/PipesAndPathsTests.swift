@@ -25,8 +25,8 @@ struct PipesAndPathsTests {
         let result = try SignetProcess.shell(
             #""$SIGNET" run < "$INPUT" | head -1 > /dev/null; echo "status=${PIPESTATUS[0]}""#, environment: env, timeout: 60)
         #expect(result.stdoutText.contains("status=1"), CLI.describe(result))
-        // Besides the settings `verify` logs at start (docs/operations.md), one line.
-        let lines = result.stderr.split(separator: "\n").filter { !$0.contains("] verify: environment ") }
+        // Besides the settings `verify` and the store log at start (docs/operations.md), one line.
+        let lines = result.stderr.split(separator: "\n").filter { !$0.contains("] verify: environment ") && !$0.contains("] store default (") }
         #expect(lines.count == 1 && lines[0].hasPrefix("signet: stdout is closed"), CLI.describe(result))
     }
 
