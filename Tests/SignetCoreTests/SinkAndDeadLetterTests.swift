@@ -46,6 +46,33 @@ struct SinkAndDeadLetterTests {
         #expect(text(try dir.read("out.ndjson")) == after)
     }
 
+    @Test("max_bytes: a batch that would pass the cap starts a new file; full ones shift to .1, .2; the oldest past keep goes; no batch is split")
+    func fileSinkRotatesBySize() async throws {
+        let dir = try CoreTempDir()
+        defer { dir.remove() }
+        let path = dir.path("events.ndjson")
+        try Data("old\n".utf8).write(to: URL(fileURLWithPath: path))  // 4 bytes already there count too
+        let sink = FileSink(path: path, fsync: false, rotation: FileSink.Rotation(maxBytes: 20, keep: 2))
+        try await sink.open()
+        func batch(_ names: String...) -> [OutputMessage] { names.map { OutputMessage(value: Array($0.utf8)) } }
+        try await sink.write(batch("aaaa", "bbbb"))        // 4 + 10 = 14: fits
+        try await sink.write(batch("cccc", "dddd"))        // 14 + 10 > 20: rotates, then 10
+        try await sink.write(batch("eeeeeeeeeeeeeeeeeeeeeeee"))  // 25 alone: rotates, whole into one file
+        try await sink.write(batch("ffff"))                // 25 + 5 > 20: rotates; the oldest (old..bbbb) is dropped
+        try await sink.close()
+        #expect(text(try dir.read("events.ndjson")) == "ffff\n")
+        #expect(text(try dir.read("events.ndjson.1")) == "eeeeeeeeeeeeeeeeeeeeeeee\n")
+        #expect(text(try dir.read("events.ndjson.2")) == "cccc\ndddd\n")
+        #expect(!FileManager.default.fileExists(atPath: path + ".3"), "keep: 2")
+
+        // A restart goes on from the size the file has.
+        let again = FileSink(path: path, fsync: false, rotation: FileSink.Rotation(maxBytes: 20, keep: 2))
+        try await again.open()
+        try await again.write(batch("gggg", "hhhh"))       // 5 + 10 = 15: fits
+        try await again.close()
+        #expect(text(try dir.read("events.ndjson")) == "ffff\ngggg\nhhhh\n")
+    }
+
     @Test func fileSinkRefusesWritesWhenNotOpen() async throws {
         let dir = try CoreTempDir()
         defer { dir.remove() }

@@ -13,7 +13,10 @@ extension ComponentRegistry {
             StdoutSink()
         }
         registerSink(.fileSink) { config, _ in
-            FileSink(path: try config.string("path"), fsync: try config.bool("fsync"))
+            let maxBytes = try config.int("max_bytes")
+            return FileSink(
+                path: try config.string("path"), fsync: try config.bool("fsync"),
+                rotation: maxBytes > 0 ? FileSink.Rotation(maxBytes: Int64(maxBytes), keep: try config.int("keep")) : nil)
         }
     }
 

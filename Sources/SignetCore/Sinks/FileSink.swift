@@ -6,15 +6,33 @@ import Synchronization
 /// With `fsync` (the default) a batch is acknowledged only once it is on disk, so a
 /// power cut after the source commit cannot lose it.
 public final class FileSink: ReopenableSink {
+    /// A size cap: rotate by itself instead of (or besides) logrotate.
+    public struct Rotation: Sendable, Hashable {
+        /// A batch that would take the file past this size goes to a new file; the full one
+        /// becomes `PATH.1` (an older `.1` becomes `.2`, ...). One batch larger than the cap
+        /// still goes whole into one file: batches are never split.
+        public var maxBytes: Int64
+        /// Rotated files kept (`PATH.1` ... `PATH.keep`); the oldest beyond is deleted.
+        public var keep: Int
+
+        public init(maxBytes: Int64, keep: Int) {
+            self.maxBytes = maxBytes
+            self.keep = keep
+        }
+    }
+
     public let path: String
     public let fsync: Bool
-    private let descriptor = Mutex<Int32>(-1)
+    public let rotation: Rotation?
+    /// The open file and its size (what rotation compares with the cap).
+    private let file = Mutex<(descriptor: Int32, size: Int64)>((-1, 0))
     /// `write(2)` and `fsync` block: off the cooperative pool, one batch at a time.
     private let executor: BlockingExecutor
 
-    public init(path: String, fsync: Bool = true) {
+    public init(path: String, fsync: Bool = true, rotation: Rotation? = nil) {
         self.path = path
         self.fsync = fsync
+        self.rotation = rotation
         executor = BlockingExecutor(label: "signet.sink.file")
     }
 
@@ -39,12 +57,28 @@ public final class FileSink: ReopenableSink {
             Foundation.close(fd)
             throw error
         }
+        var status = stat()
+        let size = fstat(fd, &status) == 0 ? Int64(status.st_size) : 0
         // A reopen (log rotation) swaps in the new file; the old one is closed after the swap.
-        let previous = descriptor.withLock { current in
-            defer { current = fd }
-            return current
+        let previous = file.withLock { current in
+            defer { current = (fd, size) }
+            return current.descriptor
         }
         if previous >= 0 { Foundation.close(previous) }
+    }
+
+    /// Moves the full file to `PATH.1` (shifting older ones up, dropping the one past `keep`)
+    /// and opens a new `PATH`. The full file is on disk first (`fsync` already ran after its
+    /// last batch when enabled), so a crash in between leaves every acknowledged line in
+    /// `PATH` or `PATH.1`.
+    private func rotate(keeping keep: Int) throws {
+        let manager = FileManager.default
+        try? manager.removeItem(atPath: "\(path).\(keep)")
+        for index in stride(from: keep - 1, through: 1, by: -1) where manager.fileExists(atPath: "\(path).\(index)") {
+            guard rename("\(path).\(index)", "\(path).\(index + 1)") == 0 else { throw SinkError(writing: "\(path).\(index + 1)", errno: errno) }
+        }
+        guard rename(path, "\(path).1") == 0 else { throw SinkError(writing: "\(path).1", errno: errno) }
+        try openBlocking()
     }
 
     /// Opens `path` anew (after logrotate moved the file away) and writes there from the
@@ -52,7 +86,7 @@ public final class FileSink: ReopenableSink {
     /// is split across the files, and none is lost.
     public func reopen() async throws {
         try await executor.run { [self] in
-            guard descriptor.withLock({ $0 >= 0 }) else { return }
+            guard file.withLock({ $0.descriptor >= 0 }) else { return }
             try openBlocking()
         }
     }
@@ -95,19 +129,24 @@ public final class FileSink: ReopenableSink {
     }
 
     private func writeBlocking(_ messages: [OutputMessage]) throws {
-        try descriptor.withLock { fd in
-            guard fd >= 0 else { throw SinkError("file sink '\(path)' is not open") }
-            try LineWriter.write(messages, to: fd, destination: path)
-            if fsync, Foundation.fsync(fd) != 0 {
+        let bytes = messages.reduce(Int64(0)) { $0 + Int64($1.value.count) + 1 }
+        if let rotation, file.withLock({ $0.descriptor >= 0 && $0.size > 0 && $0.size + bytes > rotation.maxBytes }) {
+            try rotate(keeping: rotation.keep)
+        }
+        try file.withLock { file in
+            guard file.descriptor >= 0 else { throw SinkError("file sink '\(path)' is not open") }
+            try LineWriter.write(messages, to: file.descriptor, destination: path)
+            file.size += bytes
+            if fsync, Foundation.fsync(file.descriptor) != 0 {
                 throw SinkError(writing: path, errno: errno)
             }
         }
     }
 
     public func close() async throws {
-        descriptor.withLock { fd in
-            if fd >= 0 { Foundation.close(fd) }
-            fd = -1
+        file.withLock { file in
+            if file.descriptor >= 0 { Foundation.close(file.descriptor) }
+            file = (-1, 0)
         }
     }
 }
