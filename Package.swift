@@ -119,7 +119,7 @@ let package = Package(
         .target(
             name: "SignetAppStoreAPI",
             dependencies: [
-                "SignetCore", "SignetOpenSSL", "SignetJWS", "AppStoreModels",
+                "SignetCore", "SignetOpenSSL", "SignetJWS", "SignetState", "AppStoreModels",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,10 +1,11 @@
 import Foundation
 import SignetCore
+import SignetState
 
 /// Registers the App Store Server API's pipeline components: the `appstore_history` and
-/// `appstore_statuses` sources and the `appstore_catch_up` stage (keys:
+/// `appstore_statuses` sources and the `appstore_catch_up` and `appstore_reconcile` stages (keys:
 /// ``ComponentSpec/appStoreHistorySource``, ``ComponentSpec/appStoreStatusSource``,
-/// ``ComponentSpec/appStoreCatchUpStage``).
+/// ``ComponentSpec/appStoreCatchUpStage``, ``ComponentSpec/appStoreReconcileStage``).
 ///
 /// Nothing is read from the environment and no credential is loaded until a component opens,
 /// so `signet lint` and `signet components` work on a machine without the key.
@@ -37,6 +38,19 @@ extension ComponentRegistry {
             options.overlap = try config.duration("overlap")
             options.onlyFailures = try config.bool("only_failures")
             return AppStoreCatchUpStage(options: options, logger: context.logger) {
+                try AppStoreServerAPIClient(
+                    configuration: settings.configuration(ProcessInfo.processInfo.environment), logger: context.logger)
+            }
+        }
+        registerStage(.appStoreReconcileStage) { config, context in
+            let settings = try AppStoreAPISettings(config)
+            var options = AppStoreReconcileStage.Options()
+            options.interval = try config.duration("interval")
+            options.window = try config.duration("window")
+            options.leeway = try config.duration("leeway")
+            options.limit = try config.int("limit")
+            let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
+            return AppStoreReconcileStage(options: options, store: store, logger: context.logger) {
                 try AppStoreServerAPIClient(
                     configuration: settings.configuration(ProcessInfo.processInfo.environment), logger: context.logger)
             }

@@ -48,6 +48,9 @@ import Testing
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
         func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
         func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
+        func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+            try inner.staleSubscriptions(endedAfter: endedAfter, endedBefore: endedBefore, limit: limit)
+        }
         func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
             try inner.eventHistory(originalTransactionId: originalTransactionId, limit: limit)
         }

@@ -107,6 +107,38 @@ import Testing
         #expect(try StateJSON.history("9999", in: store) == nil, "neither the purchase nor an event: nil (the CLI's exit 1, the API's 404)")
     }
 
+    @Test("stale subscriptions: a period that ended in the window while a renewal was expected, and nothing else", arguments: StoreKind.available)
+    func staleSubscriptions(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        let end: Int64 = 1_700_000_000_000
+        func snapshot(_ id: String, expires: Int64?, renewal: Int64? = nil, configure: (inout SubscriptionSnapshot) -> Void = { _ in }) -> SubscriptionSnapshot {
+            var snapshot = SubscriptionSnapshot(originalTransactionId: id, state: .active, entitled: true, evaluatedAt: end - 1000)
+            snapshot.productType = "Auto-Renewable Subscription"
+            snapshot.autoRenewEnabled = true
+            snapshot.expiresDate = expires
+            snapshot.renewalDate = renewal
+            configure(&snapshot)
+            return snapshot
+        }
+        try store.withTransaction { transaction in
+            for snapshot in [
+                snapshot("a-stale", expires: end),
+                snapshot("b-renewal-info-later", expires: end - 10_000, renewal: end),  // the period end is the renewal date
+                snapshot("c-too-old", expires: end - 100_000),
+                snapshot("d-not-yet", expires: end + 1),
+                snapshot("e-auto-renew-off", expires: end) { $0.autoRenewEnabled = false },
+                snapshot("f-intent", expires: end) { $0.expirationIntent = 1 },
+                snapshot("g-billing-retry", expires: end) { $0.isInBillingRetryPeriod = true },
+                snapshot("h-refunded", expires: end) { $0.revocationDate = end - 5 },
+                snapshot("i-one-time", expires: nil) { $0.productType = "Non-Consumable" },
+                snapshot("j-stale-too", expires: end - 50_000),
+            ] { try transaction.save(snapshot) }
+        }
+        #expect(try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, limit: 10) == ["a-stale", "b-renewal-info-later", "j-stale-too"], "\(kind)")
+        #expect(try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, limit: 2) == ["a-stale", "b-renewal-info-later"], "\(kind)")
+    }
+
     @Test("marking delivered takes any set of sequences: gaps, repeats, any order", arguments: [Duration.zero, .seconds(3600)])
     func markingScatteredSequences(_ retention: Duration) async throws {
         for kind in StoreKind.available {

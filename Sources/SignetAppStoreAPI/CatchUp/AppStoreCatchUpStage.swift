@@ -42,11 +42,14 @@ public final class AppStoreCatchUpStage: TickingStage {
     private let buffer = FetchBuffer<AppStoreHistorySource.HistoryPage>(capacity: 16)
     private let state = Mutex(State())
 
+    private let sweeps = BackgroundSweeps()
+
     private struct State {
-        var client: AppStoreServerAPIClient?
-        var sweeper: Task<Void, Never>?
         var nextOffset: Int64 = 0
         var tallies: [Int: SweepTally] = [:]
+        /// When the last successful sweep began (the next starts `overlap` before it).
+        var previousStart: Int64?
+        var sweepNumber = 0
     }
 
     /// One sweep's figures, logged once all its notifications were committed.
@@ -88,62 +91,49 @@ public final class AppStoreCatchUpStage: TickingStage {
             logger.info("appstore_catch_up: interval is 0s; no catch-up sweeps")
             return
         }
-        let client: AppStoreServerAPIClient
-        do {
-            client = try makeClient()
-        } catch {
-            throw ConfigError("appstore_catch_up: \(error)", at: nil)
-        }
-        let configuration = client.configuration
-        logger.info(
-            "catch-up sweeps every \(ConfigDuration.format(options.interval)) for notifications Apple could not deliver (\(configuration.environment.rawValue), \(configuration.credentials.bundleId); first sweep looks back \(ConfigDuration.format(options.window)))"
-        )
-        let sweeper = Task { [self] in await sweep(client: client) }
-        state.withLock { state in
-            state.client = client
-            state.sweeper = sweeper
-        }
+        try sweeps.start(
+            stage: name, interval: options.interval, makeClient: makeClient,
+            announce: { [logger, options] configuration in
+                logger.info(
+                    "catch-up sweeps every \(ConfigDuration.format(options.interval)) for notifications Apple could not deliver (\(configuration.environment.rawValue), \(configuration.credentials.bundleId); first sweep looks back \(ConfigDuration.format(options.window)))"
+                )
+            },
+            sweep: { [self] client in await sweep(client: client) })
     }
 
-    /// Runs sweeps until cancelled.
-    private func sweep(client: AppStoreServerAPIClient) async {
-        var previousStart: Int64?
-        var number = 0
-        while !Task.isCancelled {
-            let now = WallClock.milliseconds()
-            let earliest = now - options.window.milliseconds
-            let start = previousStart.map { max(earliest, $0 - options.overlap.milliseconds) } ?? earliest
-            let request = NotificationHistoryRequest(startDate: start, endDate: now, onlyFailures: options.onlyFailures ? true : nil)
-            number += 1
-            let window = BackfillWindow(start: start, end: now).description
-            state.withLock { $0.tallies[number] = SweepTally(window: window) }
-            do {
-                var pages = 0
-                for try await page in client.notificationHistory(request) {
-                    pages += 1
-                    state.withLock { $0.tallies[number]?.found += page.items.count }
-                    metrics.fetched(page.items.count)
-                    guard await buffer.send(AppStoreHistorySource.HistoryPage(subWindow: number, page: page)) else { return }
-                }
-                previousStart = now
-                metrics.sweepSucceeded(at: now)
-                let found = finishFetching(number)
-                logger.info("catch-up sweep of \(window): \(found) notifications in \(pages) pages")
-            } catch is CancellationError {
-                return
-            } catch {
-                if Task.isCancelled { return }
-                metrics.sweepFailed()
-                _ = finishFetching(number)
-                logger.warning(
-                    "catch-up sweep of \(window) failed: \(error); the next sweep, in \(ConfigDuration.format(options.interval)), covers this window too")
-            }
-            do {
-                try await Task.sleep(for: options.interval)
-            } catch {
-                return
-            }
+    /// One sweep; false when the stage is closing.
+    private func sweep(client: AppStoreServerAPIClient) async -> Bool {
+        let now = WallClock.milliseconds()
+        let earliest = now - options.window.milliseconds
+        let (start, number) = state.withLock { state in
+            state.sweepNumber += 1
+            return (state.previousStart.map { max(earliest, $0 - options.overlap.milliseconds) } ?? earliest, state.sweepNumber)
         }
+        let request = NotificationHistoryRequest(startDate: start, endDate: now, onlyFailures: options.onlyFailures ? true : nil)
+        let window = BackfillWindow(start: start, end: now).description
+        state.withLock { $0.tallies[number] = SweepTally(window: window) }
+        do {
+            var pages = 0
+            for try await page in client.notificationHistory(request) {
+                pages += 1
+                state.withLock { $0.tallies[number]?.found += page.items.count }
+                metrics.fetched(page.items.count)
+                guard await buffer.send(AppStoreHistorySource.HistoryPage(subWindow: number, page: page)) else { return false }
+            }
+            state.withLock { $0.previousStart = now }
+            metrics.sweepSucceeded(at: now)
+            let found = finishFetching(number)
+            logger.info("catch-up sweep of \(window): \(found) notifications in \(pages) pages")
+        } catch is CancellationError {
+            return false
+        } catch {
+            if Task.isCancelled { return false }
+            metrics.sweepFailed()
+            _ = finishFetching(number)
+            logger.warning(
+                "catch-up sweep of \(window) failed: \(error); the next sweep, in \(ConfigDuration.format(options.interval)), covers this window too")
+        }
+        return true
     }
 
     /// Marks sweep `number` as fully fetched; returns how many notifications it found.
@@ -219,20 +209,14 @@ public final class AppStoreCatchUpStage: TickingStage {
     }
 
     public func close() async throws {
-        let (sweeper, client) = state.withLock { state in
-            defer { state.sweeper = nil; state.client = nil }
-            return (state.sweeper, state.client)
-        }
         buffer.stop()
-        sweeper?.cancel()
-        await sweeper?.value
-        try await client?.shutdown()
+        try await sweeps.stop()
     }
 }
 
 extension Duration {
     /// Whole milliseconds (what Apple's dates count in).
-    fileprivate var milliseconds: Int64 {
+    var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

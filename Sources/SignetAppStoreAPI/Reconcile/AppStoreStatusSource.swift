@@ -216,6 +216,11 @@ public final class AppStoreStatusSource: Source {
             logger.warning("Apple knows no purchase with transaction id \(id) in \(client.configuration.environment.rawValue): skipped")
             return Answer(index: index, lines: [], notFound: true)
         }
+        return Answer(index: index, lines: Self.records(of: response), notFound: false)
+    }
+
+    /// One record body per subscription of the answer, as `decode` reads a status input.
+    static func records(of response: SubscriptionStatusesResponse) -> [[UInt8]] {
         var lines: [[UInt8]] = []
         for group in response.data {
             for last in group.lastTransactions {
@@ -230,7 +235,7 @@ public final class AppStoreStatusSource: Source {
                 lines.append(json.bytes)
             }
         }
-        return Answer(index: index, lines: lines, notFound: false)
+        return lines
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {

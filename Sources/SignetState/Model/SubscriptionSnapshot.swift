@@ -101,6 +101,14 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
         return [periodEnd, gracePeriodExpiresDate].compactMap { $0 }.filter { $0 > evaluatedAt }.min()
     }
 
+    /// Whether Signet expects this purchase to renew at the end of its period: an
+    /// auto-renewable subscription with auto-renew on, no expiration intent, not in billing
+    /// retry and not revoked (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``).
+    public var expectsRenewal: Bool {
+        productType == TransactionType.autoRenewableSubscription.rawValue && autoRenewEnabled == true
+            && expirationIntent == nil && isInBillingRetryPeriod != true && revocationDate == nil
+    }
+
     /// Whether a period with an expiry is still running at `instant`.
     func isPeriodCurrent(at instant: Int64) -> Bool {
         guard let periodEnd else { return true }

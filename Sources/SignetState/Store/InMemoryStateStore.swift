@@ -191,6 +191,17 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+        contents.withLock { contents in
+            // A scan: the memory store serves embedding and tests.
+            let stale = contents.subscriptions.values.filter { snapshot in
+                guard snapshot.expectsRenewal, let end = snapshot.periodEnd else { return false }
+                return end > endedAfter && end <= endedBefore
+            }
+            return Array(stale.map(\.originalTransactionId).sorted().prefix(max(0, limit)))
+        }
+    }
+
     public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
         contents.withLock { contents in
             let delivered = Dictionary(contents.delivered.map { ($0.sequence, $0.at) }, uniquingKeysWith: { first, _ in first })

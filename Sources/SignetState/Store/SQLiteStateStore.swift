@@ -149,6 +149,19 @@ public final class SQLiteStateStore: StateStore {
         return EntitlementNames(pairs: pairs)
     }
 
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+        try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectStale)
+            defer { statement.reset() }
+            try statement.bind(1, endedAfter)
+            try statement.bind(2, endedBefore)
+            try statement.bind(3, Int64(max(0, limit)))
+            var ids: [String] = []
+            while try statement.step() { if let id = statement.string(0) { ids.append(id) } }
+            return ids
+        }
+    }
+
     public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectHistory)

@@ -1,0 +1,147 @@
+import AppStoreModels
+import Foundation
+import Logging
+import SignetCore
+import SignetState
+import Synchronization
+
+/// Reconciles stale purchases by itself (service mode): every `interval` it asks the store for
+/// the subscriptions whose period ended within `window` (and at least `leeway` ago) although
+/// Signet expected them to renew (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``):
+/// Apple renewed them and the notification never came, or they lapsed with no notice. For each
+/// it fetches Get All Subscription Statuses and feeds every status into the later stages as
+/// `signet reconcile` does: verified, then applied by `transition` as Apple's current view,
+/// silent where the state already agrees.
+///
+/// Put it first in `stages:`, before `decode`. Each stale period is asked about once per run
+/// (a purchase whose period Apple did not extend stays stale, and is asked again only after a
+/// restart); fetching runs beside the pipeline within the process-wide rate limit, and the
+/// runner takes what arrived between batches (``tick()``). A failed fetch is logged and tried
+/// again at the next sweep.
+public final class AppStoreReconcileStage: TickingStage {
+    public struct Options: Sendable {
+        /// Time between sweeps; zero turns the stage into a pass-through that calls no API.
+        public var interval: Duration = .seconds(6 * 3600)
+        /// How long ago a period may have ended and still be asked about.
+        public var window: Duration = .seconds(3 * 86_400)
+        /// How long after a period's end Apple's renewal notification is waited for first.
+        public var leeway: Duration = .seconds(3600)
+        /// Most purchases one sweep asks about.
+        public var limit = 1000
+
+        public init() {}
+    }
+
+    public let name = "appstore_reconcile"
+    public let options: Options
+    private let store: StateStoreResource
+    private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
+    private let logger: Logger
+    private let buffer = FetchBuffer<[[UInt8]]>(capacity: 64)
+    private let state = Mutex(State())
+
+    private let sweeps = BackgroundSweeps()
+    /// Store queries block (a server store): on a thread of their own.
+    private let storeReads = BlockingExecutor(label: "signet.appstore-reconcile.store")
+
+    private struct State {
+        var nextOffset: Int64 = 0
+        /// Purchase → the period end it was asked about (asked once per stale period).
+        var asked: [String: Int64] = [:]
+    }
+
+    /// - Parameter makeClient: builds the API client when the stage opens (so loading or
+    ///   linting a pipeline needs no credentials); the stage shuts it down when it closes.
+    public init(
+        options: Options, store: StateStoreResource, logger: Logger = Logger(label: "signet.appstore-reconcile"),
+        makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient
+    ) {
+        self.options = options
+        self.store = store
+        self.logger = logger
+        self.makeClient = makeClient
+    }
+
+    private var enabled: Bool { options.interval > .zero }
+
+    public var tickInterval: Duration? { enabled ? .milliseconds(200) : nil }
+
+    public func open() async throws {
+        guard enabled else {
+            logger.info("appstore_reconcile: interval is 0s; no reconcile sweeps")
+            return
+        }
+        try sweeps.start(
+            stage: name, interval: options.interval, makeClient: makeClient,
+            announce: { [logger, options] configuration in
+                logger.info(
+                    "reconcile sweeps every \(ConfigDuration.format(options.interval)) for subscriptions whose period ended in the last \(ConfigDuration.format(options.window)) with no renewal and no expiry notice (\(configuration.environment.rawValue))")
+            },
+            sweep: { [self] client in await sweep(client: client) })
+    }
+
+    /// One sweep; false when the stage is closing.
+    private func sweep(client: AppStoreServerAPIClient) async -> Bool {
+        let now = WallClock.milliseconds()
+        do {
+            let stale = try await withTaskExecutorPreference(storeReads) { [store, options] in
+                try store.store().staleSubscriptions(
+                    endedAfter: now - options.window.milliseconds, endedBefore: now - options.leeway.milliseconds,
+                    limit: options.limit)
+            }
+            var asked = 0, statuses = 0
+            for id in stale {
+                guard let end = try await withTaskExecutorPreference(storeReads, operation: { [store] in
+                    try store.store().subscription(originalTransactionId: id)?.periodEnd
+                }) else { continue }
+                guard state.withLock({ $0.asked[id] != end }) else { continue }
+                let lines = try await records(for: id, client: client)
+                state.withLock { $0.asked[id] = end }
+                asked += 1
+                statuses += lines.count
+                guard await buffer.send(lines) else { return false }
+            }
+            if asked > 0 {
+                logger.notice("reconcile sweep: asked Apple about \(asked) stale subscriptions, \(statuses) statuses")
+            }
+        } catch is CancellationError {
+            return false
+        } catch {
+            if Task.isCancelled { return false }
+            logger.warning(
+                "reconcile sweep failed: \(error); the next sweep, in \(ConfigDuration.format(options.interval)), tries again")
+        }
+        return true
+    }
+
+    /// Apple's statuses of `id` as record bodies; none for a purchase Apple does not know.
+    private func records(for id: String, client: AppStoreServerAPIClient) async throws -> [[UInt8]] {
+        do {
+            return AppStoreStatusSource.records(of: try await client.subscriptionStatuses(transactionId: id))
+        } catch let error as AppStoreAPIError where error.errorCode == 4_040_010 {
+            logger.warning("Apple knows no purchase with transaction id \(id) in \(client.configuration.environment.rawValue): skipped")
+            return []
+        }
+    }
+
+    public func process(_ batch: inout RecordBatch) async throws {}
+
+    public func tick() async throws -> RecordBatch? {
+        var records: [Record] = []
+        while let lines = buffer.poll() {
+            let first = state.withLock { state in
+                defer { state.nextOffset += Int64(lines.count) }
+                return state.nextOffset
+            }
+            for (index, line) in lines.enumerated() {
+                records.append(Record(raw: line, position: SourcePosition(stream: "appstore-reconcile", offset: first + Int64(index))))
+            }
+        }
+        return records.isEmpty ? nil : RecordBatch(records: records)
+    }
+
+    public func close() async throws {
+        buffer.stop()
+        try await sweeps.stop()
+    }
+}
