@@ -57,15 +57,18 @@ public final class PostgresStateStore: StateStore {
         names.withLock { $0 = EntitlementNames(pairs: stored) }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
         try withSession("stale purchases", waitingOutOutages: false) { session in
             try session.query("""
-                SELECT original_transaction_id FROM signet_subscriptions
+                SELECT original_transaction_id, GREATEST(expires_date, renewal_date) FROM signet_subscriptions
                 WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew AND expiration_intent IS NULL
                   AND NOT COALESCE(billing_retry, false) AND revocation_date IS NULL
                   AND GREATEST(expires_date, renewal_date) > \(endedAfter) AND GREATEST(expires_date, renewal_date) <= \(endedBefore)
                 ORDER BY original_transaction_id LIMIT \(Int64(max(0, limit)))
-                """).map { try $0.decode(String.self) }
+                """).map { row in
+                    let (id, end) = try row.decode((String, Int64).self)
+                    return (originalTransactionId: id, periodEnd: end)
+                }
         }
     }
 

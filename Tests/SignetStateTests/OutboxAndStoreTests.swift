@@ -48,7 +48,7 @@ import Testing
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
         func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
         func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
-        func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+        func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
             try inner.staleSubscriptions(endedAfter: endedAfter, endedBefore: endedBefore, limit: limit)
         }
         func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {

@@ -90,10 +90,7 @@ public final class AppStoreReconcileStage: TickingStage {
                     limit: options.limit)
             }
             var asked = 0, statuses = 0
-            for id in stale {
-                guard let end = try await withTaskExecutorPreference(storeReads, operation: { [store] in
-                    try store.store().subscription(originalTransactionId: id)?.periodEnd
-                }) else { continue }
+            for (id, end) in stale {
                 guard state.withLock({ $0.asked[id] != end }) else { continue }
                 let lines = try await records(for: id, client: client)
                 state.withLock { $0.asked[id] = end }

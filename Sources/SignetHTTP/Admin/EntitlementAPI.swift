@@ -6,8 +6,9 @@ import SignetCore
 import SignetState
 
 /// `/v1/entitlements`, `/v1/subscriptions/{id}` and `/v1/subscriptions/{id}/events`: the
-/// answers of `signet entitlements`, `signet state show` and `signet state history`, read from the pipeline's state store as of now. With a
-/// token configured, every request must carry it (`Authorization: Bearer …`), else 401.
+/// answers of `signet entitlements`, `signet state show` and `signet state history`, read
+/// from the pipeline's state store as of now. With a token configured, every request must
+/// carry it (`Authorization: Bearer …`), else 401.
 struct EntitlementAPI: Sendable {
     let store: StateStoreResource
     let token: BearerToken?
@@ -15,7 +16,7 @@ struct EntitlementAPI: Sendable {
 
     func entitlements(_ request: Request) -> Response {
         if let refusal = authorize(request) { return refusal }
-        // Exactly one purchase parameter and at most one `entitlement`: a repeated one
+        // Exactly one purchase parameter, at most one `entitlement` and one `environment`: a repeated one
         // (`?originalTransactionId=A&originalTransactionId=B`) or an unknown one must not
         // silently answer for the first.
         var purchase: [StateJSON.Query] = []

@@ -191,14 +191,14 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
         contents.withLock { contents in
             // A scan: the memory store serves embedding and tests.
-            let stale = contents.subscriptions.values.filter { snapshot in
-                guard snapshot.expectsRenewal, let end = snapshot.periodEnd else { return false }
-                return end > endedAfter && end <= endedBefore
+            let stale = contents.subscriptions.values.compactMap { snapshot -> (originalTransactionId: String, periodEnd: Int64)? in
+                guard snapshot.expectsRenewal, let end = snapshot.periodEnd, end > endedAfter, end <= endedBefore else { return nil }
+                return (snapshot.originalTransactionId, end)
             }
-            return Array(stale.map(\.originalTransactionId).sorted().prefix(max(0, limit)))
+            return Array(stale.sorted { $0.originalTransactionId < $1.originalTransactionId }.prefix(max(0, limit)))
         }
     }
 

@@ -66,7 +66,8 @@ enum SQLiteSchema {
     /// ``SubscriptionSnapshot/expectsRenewal`` and a period end (``SubscriptionSnapshot/periodEnd``)
     /// in (?1, ?2]. A scan of the subscriptions, run every few hours by `appstore_reconcile`.
     static let selectStale = SQLiteQuery("""
-        SELECT original_transaction_id FROM subscriptions
+        SELECT original_transaction_id, max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date))
+        FROM subscriptions
         WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew = 1 AND expiration_intent IS NULL
           AND COALESCE(billing_retry, 0) = 0 AND revocation_date IS NULL
           AND max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)) > ?1

@@ -149,16 +149,18 @@ public final class SQLiteStateStore: StateStore {
         return EntitlementNames(pairs: pairs)
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [String] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectStale)
             defer { statement.reset() }
             try statement.bind(1, endedAfter)
             try statement.bind(2, endedBefore)
             try statement.bind(3, Int64(max(0, limit)))
-            var ids: [String] = []
-            while try statement.step() { if let id = statement.string(0) { ids.append(id) } }
-            return ids
+            var stale: [(originalTransactionId: String, periodEnd: Int64)] = []
+            while try statement.step() {
+                if let id = statement.string(0), let end = statement.int64(1) { stale.append((id, end)) }
+            }
+            return stale
         }
     }
 
