@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "SignetHTTP",
             dependencies: [
-                "SignetCore", "SignetState", "SignetOpenSSL",
+                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,8 +2,11 @@
 ///
 /// Codes are part of Signet's public contract: dead-letter consumers, alerts and
 /// dashboards match on them, so a code is never renamed once released. The full
-/// list with meanings is in `docs/reason-codes.md`. Embedders may define their own
-/// codes (`ReasonCode("my_check_failed")`); prefer a prefix to avoid clashes.
+/// list with meanings is in `docs/reason-codes.md`. Each module declares the codes its
+/// components reject with, in an extension beside them (`SignetJWS` the decode and verify
+/// codes, `SignetState` the transition's, `SignetHTTP` the http sink's); this file holds the
+/// type and the sources' own. Embedders define theirs the same way
+/// (`ReasonCode("my_check_failed")`); prefer a prefix to avoid clashes.
 public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible,
     ExpressibleByStringLiteral
 {
@@ -13,60 +16,9 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
 
-    // MARK: Input framing (sources, `decode`)
+    // MARK: Input framing (sources)
     /// The line is longer than the source's `max_line_bytes`.
     public static let lineTooLarge: ReasonCode = "line_too_large"
-    /// The line is not valid UTF-8.
-    public static let invalidUTF8: ReasonCode = "invalid_utf8"
-    /// The line is not a JSON object (and not a bare compact JWS).
-    public static let malformedJSON: ReasonCode = "malformed_json"
-    /// A JSON object without `signedPayload`, `signedTransaction`, `signedTransactionInfo` or `signedRenewalInfo`.
-    public static let missingSignedPayload: ReasonCode = "missing_signed_payload"
-
-    // MARK: JWS structure (`verify`)
-    /// Not three base64url segments, or a header/payload that is not a JSON object.
-    public static let malformedJWS: ReasonCode = "malformed_jws"
-    /// `alg` is anything but `ES256`.
-    public static let unsupportedAlgorithm: ReasonCode = "unsupported_algorithm"
-    /// The header carries `crit`, or another header field Signet refuses.
-    public static let unsupportedHeader: ReasonCode = "unsupported_header"
-    /// No `x5c`, or `x5c` does not hold exactly three base64 DER certificates.
-    public static let invalidX5C: ReasonCode = "invalid_x5c"
-    /// The chain does not lead to a configured root, or a certificate is malformed or not a CA where it must be.
-    public static let invalidCertificateChain: ReasonCode = "invalid_certificate_chain"
-    /// The leaf lacks 1.2.840.113635.100.6.11.1 or the intermediate lacks 1.2.840.113635.100.6.2.1.
-    public static let missingAppleOID: ReasonCode = "missing_apple_oid"
-    /// A certificate of the chain was not valid at the payload's signedDate.
-    public static let certificateNotValidAtSignedDate: ReasonCode = "certificate_not_valid_at_signed_date"
-    /// `signedDate` lies further in the future than the allowed clock skew.
-    public static let signedDateInFuture: ReasonCode = "signed_date_in_future"
-    /// The ES256 signature does not verify with the leaf's key (or is not 64 bytes).
-    public static let invalidSignature: ReasonCode = "invalid_signature"
-    /// The payload JSON does not decode to the expected model.
-    public static let malformedPayload: ReasonCode = "malformed_payload"
-
-    // MARK: Claims (`verify`)
-    public static let environmentMismatch: ReasonCode = "environment_mismatch"
-    public static let bundleIdMismatch: ReasonCode = "bundle_id_mismatch"
-    public static let appAppleIdMismatch: ReasonCode = "app_apple_id_mismatch"
-    /// The reasons that say the deployment, not the input, is wrong: Apple signed the payload,
-    /// but for another app or environment than configured.
-    public static let configurationMismatches: Set<ReasonCode> = [.environmentMismatch, .bundleIdMismatch, .appAppleIdMismatch]
-    /// A nested `signedTransactionInfo` / `signedRenewalInfo` failed verification.
-    public static let nestedJWSInvalid: ReasonCode = "nested_jws_invalid"
-
-    // MARK: State (`transition`)
-    /// The verified payload lacks what the state machine needs (e.g. no originalTransactionId).
-    public static let missingTransaction: ReasonCode = "missing_transaction"
-    /// The record names a purchase stored under the other environment (Production vs Sandbox):
-    /// a pipeline taking both keeps their purchases apart and never merges them.
-    public static let environmentConflict: ReasonCode = "environment_conflict"
-    /// A notificationType Signet does not know, with `reject_unknown_types: true`.
-    public static let unknownNotificationType: ReasonCode = "unknown_notification_type"
-
-    // MARK: Delivery (sinks)
-    /// An `http` sink's receiver answered 4xx (other than 408/429): the event will never be accepted as sent.
-    public static let httpRejected: ReasonCode = "http_rejected"
 }
 
 /// Why a stage turned a record away: a stable code and a human explanation.

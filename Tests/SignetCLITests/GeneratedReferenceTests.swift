@@ -21,6 +21,16 @@ struct GeneratedReferenceTests {
         #expect(committed.contains("| `policy.grace_period_entitled` | bool | `true` |"))
     }
 
+    /// docs/reason-codes.md is written by hand; each module declares its own codes. Both lists
+    /// must be the same, or a dead-letter consumer meets a code it cannot look up.
+    @Test func everyDeclaredReasonCodeIsDocumentedAndNoOther() {
+        let declared = KnownReasonCodes.declared, documented = KnownReasonCodes.documented
+        #expect(declared.subtracting(documented).sorted() == [], "declared in Sources, missing from docs/reason-codes.md")
+        #expect(documented.subtracting(declared).sorted() == [], "in docs/reason-codes.md, declared nowhere")
+        // Not vacuous: the codes of core, JWS, state and the http sink are all found.
+        #expect(declared.isSuperset(of: ["line_too_large", "invalid_signature", "environment_conflict", "http_rejected"]))
+    }
+
     @Test(.ownThread) func pipelineSchemaMatchesTheRegistry() throws {
         let path = Self.root.appendingPathComponent("Schemas/pipeline.schema.json").path
         let committed = try String(contentsOfFile: path, encoding: .utf8)

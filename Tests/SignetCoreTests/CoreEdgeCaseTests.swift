@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SignetTestSupport
 
 @testable import SignetCore
 

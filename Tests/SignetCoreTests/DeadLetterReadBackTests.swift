@@ -1,6 +1,7 @@
 import Foundation
 import SignetCore
 import Testing
+import SignetTestSupport
 
 /// What `DeadLetterOutput` writes, `DeadLetterEntry` reads back: the input whole (text or
 /// base64), or marked cut; and a replay plan keeps each distinct input once.
@@ -17,8 +18,8 @@ import Testing
         let binary: [UInt8] = [0x7B, 0xFF, 0x00, 0x7D]
         let long = Array(String(repeating: "x", count: 100).utf8)
         let file = [
-            line(text, .invalidSignature), "", line(binary, .malformedJSON), line(long, .malformedJSON, maxInputBytes: 10),
-            "{\"reason\":\"no id\"}", "not json", line(text, .invalidSignature),
+            line(text, "invalid_signature"), "", line(binary, "malformed_json"), line(long, "malformed_json", maxInputBytes: 10),
+            "{\"reason\":\"no id\"}", "not json", line(text, "invalid_signature"),
         ].joined(separator: "\n")
         let (entries, unreadable) = DeadLetterEntry.read(contentsOf: file)
         #expect(entries.map(\.line) == [1, 3, 4, 7])

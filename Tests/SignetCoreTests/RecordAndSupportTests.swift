@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import SignetTestSupport
 
 @testable import SignetCore
 
@@ -25,17 +26,17 @@ struct RecordAndSupportTests {
         var record = Record(raw: [], position: SourcePosition(stream: "s", offset: 1))
         record.outputs = [OutputMessage(value: [1])]
         #expect(record.isActive)
-        record.reject(RecordRejection(.malformedJSON, "first"), stage: "decode")
+        record.reject(RecordRejection("test_malformed", "first"), stage: "decode")
         #expect(record.outputs.isEmpty)
-        record.reject(RecordRejection(.invalidSignature, "second"), stage: "verify")
+        record.reject(RecordRejection("test_forged", "second"), stage: "verify")
         record.drop(reason: "late")
-        #expect(record.status == .rejected(RecordRejection(.malformedJSON, "first"), stage: "decode"))
+        #expect(record.status == .rejected(RecordRejection("test_malformed", "first"), stage: "decode"))
         #expect(!record.isActive)
 
         var dropped = Record(raw: [], position: SourcePosition(stream: "s", offset: 2))
         dropped.outputs = [OutputMessage(value: [1])]
         dropped.drop(reason: "duplicate")
-        dropped.reject(RecordRejection(.malformedJSON, "x"), stage: "decode")
+        dropped.reject(RecordRejection("test_malformed", "x"), stage: "decode")
         #expect(dropped.status == .dropped(reason: "duplicate"))
         #expect(dropped.outputs.isEmpty)
     }
@@ -92,9 +93,9 @@ struct RecordAndSupportTests {
     @Test func reasonCodesAndRejections() throws {
         #expect(ReasonCode.lineTooLarge.rawValue == "line_too_large")
         #expect(ReasonCode("custom") == ReasonCode(rawValue: "custom"))
-        #expect(RecordRejection(.invalidUTF8, "bytes").description == "invalid_utf8: bytes")
-        let encoded = try JSONEncoder().encode(ReasonCode.malformedJWS)
-        #expect(String(decoding: encoded, as: UTF8.self) == "\"malformed_jws\"")
+        #expect(RecordRejection(.lineTooLarge, "bytes").description == "line_too_large: bytes")
+        let encoded = try JSONEncoder().encode(ReasonCode("test_malformed"))
+        #expect(String(decoding: encoded, as: UTF8.self) == "\"test_malformed\"")
     }
 
     @Test func runSummaryDescription() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SignetTestSupport
 
 @testable import SignetCore
 
@@ -92,7 +93,7 @@ struct SinkAndDeadLetterTests {
         await #expect(throws: (any Error).self) { try await sink.open() }
     }
 
-    func rejection() -> RecordRejection { RecordRejection(.invalidSignature, "signature \"bad\"\nsecond line") }
+    func rejection() -> RecordRejection { RecordRejection("invalid_signature", "signature \"bad\"\nsecond line") }
 
     func decode(_ message: OutputMessage) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(message.value)) as? [String: Any])

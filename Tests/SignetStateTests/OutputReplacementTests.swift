@@ -30,10 +30,10 @@ struct OutputReplacementTests {
         let store = InMemoryStateStore()
         var stages: [any Stage] = [DecodeStage(), VerifyStage(verifier: verifier, parallelism: 2)]
         if withTransition { stages += [DedupeStage(store: store), TransitionStage(store: store)] }
-        let sink = CapturingSink()
+        let sink = CaptureSink()
         let pipeline = Pipeline(
-            source: RecordListSource(lines: lines, stream: "fixtures"), stages: stages,
-            sinks: [NamedSink(name: "out", sink: sink)], deadLetter: DeadLetterOutput(sink: CapturingSink()))
+            source: MemorySource(rawLines: lines, stream: "fixtures"), stages: stages,
+            sinks: [NamedSink(name: "out", sink: sink)], deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead-letter")))
         let runner = PipelineRunner(pipeline: pipeline)
         let summary = try await runner.run()
         return Run(runner: runner, published: sink.messages, summary: summary)

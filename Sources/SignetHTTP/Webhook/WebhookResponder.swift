@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import SignetCore
+import SignetJWS
 
 /// Answers webhook requests: checks method, path, media type and size, hands the body
 /// to the pipeline and replies with its record's fate.
