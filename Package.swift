@@ -188,10 +188,13 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Every target: `any` spelled out for existentials, and each file imports what it uses.
+// Every target: `any` spelled out for existentials, each file imports what it uses, and an
+// import is internal unless marked `public import` (what a module re-exposes in its API is
+// then visible at the top of the file that does it).
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .enableUpcomingFeature("ExistentialAny"),
         .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
     ]
 }

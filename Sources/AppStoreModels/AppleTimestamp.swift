@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A point in time as Apple encodes it: milliseconds since 1970-01-01T00:00:00Z.
 ///

@@ -1,5 +1,5 @@
 import SignetAppStoreAPI
-import SignetCore
+public import SignetCore
 import SignetHTTP
 import SignetJWS
 import SignetKafka

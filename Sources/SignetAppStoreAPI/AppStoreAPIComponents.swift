@@ -1,5 +1,5 @@
 import Foundation
-import SignetCore
+public import SignetCore
 import SignetState
 
 /// Registers the App Store Server API's pipeline components: the `appstore_history` and

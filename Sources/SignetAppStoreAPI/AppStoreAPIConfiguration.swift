@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 import Foundation
 
 /// Everything an ``AppStoreServerAPIClient`` needs: credentials, which Apple host, and how

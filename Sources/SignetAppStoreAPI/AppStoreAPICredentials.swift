@@ -1,5 +1,5 @@
 import Foundation
-import SignetOpenSSL
+public import SignetOpenSSL
 
 /// An App Store Connect in-app purchase API key and the app it acts for: what every
 /// request's JWT is signed with and claims.

@@ -71,7 +71,7 @@ public final class AppStoreAPIRateLimiter: Sendable {
     }
 
     /// No request of `bucket` goes before `instant` (a later pause already set wins).
-    public func pause(_ bucket: Bucket, until instant: ContinuousClock.Instant) {
+    package func pause(_ bucket: Bucket, until instant: ContinuousClock.Instant) {
         buckets.withLock { buckets in
             var state = buckets[bucket] ?? State(lastGrant: nil, pausedUntil: instant)
             state.pausedUntil = max(state.pausedUntil, instant)

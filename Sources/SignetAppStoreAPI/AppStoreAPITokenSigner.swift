@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import SignetCore
-import SignetOpenSSL
+public import SignetOpenSSL
 import Synchronization
 
 /// Signs the JWT every App Store Server API request carries (`Authorization: Bearer …`),
@@ -17,11 +17,11 @@ public final class AppStoreAPITokenSigner: Sendable {
     /// Apple's `aud` for every App Store Server API token.
     public static let audience = "appstoreconnect-v1"
     /// How far `iat` lies in the past.
-    public static let backdating: TimeInterval = 60
+    package static let backdating: TimeInterval = 60
     /// `exp - iat`; Apple refuses more than 3600 s.
     public static let lifetime: TimeInterval = 20 * 60
     /// A token is replaced once it has less than this left.
-    public static let renewalMargin: TimeInterval = 5 * 60
+    package static let renewalMargin: TimeInterval = 5 * 60
 
     private let credentials: AppStoreAPICredentials
     private let now: @Sendable () -> Date

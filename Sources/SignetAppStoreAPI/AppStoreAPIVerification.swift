@@ -1,6 +1,6 @@
-import AppStoreModels
-import SignetJWS
-import SignetCore
+public import AppStoreModels
+public import SignetJWS
+public import SignetCore
 
 // Verified views of what the API returns. Every signed string goes through the webhook's own
 // verifier (chain to the configured root, Apple's OIDs, bundle id, environment): an answer

@@ -1,11 +1,11 @@
-import AppStoreModels
-import AsyncHTTPClient
+public import AppStoreModels
+public import AsyncHTTPClient
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import NIOHTTP1
 import SignetCore
-import SignetJWS
+public import SignetJWS
 import Synchronization
 
 /// A client of Apple's App Store Server API for one app (docs/appstore-api.md).

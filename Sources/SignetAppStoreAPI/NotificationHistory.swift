@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 
 /// The body of Get Notification History: a window of notification send dates and filters.
 ///

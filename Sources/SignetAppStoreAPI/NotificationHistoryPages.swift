@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 import Foundation
 import Logging
 import SignetCore
@@ -30,7 +30,7 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
     public typealias Element = NotificationHistoryPage
     /// Token refusals tolerated per window before the refusal is thrown (a token that keeps
     /// failing would otherwise restart the window forever).
-    public static let maximumRestarts = 3
+    package static let maximumRestarts = 3
     /// Clamped starts lie this far inside Apple's lookback, so the retry does not land on its edge.
     static let clampMargin: Int64 = 10 * 60 * 1000
 

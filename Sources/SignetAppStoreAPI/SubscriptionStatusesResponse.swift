@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 
 /// Get All Subscription Statuses: the latest transaction and renewal info of every
 /// subscription of a customer, per subscription group.

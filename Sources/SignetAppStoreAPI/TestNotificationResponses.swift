@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 /// Request a Test Notification: the token to ask for its status with.
 public struct TestNotificationResponse: Codable, Sendable, Hashable {
     public var testNotificationToken: String

@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 
 /// Get Transaction Info: one signed transaction.
 public struct TransactionInfoResponse: Codable, Sendable, Hashable {

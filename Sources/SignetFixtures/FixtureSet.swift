@@ -1,5 +1,5 @@
-import AppStoreModels
-import Foundation
+public import AppStoreModels
+public import Foundation
 import SignetOpenSSL
 
 /// Writes a ready-to-use fixture folder: a private Apple-shaped PKI and notifications of

@@ -1,5 +1,5 @@
 import Foundation
-import SignetOpenSSL
+public import SignetOpenSSL
 
 /// Produces compact ES256 JWS the way the App Store does:
 /// header `{"alg":"ES256","x5c":[leaf,intermediate,root]}`, base64url segments, and a

@@ -1,5 +1,5 @@
-import Foundation
-import SignetOpenSSL
+public import Foundation
+public import SignetOpenSSL
 
 /// A private PKI shaped like Apple's App Store signing hierarchy, for tests, demos and
 /// the `signet fixtures` command:

@@ -1,7 +1,7 @@
 import AppStoreModels
-import Foundation
-import SignetCore
-import SignetOpenSSL
+public import Foundation
+public import SignetCore
+public import SignetOpenSSL
 
 /// Verifies App Store signed data — notifications (`signedPayload`), transactions and
 /// renewal info — the way Apple's App Store Server Library does, and stricter.
@@ -27,9 +27,9 @@ import SignetOpenSSL
 /// Share one instance across threads.
 public final class AppStoreVerifier: Sendable {
     /// Apple's marker on App Store receipt-signing leaves.
-    public static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
+    package static let receiptSigningLeafOID = "1.2.840.113635.100.6.11.1"
     /// Apple's marker on the WWDR intermediate CA.
-    public static let wwdrIntermediateOID = "1.2.840.113635.100.6.2.1"
+    package static let wwdrIntermediateOID = "1.2.840.113635.100.6.2.1"
     /// Inputs longer than this are refused before any work (real notifications are ~10–20 KB).
     public static let maximumJWSBytes = 1 << 20
     /// The order of the checks: the first failing step decides the reason code.
@@ -183,13 +183,13 @@ public final class AppStoreVerifier: Sendable {
     }
 
     /// Forgets every cached header and chain (e.g. after a root rotation drill).
-    public func clearCaches() {
+    package func clearCaches() {
         headerCache.removeAll()
         chainCache.removeAll()
     }
 
     /// Number of cached header segments and verified certificate pairs (for metrics).
-    public var cacheCounts: (headers: Int, chains: Int) { (headerCache.count, chainCache.count) }
+    package var cacheCounts: (headers: Int, chains: Int) { (headerCache.count, chainCache.count) }
 
     // MARK: - The order
 

@@ -1,4 +1,4 @@
-import SignetOpenSSL
+public import SignetOpenSSL
 
 /// Apple's trust anchors for App Store signed data, embedded in the binary.
 ///

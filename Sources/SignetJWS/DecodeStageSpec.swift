@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `- type: decode`.
-    public static let decodeStage = ComponentSpec(
+    package static let decodeStage = ComponentSpec(
         name: "decode",
         summary: "parses an input line and finds its signed JWS (signedPayload, signedTransaction, bare JWS)",
         description: "Also signedTransactionInfo and signedRenewalInfo; a line that is none of these is rejected as malformed_json.",

@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import SignetCore
-import SignetOpenSSL
+public import SignetCore
+public import SignetOpenSSL
 
 /// Registers the `decode` and `verify` stages (keys: ``ComponentSpec/decodeStage``,
 /// ``ComponentSpec/verifyStage``).

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// The codes the `decode` and `verify` stages reject with (docs/reason-codes.md).
 extension ReasonCode {

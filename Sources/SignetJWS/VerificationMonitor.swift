@@ -1,6 +1,6 @@
-import Logging
-import Metrics
-import SignetCore
+public import Logging
+public import Metrics
+public import SignetCore
 import Synchronization
 
 /// Watches what `verify` accepts and rejects, so that a misconfiguration cannot stay silent.
@@ -23,9 +23,9 @@ public final class VerificationMonitor: Sendable {
     /// How many recent outcomes (accepted, or rejected for a configuration reason) are kept.
     public static let window = 20
     /// How many of them must be there, all rejections, before readiness turns.
-    public static let minimumEvidence = 5
+    package static let minimumEvidence = 5
     /// The least time between two warnings for one reason.
-    public static let warningInterval = Duration.seconds(60)
+    package static let warningInterval = Duration.seconds(60)
 
     private struct State {
         /// Recent outcomes, oldest first: the reason of a configuration rejection, or nil for accepted.
@@ -50,7 +50,7 @@ public final class VerificationMonitor: Sendable {
     }
 
     /// One batch's outcomes: verified notifications by type, and rejections (reason, detail).
-    public func observe(verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], at now: ContinuousClock.Instant = .now) {
+    package func observe(verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], at now: ContinuousClock.Instant = .now) {
         let configuration = rejections.filter { ReasonCode.configurationMismatches.contains($0.reason) }
         let accepted = verifiedTypes.values.reduce(0, +)
         guard accepted > 0 || !configuration.isEmpty else { return }

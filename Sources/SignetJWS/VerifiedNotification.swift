@@ -1,6 +1,6 @@
-import AppStoreModels
-import Foundation
-import SignetOpenSSL
+public import AppStoreModels
+public import Foundation
+public import SignetOpenSSL
 
 /// An App Store Server Notification V2 (`signedPayload`) that verified, together with
 /// its nested transaction and renewal info, each verified on its own.

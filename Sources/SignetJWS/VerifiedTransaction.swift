@@ -1,6 +1,6 @@
-import AppStoreModels
-import Foundation
-import SignetOpenSSL
+public import AppStoreModels
+public import Foundation
+public import SignetOpenSSL
 
 /// A `signedTransactionInfo` whose signature, certificate chain and claims verified.
 public final class VerifiedTransaction: Sendable {

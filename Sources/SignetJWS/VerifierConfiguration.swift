@@ -1,6 +1,6 @@
-import AppStoreModels
-import Foundation
-import SignetOpenSSL
+public import AppStoreModels
+public import Foundation
+public import SignetOpenSSL
 
 /// Everything an ``AppStoreVerifier`` checks against.
 ///

@@ -1,7 +1,7 @@
 import AppStoreModels
-import Foundation
-import Logging
-import SignetCore
+public import Foundation
+public import Logging
+public import SignetCore
 import SignetOpenSSL
 
 /// The `verify` stage: checks the JWS signature, the x5c chain to the configured roots,

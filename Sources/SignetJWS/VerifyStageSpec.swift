@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `- type: verify`.
-    public static let verifyStage = ComponentSpec(
+    package static let verifyStage = ComponentSpec(
         name: "verify",
         summary: "verifies ES256 signature, x5c chain to the roots, Apple OIDs, dates, claims, nested JWS",
         description: "docs/verification.md describes the checks; the verified document goes on the record for the stages after it, and is published unless a later `transition` replaces it with events (then it is not built).",

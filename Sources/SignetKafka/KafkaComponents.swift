@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// Registers the Kafka source and sink under the type name `kafka` (keys:
 /// ``ComponentSpec/kafkaSource``, ``ComponentSpec/kafkaSink``).

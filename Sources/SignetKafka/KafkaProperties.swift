@@ -1,6 +1,6 @@
 import Logging
 import CRdKafka
-import SignetCore
+public import SignetCore
 
 /// One librdkafka configuration property (`name=value`, exactly as librdkafka names
 /// it), with the place in the pipeline file it came from so a rejected property is

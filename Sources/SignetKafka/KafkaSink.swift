@@ -1,6 +1,6 @@
 import CRdKafka
-import Logging
-import SignetCore
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// Publishes messages to one Kafka topic with an idempotent producer (`acks=all`).

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// Ready once the group gave this member partitions (`/readyz`).
 extension KafkaSource: HealthReporting {

@@ -1,6 +1,6 @@
 import Dispatch
-import Logging
-import SignetCore
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// Reads records from Kafka topics as a consumer-group member, committing offsets only
@@ -111,13 +111,13 @@ public final class KafkaSource: Source {
     }
 
     /// The partitions this member owns now.
-    public var assignment: Set<TopicPartition> {
+    package var assignment: Set<TopicPartition> {
         client.withLock { $0?.assignment ?? [] }
     }
 
     /// The broker's committed offsets for `partitions` (what a restarted member resumes
     /// from); partitions without a commit are absent or negative (`OFFSET_INVALID`).
-    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) async throws -> [TopicPartition: Int64] {
+    package func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(5)) async throws -> [TopicPartition: Int64] {
         let consumer = try openClient()
         return try await queue.run { try consumer.committedOffsets(partitions, timeout: timeout) }
     }

@@ -1,4 +1,4 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     static let kafkaPropertiesField = ConfigField(
@@ -7,7 +7,7 @@ extension ComponentSpec {
         example: "{ session.timeout.ms: \"45000\" }")
 
     /// `source: {type: kafka}`.
-    public static let kafkaSource = ComponentSpec(
+    package static let kafkaSource = ComponentSpec(
         name: "kafka",
         summary: "consumer-group member reading topics; commits offsets only after every sink acked",
         description: "Manual commits of the contiguous high-water mark per partition (docs/kafka.md).",
@@ -33,7 +33,7 @@ extension ComponentSpec {
     }()
 
     /// `type: kafka` (a sink or the dead-letter sink).
-    public static let kafkaSink = ComponentSpec(
+    package static let kafkaSink = ComponentSpec(
         name: "kafka",
         summary: "idempotent producer (acks=all) to one topic; key and headers from the message",
         description: "Acknowledged when every delivery report succeeded.",

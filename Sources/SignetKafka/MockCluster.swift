@@ -68,31 +68,31 @@ public final class MockCluster: @unchecked Sendable {
     }
 
     /// Takes a broker down (its connections drop, requests fail) until ``setBrokerUp(_:)``.
-    public func setBrokerDown(_ id: Int32) throws {
+    package func setBrokerDown(_ id: Int32) throws {
         try call("cannot take broker \(id) down") { rd_kafka_mock_broker_set_down($0, id) }
     }
 
     /// Brings a broker back.
-    public func setBrokerUp(_ id: Int32) throws {
+    package func setBrokerUp(_ id: Int32) throws {
         try call("cannot bring broker \(id) up") { rd_kafka_mock_broker_set_up($0, id) }
         if tcpNoDelay { LoopbackNoDelay.apply(toListenersOn: ports) }  // in case the listener was recreated
     }
 
     /// Makes `broker` the leader of one partition (to fail one topic's broker and not another's).
-    public func setPartitionLeader(topic: String, partition: Int32, broker: Int32) throws {
+    package func setPartitionLeader(topic: String, partition: Int32, broker: Int32) throws {
         try call("cannot move the leader of \(topic)[\(partition)]") {
             rd_kafka_mock_partition_set_leader($0, topic, partition, broker)
         }
     }
 
     /// Makes `broker` the coordinator of consumer group `group`.
-    public func setGroupCoordinator(group: String, broker: Int32) throws {
+    package func setGroupCoordinator(group: String, broker: Int32) throws {
         try call("cannot set the coordinator of group \(group)") { rd_kafka_mock_coordinator_set($0, "group", group, broker) }
     }
 
     /// Makes metadata requests for `topic` answer with `error` (a Kafka error code,
     /// e.g. 3 = UNKNOWN_TOPIC_OR_PARTITION) until called again with 0.
-    public func setTopicError(_ topic: String, error: Int32) throws {
+    package func setTopicError(_ topic: String, error: Int32) throws {
         try call("cannot set topic error") { cluster in
             rd_kafka_mock_topic_set_error(cluster, topic, rd_kafka_resp_err_t(rawValue: error))
             return RD_KAFKA_RESP_ERR_NO_ERROR
@@ -101,7 +101,7 @@ public final class MockCluster: @unchecked Sendable {
 
     /// Makes every request of `apiKey` (a Kafka protocol API key, e.g. 0 = Produce) fail
     /// with `error` (a Kafka error code) `count` times.
-    public func pushRequestErrors(apiKey: Int16, error: Int32, count: Int) throws {
+    package func pushRequestErrors(apiKey: Int16, error: Int32, count: Int) throws {
         let errors = [rd_kafka_resp_err_t](repeating: rd_kafka_resp_err_t(rawValue: error), count: count)
         try call("cannot inject errors") { cluster in
             errors.withUnsafeBufferPointer { rd_kafka_mock_push_request_errors_array(cluster, apiKey, count, $0.baseAddress) }
@@ -110,7 +110,7 @@ public final class MockCluster: @unchecked Sendable {
     }
 
     /// Drops the errors still queued for `apiKey` by ``pushRequestErrors(apiKey:error:count:)``.
-    public func clearRequestErrors(apiKey: Int16) throws {
+    package func clearRequestErrors(apiKey: Int16) throws {
         try call("cannot clear injected errors") { cluster in
             rd_kafka_mock_clear_request_errors(cluster, apiKey)
             return RD_KAFKA_RESP_ERR_NO_ERROR

@@ -1,5 +1,5 @@
 import COpenSSL
-import Foundation
+public import Foundation
 
 /// An immutable X.509 certificate backed by an OpenSSL `X509` that this object owns.
 ///

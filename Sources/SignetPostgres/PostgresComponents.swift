@@ -1,9 +1,9 @@
-import SignetCore
+public import SignetCore
 import SignetState
 
 extension ComponentSpec {
     /// `stores: { NAME: { type: postgres } }`.
-    public static let postgresStore = ComponentSpec(
+    package static let postgresStore = ComponentSpec(
         name: "postgres",
         summary: "state in PostgreSQL, shared by several instances (a Kafka consumer group on several machines)",
         description: "Subscriptions, dedupe keys and the outbox in one PostgreSQL database; migrations run at start "
@@ -14,7 +14,7 @@ extension ComponentSpec {
 
     /// `stores: { NAME: { type: auto } }`: what the shipped pipelines use, so that setting
     /// SIGNET_DATABASE_URL switches them to PostgreSQL with no file to edit.
-    public static let autoStore = ComponentSpec(
+    package static let autoStore = ComponentSpec(
         name: "auto",
         summary: "postgres when url is set (not empty), else sqlite at path",
         description: "The shipped pipelines' store: `url: ${SIGNET_DATABASE_URL:}` and `path: ...signet.sqlite`.",

@@ -1,8 +1,8 @@
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import PostgresNIO
-import SignetState
+public import SignetState
 import Synchronization
 
 /// A ``StateStore`` in PostgreSQL, shared by several Signet instances on several machines.

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import SignetState
 
 /// Settings of ``PostgresStateStore`` (`store: postgres` in YAML).

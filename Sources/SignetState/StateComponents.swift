@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// Registers what SignetState brings: the stores `sqlite` and `memory` (the implicit
 /// store `default` is an sqlite one), and the stages `dedupe`, `transition`, `fanout`.

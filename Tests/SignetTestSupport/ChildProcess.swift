@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+public import Foundation
 import Synchronization
 
 /// A process a test starts, talks to and stops: the one place the tests spawn anything

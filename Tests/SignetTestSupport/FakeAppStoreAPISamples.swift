@@ -1,6 +1,6 @@
-import AppStoreModels
+public import AppStoreModels
 import Foundation
-import SignetFixtures
+public import SignetFixtures
 
 /// Signed sample notifications for the fake App Store Server API, made with a test PKI by
 /// the same code as `signet fixtures` (``FixtureSet/streamNotifications(count:pki:_:)``).

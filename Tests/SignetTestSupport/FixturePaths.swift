@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where the read-only test fixtures live: `<package root>/Tests/Fixtures` (in the repository, so a
 /// clone alone runs every test; Tests/Fixtures/README.md says where each file came from).

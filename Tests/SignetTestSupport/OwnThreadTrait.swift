@@ -1,6 +1,6 @@
 import SignetCore
 import Synchronization
-import Testing
+public import Testing
 
 /// Runs a test on a thread of its own instead of Swift's cooperative pool: for synchronous
 /// tests that wait for `signet` and other child processes.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+public import Foundation
 
 /// Runs the built `signet` executable as a user would, for end-to-end tests.
 public struct SignetProcess {

@@ -1,4 +1,4 @@
-import Testing
+public import Testing
 
 extension Tag {
     /// Whole-system tests: the `signet` binary, Kafka mock clusters, kcat, kills and restarts.

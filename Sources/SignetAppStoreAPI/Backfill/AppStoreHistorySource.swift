@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import Logging
-import SignetCore
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// A source of the notifications Apple sent in a window, read back from Get Notification
@@ -54,7 +54,7 @@ public final class AppStoreHistorySource: Source {
     }
 
     /// The stream name of sub-window `index` in record positions.
-    public static func streamName(_ index: Int) -> String { "appstore-history/\(index)" }
+    package static func streamName(_ index: Int) -> String { "appstore-history/\(index)" }
 
     public let options: Options
     private let makeClient: @Sendable () throws -> AppStoreServerAPIClient

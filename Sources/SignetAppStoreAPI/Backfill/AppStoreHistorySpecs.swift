@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `source: {type: appstore_history}`.
-    public static let appStoreHistorySource = ComponentSpec(
+    package static let appStoreHistorySource = ComponentSpec(
         name: "appstore_history",
         summary: "notifications Apple sent in a window, read back from Get Notification History (backfill)",
         description: """

@@ -39,7 +39,7 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
         }
     }
 
-    public static let currentVersion = 1
+    package static let currentVersion = 1
 
     public var version: Int
     public var window: BackfillWindow

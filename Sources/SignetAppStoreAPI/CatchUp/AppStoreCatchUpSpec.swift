@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `stages: [{type: appstore_catch_up}, ...]`.
-    public static let appStoreCatchUpStage = ComponentSpec(
+    package static let appStoreCatchUpStage = ComponentSpec(
         name: "appstore_catch_up",
         summary: "asks Apple every interval for the notifications it could not deliver, and processes them (service mode)",
         description: """

@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import Logging
-import SignetCore
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// Catches up by itself on what Apple could not deliver: every `interval` it asks Get

@@ -1,8 +1,8 @@
 import AppStoreModels
 import Foundation
-import Logging
-import SignetCore
-import SignetState
+public import Logging
+public import SignetCore
+public import SignetState
 import Synchronization
 
 /// Reconciles stale purchases by itself (service mode): every `interval` it asks the store for

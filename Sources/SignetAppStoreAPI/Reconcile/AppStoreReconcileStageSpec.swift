@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `stages: [{type: appstore_reconcile}, ...]`.
-    public static let appStoreReconcileStage = ComponentSpec(
+    package static let appStoreReconcileStage = ComponentSpec(
         name: "appstore_reconcile",
         summary: "asks Apple every interval about subscriptions whose period ended with no renewal and no expiry notice, and applies its answer (service mode)",
         description: """

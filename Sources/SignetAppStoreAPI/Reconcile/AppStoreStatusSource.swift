@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import Logging
-import SignetCore
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// A source of Apple's current view of purchases: for each id of a list, Get All Subscription
@@ -39,7 +39,7 @@ public final class AppStoreStatusSource: Source {
     }
 
     /// The stream of every record in positions.
-    public static let streamName = "appstore-statuses"
+    package static let streamName = "appstore-statuses"
 
     /// Figures for progress lines.
     public struct Progress: Sendable, Equatable {

@@ -1,8 +1,8 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `source: {type: appstore_statuses}`.
-    public static let appStoreStatusSource = ComponentSpec(
+    package static let appStoreStatusSource = ComponentSpec(
         name: "appstore_statuses",
         summary: "Apple's current status of listed purchases, from Get All Subscription Statuses (reconcile, seeding)",
         description: """

@@ -3,7 +3,7 @@ import SignetCore
 
 /// The ids a reconcile asks about, as a file lists them: one per line, surrounding blanks
 /// trimmed, blank lines and `#` comments skipped, repeats dropped (the first one counts).
-public enum PurchaseIDList {
+package enum PurchaseIDList {
     /// The ids of `text`, in order.
     public static func parse(_ text: String) -> [String] {
         var seen: Set<String> = []

@@ -6,7 +6,7 @@ import SignetOpenSSL
 /// from the first, are done (their statuses committed, or Apple knew none). A restart with
 /// the same list resumes after them; another list starts over.
 public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
-    public static let currentVersion = 1
+    package static let currentVersion = 1
 
     public var version = Self.currentVersion
     /// SHA-256 (hex) of the ids, one per line, in order: which list this is.

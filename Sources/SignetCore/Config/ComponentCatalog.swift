@@ -28,7 +28,7 @@ public struct ComponentCatalog: Sendable {
     }
 
     /// The listing version of `--json`; bumped when a key changes meaning or disappears.
-    public static let jsonVersion = 1
+    package static let jsonVersion = 1
 
     // MARK: - Plain text
 

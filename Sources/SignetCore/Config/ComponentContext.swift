@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// What a factory gets besides its own settings.
 public struct ComponentContext: Sendable {

@@ -46,7 +46,7 @@ public struct ComponentRegistry: Sendable {
     public var defaultStoreType: String?
 
     /// The top-level keys the loader handles itself (``PipelineFileSpec``).
-    public static var builtInKeys: [String] { PipelineFileSpec.pipeline.names }
+    package static var builtInKeys: [String] { PipelineFileSpec.pipeline.names }
 
     /// A registry with the `settings:` section and nothing else.
     public init() {

@@ -2,7 +2,7 @@
 /// JSON Schema, docs/pipelines.md and `signet components --json` all read, as each
 /// component's ``ComponentSpec`` is for its own keys. Sections (`settings:`, `http:`) are
 /// registered components and come from the registry.
-public struct PipelineFileSpec: Sendable {
+package struct PipelineFileSpec: Sendable {
     /// What a top-level key holds.
     public enum Shape: Sendable, Equatable {
         /// Free text.

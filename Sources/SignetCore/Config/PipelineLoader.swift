@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 
 /// Turns a pipeline file into a ``Pipeline`` using a ``ComponentRegistry``.
 ///
@@ -23,7 +23,7 @@ public struct PipelineLoader: Sendable {
     public var logger: Logger
     /// Builds each store whose spec names a ``ComponentSpec/testSubstitute`` as that type
     /// instead (`signet test`: in-memory state, no files, no servers).
-    public var substitutesTestStores = false
+    package var substitutesTestStores = false
 
     public init(
         registry: ComponentRegistry,

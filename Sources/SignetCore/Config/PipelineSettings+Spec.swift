@@ -1,6 +1,6 @@
 extension PipelineSettings {
     /// The `settings:` section.
-    public static let spec = ComponentSpec(
+    package static let spec = ComponentSpec(
         name: "settings",
         summary: "how the runner batches, reports and retries",
         fields: [

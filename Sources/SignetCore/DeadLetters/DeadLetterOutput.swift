@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where rejected records go, and in what shape.
 public struct DeadLetterOutput: Sendable {

@@ -23,7 +23,7 @@ public final class PipelineHealth: Sendable {
     public var phase: Phase { state.withLock { $0 } }
 
     /// Moves to `phase`; a stopped pipeline stays stopped and a draining one never runs again.
-    public func enter(_ phase: Phase) {
+    package func enter(_ phase: Phase) {
         state.withLock { current in
             switch (current, phase) {
             case (.stopped, _), (.draining, .running), (.draining, .starting): return

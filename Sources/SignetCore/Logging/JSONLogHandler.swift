@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import Synchronization
 
 /// A swift-log handler that writes one JSON object per line (for log shippers: Vector,

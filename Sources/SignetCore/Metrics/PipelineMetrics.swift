@@ -1,4 +1,4 @@
-import CoreMetrics
+public import CoreMetrics
 import Metrics
 import Synchronization
 

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 import Synchronization
 
 /// Runs a ``Pipeline``: reads batches, passes them through the stages, delivers the

@@ -84,7 +84,7 @@ public struct Record: Sendable {
 
 /// The full length of an input the source could keep only the beginning of (a line over
 /// `max_line_bytes`), so the dead-letter record reports the truth.
-public enum OriginalInputLengthKey: RecordPartKey {
+package enum OriginalInputLengthKey: RecordPartKey {
     public typealias Value = Int
 }
 

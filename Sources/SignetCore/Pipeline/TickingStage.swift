@@ -17,6 +17,6 @@ public protocol TickingStage: Stage {
 
 /// Set by the runner on records a ``TickingStage`` generated: they are delivered and
 /// acknowledged, but have no source position to commit and do not count as read or passed.
-public enum GeneratedRecordKey: RecordPartKey {
+package enum GeneratedRecordKey: RecordPartKey {
     public typealias Value = Bool
 }

@@ -1,11 +1,11 @@
 extension ComponentSpec {
     /// `type: stdout` (a sink or the dead-letter sink).
-    public static let stdoutSink = ComponentSpec(
+    package static let stdoutSink = ComponentSpec(
         name: "stdout", summary: "one message value per line on standard output",
         description: "Acknowledged when the kernel accepted the write; a closed pipe is an error.")
 
     /// `type: file` (a sink or the dead-letter sink).
-    public static let fileSink = ComponentSpec(
+    package static let fileSink = ComponentSpec(
         name: "file", summary: "appends one message value per line to a file (fsync per batch by default)",
         description: "Acknowledged when written and, with fsync, on disk.",
         fields: [

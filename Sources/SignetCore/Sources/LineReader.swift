@@ -112,7 +112,7 @@ struct LineReader {
 }
 
 /// A read error from the operating system.
-public struct LineReaderError: Error, CustomStringConvertible {
+package struct LineReaderError: Error, CustomStringConvertible {
     public var errno: Int32
     public var description: String { "read failed: \(String(cString: strerror(errno)))" }
 }

@@ -8,13 +8,13 @@ extension ComponentSpec {
     ]
 
     /// `source: {type: stdin}`.
-    public static let stdinSource = ComponentSpec(
+    package static let stdinSource = ComponentSpec(
         name: "stdin", summary: "NDJSON lines from standard input",
         fields: lineSourceFields,
         examples: ["source:\n  type: stdin\n  max_line_bytes: 1048576"])
 
     /// `source: {type: file}`.
-    public static let fileSource = ComponentSpec(
+    package static let fileSource = ComponentSpec(
         name: "file", summary: "NDJSON lines from a file, optionally resuming from a checkpoint",
         fields: [ConfigField("path", .string, .required, "the NDJSON file to read", example: "notifications.ndjson")]
             + lineSourceFields

@@ -2,7 +2,7 @@ import Synchronization
 
 /// A source that serves records held in memory, in order, then the end of input: the cases
 /// of `signet test`, the inputs `signet dead-letters replay` read back.
-public final class RecordListSource: Source {
+package final class RecordListSource: Source {
     private let records: [Record]
     private let next = Mutex(0)
 

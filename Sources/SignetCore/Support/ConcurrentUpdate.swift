@@ -7,7 +7,7 @@ extension Array where Element: Sendable {
     /// Work is handed out one index at a time from an atomic counter, so uneven
     /// elements (a cache miss costs 10x a hit) do not leave a thread idle.
     /// Runs inline when one thread is asked for or the array is tiny.
-    public mutating func concurrentUpdate(
+    package mutating func concurrentUpdate(
         maxThreads: Int, _ body: @Sendable (inout Element) -> Void
     ) {
         let threads = Swift.min(maxThreads, count)

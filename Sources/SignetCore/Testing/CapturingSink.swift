@@ -1,7 +1,7 @@
 import Synchronization
 
 /// A sink that keeps what it is given, for `signet test`: nothing is written anywhere.
-public final class CapturingSink: Sink {
+package final class CapturingSink: Sink {
     private let captured = Mutex<[OutputMessage]>([])
 
     public init() {}

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// The top-level `http:` section of a pipeline file: one listener for `/metrics`,
 /// `/healthz`, `/readyz` and the entitlement API.
@@ -56,7 +56,7 @@ public struct AdminConfiguration: Sendable, Equatable {
 
 extension ComponentSpec {
     /// The top-level `http:` section.
-    public static let httpSection = ComponentSpec(
+    package static let httpSection = ComponentSpec(
         name: "http", summary: "serves /metrics, /healthz, /readyz and the entitlement API on one listener",
         description: """
             Off loopback, the /v1 API needs a bearer token (api_token, or SIGNET_API_TOKEN); \

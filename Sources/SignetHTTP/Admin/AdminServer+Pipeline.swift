@@ -1,7 +1,7 @@
-import Logging
-import Prometheus
+public import Logging
+public import Prometheus
 import ServiceLifecycle
-import SignetCore
+public import SignetCore
 
 extension AdminServer {
     /// The listener a pipeline's `http:` section asks for, or nil when it has none.

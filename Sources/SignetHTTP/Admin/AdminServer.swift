@@ -1,11 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
+public import Logging
 import NIOCore
-import Prometheus
-import ServiceLifecycle
-import SignetCore
+public import Prometheus
+public import ServiceLifecycle
+public import SignetCore
 import SignetState
 
 /// The listener every pipeline can have (its `http:` section): `GET /metrics`

@@ -1,5 +1,5 @@
 import CoreMetrics
-import Prometheus
+public import Prometheus
 
 /// The process's Prometheus registry and the swift-metrics bootstrap that feeds it.
 ///

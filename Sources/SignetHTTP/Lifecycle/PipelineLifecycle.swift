@@ -1,7 +1,7 @@
-import Logging
-import ServiceLifecycle
-import SignetCore
-import UnixSignals
+public import Logging
+public import ServiceLifecycle
+public import SignetCore
+public import UnixSignals
 
 /// Runs a pipeline and any other services (an admin HTTP server, say) in one
 /// ServiceLifecycle `ServiceGroup` that shuts down gracefully on SIGTERM/SIGINT.

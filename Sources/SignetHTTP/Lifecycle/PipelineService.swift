@@ -1,6 +1,6 @@
-import Logging
-import ServiceLifecycle
-import SignetCore
+public import Logging
+public import ServiceLifecycle
+public import SignetCore
 import Synchronization
 
 /// Runs a ``PipelineRunner`` as a ServiceLifecycle `Service`.
@@ -40,7 +40,7 @@ public final class PipelineService: Service, CustomStringConvertible {
 
     /// Whether graceful shutdown has begun: for a readiness endpoint, which should answer
     /// 503 from here on while the pipeline drains.
-    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+    package var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// The outcome once ``run()`` returned; nil before.
     public var outcome: Outcome? { finish.withLock { $0.outcome } }

@@ -2,14 +2,14 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import SignetCore
+package import SignetCore
 
 /// Posts inputs (kept by dead letters) to a running webhook, one at a time as Apple would,
 /// and tallies what its answers say became of each: `signet dead-letters replay --webhook`.
 ///
 /// A pipeline running as a service holds its store; going through its webhook replays into
 /// it without stopping it, and each answer comes after the commit.
-public struct WebhookReplayClient: Sendable {
+package struct WebhookReplayClient: Sendable {
     public var url: String
     /// How long one input may keep meeting 503, 429 or a refused connection (a pipeline
     /// draining or restarting) before it is counted without an answer.

@@ -1,11 +1,11 @@
 import AsyncHTTPClient
 import Foundation
-import CoreMetrics
-import Logging
+public import CoreMetrics
+public import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
-import SignetCore
+public import SignetCore
 import SignetOpenSSL
 import Synchronization
 

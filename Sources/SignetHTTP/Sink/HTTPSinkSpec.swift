@@ -1,8 +1,8 @@
-import SignetCore
+public import SignetCore
 
 extension ComponentSpec {
     /// `type: http` (a sink).
-    public static let httpSink = ComponentSpec(
+    package static let httpSink = ComponentSpec(
         name: "http",
         summary: "POSTs events to a URL, one per request or as a JSON array; acknowledged on 2xx",
         description: """

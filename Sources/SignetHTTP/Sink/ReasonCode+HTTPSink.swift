@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// The code the `http` sink refuses an event with (docs/reason-codes.md).
 extension ReasonCode {

@@ -1,11 +1,11 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import Logging
+public import Logging
 import NIOCore
 import ServiceLifecycle
-import SignetCore
-import SignetState
+public import SignetCore
+public import SignetState
 import Synchronization
 
 /// Apple's webhook as a pipeline source: App Store Server Notifications arrive as
@@ -81,7 +81,7 @@ public final class HTTPSource: OutcomeReportingSource {
     public var boundAddress: ListenAddress? { server.withLock { $0.bound } }
 
     /// Whether requests are taken (false while draining and after close): for readiness.
-    public var isAccepting: Bool { intake.isAccepting }
+    package var isAccepting: Bool { intake.isAccepting }
 
     /// Counts of accepted, refused and committed requests, and group commits.
     public var statistics: HTTPSourceStatistics {

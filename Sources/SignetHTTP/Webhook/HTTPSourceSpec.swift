@@ -1,10 +1,10 @@
 import Foundation
-import SignetCore
+public import SignetCore
 import SignetState
 
 extension ComponentSpec {
     /// `source: {type: http}`: Apple's webhook.
-    public static let httpSource = ComponentSpec(
+    package static let httpSource = ComponentSpec(
         name: "http",
         summary: "Apple's webhook: POSTed notifications, each answered 200 only after its record is committed",
         description: """

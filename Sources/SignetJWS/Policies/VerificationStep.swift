@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// One step of JWS verification, in the order ``AppStoreVerifier`` runs them.
 ///

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// The codes the `transition` stage rejects with (docs/reason-codes.md).
 extension ReasonCode {

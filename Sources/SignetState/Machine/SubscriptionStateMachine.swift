@@ -1,5 +1,5 @@
 import AppStoreModels
-import SignetCore
+public import SignetCore
 
 /// The per-`originalTransactionId` state machine: merges one verified input into the
 /// stored snapshot and says which entitlement-change events that causes.
@@ -23,7 +23,7 @@ public enum SubscriptionStateMachine {
     }
 
     /// Reason code for an undocumented notification type when the policy rejects them.
-    public static let unknownTypeReason = ReasonCode.unknownNotificationType
+    package static let unknownTypeReason = ReasonCode.unknownNotificationType
 
     /// Notification types that concern no single purchase.
     static let purchaseIndependentTypes: Set<NotificationType> = [

@@ -1,5 +1,5 @@
-import AppStoreModels
-import SignetJWS
+public import AppStoreModels
+public import SignetJWS
 
 /// The verified facts one record contributes to the state machine, independent of how
 /// they were verified (so the machine can be tested and embedded without crypto).

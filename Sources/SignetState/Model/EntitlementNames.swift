@@ -1,5 +1,5 @@
 import Foundation
-import SignetCore
+public import SignetCore
 
 /// Which entitlement names (`pro`, `ad_free`) each product or subscription group grants: a
 /// store's `entitlements:` setting, so a backend asks "has this user pro?" without knowing

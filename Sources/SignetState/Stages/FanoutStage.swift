@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// `fanout`: routes entitlement-change events to sinks by rule (event type, environment,
 /// product), using the headers `transition` puts on each message, so outbox

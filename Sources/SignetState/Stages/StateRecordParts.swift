@@ -1,30 +1,30 @@
-import SignetCore
+public import SignetCore
 
 /// The dedupe key the `dedupe` stage computed for a record; `transition` uses the same
 /// key for its authoritative check, so both stages agree on what a duplicate is.
-public enum DedupeKeyPart: RecordPartKey {
+package enum DedupeKeyPart: RecordPartKey {
     public typealias Value = String
 }
 
 /// Set by `transition` on records whose dedupe key it committed together with their
 /// effect, so `dedupe` does not record the key again on acknowledgement.
-public enum StateAppliedPart: RecordPartKey {
+package enum StateAppliedPart: RecordPartKey {
     public typealias Value = Bool
 }
 
 /// The events `transition` emitted for a record (also in `outputs` as JSON), for
 /// embedding services that want the typed values.
-public enum EntitlementEventsPart: RecordPartKey {
+package enum EntitlementEventsPart: RecordPartKey {
     public typealias Value = [EntitlementEvent]
 }
 
 /// The outbox sequence numbers behind a record's outputs; `acknowledge` marks them delivered.
-public enum OutboxSequencesPart: RecordPartKey {
+package enum OutboxSequencesPart: RecordPartKey {
     public typealias Value = [Int64]
 }
 
 /// What `dedupe` derived from a record's verified payload, kept so `transition` does not
 /// derive it again.
-public enum TransitionInputPart: RecordPartKey {
+package enum TransitionInputPart: RecordPartKey {
     public typealias Value = TransitionInput
 }

@@ -1,4 +1,4 @@
-import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// Where the store settings of a stage went when stores became named resources.
@@ -17,7 +17,7 @@ extension ComponentSpec {
         "what identifies a retry: notificationUUID, or content (type, subtype, signedDate, transaction)")
 
     /// `- type: dedupe`.
-    public static let dedupeStage = ComponentSpec(
+    package static let dedupeStage = ComponentSpec(
         name: "dedupe",
         summary: "drops Apple's retries (key: notificationUUID by default; durable store)",
         description: "With transition after it on the same store, it drops repeats within a batch and leaves the store check to transition's commit; alone, it records keys after the sinks acknowledged.",
@@ -32,7 +32,7 @@ extension ComponentSpec {
         retiredKeys: movedStoreKeys)
 
     /// `- type: transition`.
-    public static let transitionStage = ComponentSpec(
+    package static let transitionStage = ComponentSpec(
         name: "transition",
         summary: "per-purchase state machine; entitlement events through a transactional outbox",
         description: "docs/state-machine.md describes the states, events and policy.",
@@ -85,7 +85,7 @@ extension ComponentSpec {
     }()
 
     /// `- type: fanout`.
-    public static let fanoutStage = ComponentSpec(
+    package static let fanoutStage = ComponentSpec(
         name: "fanout",
         summary: "routes entitlement events to sinks by event type, environment and product",
         description: "Every route whose `when` matches sends the event to its sinks; an event no route matches goes to default_sinks.",

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import SignetJWS
 import Synchronization
 

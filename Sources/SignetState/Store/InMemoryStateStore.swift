@@ -222,5 +222,5 @@ public final class InMemoryStateStore: StateStore {
     public func close() throws {}
 
     /// How many dedupe keys are held (for tests of the bound).
-    public var keyCount: Int { contents.withLock { $0.keys.count } }
+    package var keyCount: Int { contents.withLock { $0.keys.count } }
 }

@@ -5,9 +5,9 @@ import Foundation
 /// never differ.
 public enum StateJSON {
     /// What an entitlement answer's `asOf.meaning` says.
-    public static let entitlementsMeaning = "evaluated at this instant from the stored snapshot"
+    package static let entitlementsMeaning = "evaluated at this instant from the stored snapshot"
     /// What a stored snapshot's `asOf.meaning` says.
-    public static let snapshotMeaning =
+    package static let snapshotMeaning =
         "stored snapshot: the state when the last notification was applied; `signet entitlements` answers for now"
 
     /// Pretty-printed, keys sorted, slashes unescaped.

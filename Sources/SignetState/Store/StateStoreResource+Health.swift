@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// Ready when the store is open and answers a query (`/readyz`).
 extension StateStoreResource: HealthReporting {

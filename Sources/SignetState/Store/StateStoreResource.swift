@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// A state store as a named resource of a pipeline (`stores:`): `dedupe` and

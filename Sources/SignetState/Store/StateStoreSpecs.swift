@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 extension ConfigField {
     /// `outbox_retention` of every store type: it is also how long a purchase's history lasts.
@@ -13,7 +13,7 @@ extension ConfigField {
 
 extension ComponentSpec {
     /// `stores: { NAME: { type: sqlite } }`.
-    public static let sqliteStore = ComponentSpec(
+    package static let sqliteStore = ComponentSpec(
         name: "sqlite",
         summary: "state in one SQLite file (WAL): subscriptions, dedupe keys, the event outbox",
         description: "The zero-setup default: the implicit store `default` is an sqlite store at the default path.",
@@ -38,7 +38,7 @@ extension ComponentSpec {
         testSubstitute: "memory")
 
     /// `stores: { NAME: { type: memory } }`.
-    public static let memoryStore = ComponentSpec(
+    package static let memoryStore = ComponentSpec(
         name: "memory",
         summary: "state in this process's memory, gone when it exits (tests, signet test)",
         fields: [

@@ -1,5 +1,5 @@
 import Foundation
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Keeps every delivered message; can fail a number of times first, or forever for some messages.

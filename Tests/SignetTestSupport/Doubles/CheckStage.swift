@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// Rejects lines containing "bad" (reason `test_bad`), drops lines containing "dup", and
 /// emits `out:<line>` keyed by the line's offset for everything else.

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Counts how often each record offset was processed (for parallelism checks).

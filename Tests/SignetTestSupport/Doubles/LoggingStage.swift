@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Logs process/acknowledge calls; optionally serves an outbox of undelivered records.

@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Serves `lines` (or an endless stream) as records `stream:1`, `stream:2`, ... and records commits.

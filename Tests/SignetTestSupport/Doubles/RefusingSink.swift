@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Accepts every message except those `refuses` matches, which it refuses for good

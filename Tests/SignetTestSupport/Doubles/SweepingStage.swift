@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 import Synchronization
 
 /// Passes records through and, every `interval`, generates one record (as an expiry
