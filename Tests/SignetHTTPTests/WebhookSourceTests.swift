@@ -101,6 +101,39 @@ struct WebhookSourceTests {
         _ = try await harness.finish()
     }
 
+    @Test("batch_linger: a steady trickle of requests shares commits instead of paying one each")
+    func lingerGroupsATrickle() async throws {
+        let harness = try await WebhookHarness(count: 40, sourceKeys: "  batch_linger: 60ms")
+        // One request every 10 ms, each on its own connection, as Apple's trickle arrives.
+        let script = """
+            import http.client, json, sys, threading, time
+            port, path = int(sys.argv[1]), sys.argv[2]
+            bodies = open(path).read().splitlines()
+            statuses = []
+            lock = threading.Lock()
+            start = time.monotonic() + 0.2
+            def post(index, body):
+                time.sleep(max(0, start + index * 0.01 - time.monotonic()))
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                connection.request("POST", "/notifications", body, {"Content-Type": "application/json"})
+                response = connection.getresponse()
+                response.read()
+                with lock: statuses.append(response.status)
+            threads = [threading.Thread(target=post, args=(i, body)) for i, body in enumerate(bodies)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            print(json.dumps({"ok": statuses.count(200), "all": len(statuses)}))
+            """
+        let result = try await Blocking.python(script, [String(harness.port), harness.directory.path("notifications.ndjson")])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("\"ok\": 40, \"all\": 40"), "\(result.output)")
+        let statistics = harness.source.statistics
+        #expect(statistics.committed == 40)
+        // About six requests arrive within each 60 ms linger: far fewer commits than requests.
+        #expect(statistics.commits <= 20, "commits: \(statistics.commits)")
+        _ = try await harness.finish()
+    }
+
     @Test("a client that hangs up before the answer: its record is still committed")
     func hangUpStillCommits() async throws {
         let harness = try await WebhookHarness(count: 1)

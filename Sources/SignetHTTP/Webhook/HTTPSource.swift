@@ -32,6 +32,10 @@ public final class HTTPSource: OutcomeReportingSource {
         public var maxConnections = 256
         /// Records accepted and not yet committed at most; beyond it requests get 503.
         public var maxInFlight = 4096
+        /// How long a request waits, at most, for others to share its batch (one state commit
+        /// and one sink flush for all of them) when fewer than a batch are queued. Zero: each
+        /// batch is taken at once, so a steady trickle of requests pays a commit each.
+        public var batchLinger: Duration = .zero
         /// How long a request waits for its record's commit before it gets 503 (the record
         /// stays in the pipeline; the retry is deduplicated).
         public var responseTimeout: Duration = .seconds(25)
@@ -74,7 +78,8 @@ public final class HTTPSource: OutcomeReportingSource {
         self.options = options
         self.store = store
         self.logger = logger
-        self.intake = WebhookIntake(stream: "http:\(options.path)", maxInFlight: options.maxInFlight, deadlines: deadlines)
+        self.intake = WebhookIntake(
+            stream: "http:\(options.path)", maxInFlight: options.maxInFlight, linger: options.batchLinger, deadlines: deadlines)
     }
 
     /// The address the server listens on once open (the real port when 0 was asked).

@@ -35,6 +35,12 @@ extension ComponentSpec {
                 "max_in_flight", .int(1...1_000_000), .default("4096"),
                 "records accepted and not yet committed at most; beyond it requests get 503", advanced: true),
             ConfigField(
+                "batch_linger", .duration(.zero...(.milliseconds(100))), .default("0s"),
+                "how long a request waits, at most, for others to share its batch (one state commit and one sink flush) "
+                    + "when fewer than batch_size are queued: a steady trickle then pays one commit per few requests "
+                    + "instead of one each, for that much added latency (docs/webhook.md)",
+                example: "${SIGNET_HTTP_BATCH_LINGER:2ms}"),
+            ConfigField(
                 "response_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("25s"),
                 "a request whose record is not committed this long gets 503 (the record stays in the pipeline; "
                     + "the retry is deduplicated)", advanced: true),
@@ -106,6 +112,7 @@ extension HTTPSource.Options {
         bodyTimeout = try config.duration("body_timeout")
         maxConnections = try config.int("max_connections")
         maxInFlight = try config.int("max_in_flight")
+        batchLinger = try config.duration("batch_linger")
         responseTimeout = try config.duration("response_timeout")
         retryAfter = try config.duration("retry_after")
         retryMisconfigured = try config.bool("retry_misconfigured")

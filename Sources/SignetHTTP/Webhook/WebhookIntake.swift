@@ -60,6 +60,8 @@ final class WebhookIntake: Sendable {
 
     private struct State: ~Copyable {
         var queue: [Record] = []
+        /// When the oldest queued record arrived: a batch lingers from then.
+        var oldestQueuedAt: ContinuousClock.Instant?
         var waiters: [Int64: Waiter] = [:]
         /// Accepted and not yet committed, by offset; answered or not.
         var uncommitted: Set<Int64> = []
@@ -73,12 +75,16 @@ final class WebhookIntake: Sendable {
     /// The stream name in the records' positions.
     let stream: String
     private let maxInFlight: Int
+    /// How long a batch smaller than the runner asked for waits, from its oldest record's
+    /// arrival, for more requests to share its commit (``HTTPSource/Options/batchLinger``).
+    private let linger: Duration
     private let deadlines: DeadlineSweeper
     private let state = Mutex(State())
 
-    init(stream: String, maxInFlight: Int, deadlines: DeadlineSweeper = DeadlineSweeper()) {
+    init(stream: String, maxInFlight: Int, linger: Duration = .zero, deadlines: DeadlineSweeper = DeadlineSweeper()) {
         self.stream = stream
         self.maxInFlight = maxInFlight
+        self.linger = linger
         self.deadlines = deadlines
     }
 
@@ -108,6 +114,7 @@ final class WebhookIntake: Sendable {
                 state.nextOffset += 1
                 var record = Record(raw: body, position: SourcePosition(stream: stream, offset: offset))
                 record.sourceTimestamp = WallClock.milliseconds()
+                if state.queue.isEmpty { state.oldestQueuedAt = .now }
                 state.queue.append(record)
                 state.uncommitted.insert(offset)
                 let deadline = deadlines.schedule(after: timeout) { [self] in expire(offset) }
@@ -121,28 +128,45 @@ final class WebhookIntake: Sendable {
         }
     }
 
-    /// Up to `maxRecords` queued records; waits for the first one. Nil once stopped and empty.
+    /// Up to `maxRecords` queued records; waits for the first one, then lingers until
+    /// `linger` after its arrival when fewer than `maxRecords` are queued (a steady trickle of
+    /// requests then shares one commit instead of paying one each). Nil once stopped and empty.
     func nextBatch(maxRecords: Int) async -> [Record]? {
         while true {
-            let taken: [Record]?? = state.withLock { state -> [Record]?? in
+            enum Next { case batch([Record]?), linger(until: ContinuousClock.Instant), wait }
+            let next: Next = state.withLock { state in
                 if !state.queue.isEmpty {
+                    if let since = state.oldestQueuedAt, linger > .zero, state.queue.count < maxRecords,
+                        !state.stopping, !state.closed, since + linger > .now
+                    {
+                        return .linger(until: since + linger)
+                    }
+                    state.oldestQueuedAt = nil
                     if state.queue.count <= maxRecords {
                         defer { state.queue = [] }
-                        return .some(state.queue)
+                        return .batch(state.queue)
                     }
                     let batch = Array(state.queue.prefix(maxRecords))
                     state.queue.removeFirst(maxRecords)
-                    return .some(batch)
+                    // The rest arrived while this batch waited: it goes next without lingering.
+                    state.oldestQueuedAt = .now - linger
+                    return .batch(batch)
                 }
-                return state.stopping || state.closed ? .some(nil) : nil
+                return state.stopping || state.closed ? .batch(nil) : .wait
             }
-            if let taken { return taken }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                state.withLock { state in
-                    if !state.queue.isEmpty || state.stopping || state.closed {
-                        continuation.resume()
-                    } else {
-                        state.batchWaiter = continuation
+            switch next {
+            case .batch(let batch): return batch
+            case .linger(let instant):
+                // Bounded by `linger` (milliseconds); a stop is seen when it ends.
+                try? await Task.sleep(until: instant, clock: .continuous)
+            case .wait:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    state.withLock { state in
+                        if !state.queue.isEmpty || state.stopping || state.closed {
+                            continuation.resume()
+                        } else {
+                            state.batchWaiter = continuation
+                        }
                     }
                 }
             }
