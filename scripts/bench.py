@@ -20,7 +20,7 @@ Each pipeline runs --repeat times (default 5), interleaved (verify-only, full, P
 again), and the median run counts: on a shared 2-core machine one run can be 20% off another,
 and interleaving spreads slow spells over every pipeline instead of one.
 
-Usage: scripts/bench.py [--count N] [--repeat N] [--no-build] [--keep DIR] [--no-postgres]
+Usage: scripts/bench.py [--count N] [--repeat N] [--no-build | --binary PATH] [--keep DIR] [--no-postgres]
 """
 import argparse
 import glob
@@ -116,8 +116,12 @@ def main():
     parser.add_argument("--keep", help="keep fixtures and data in this folder")
     parser.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL store")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each pipeline, interleaved; the median counts (default 5)")
+    parser.add_argument("--binary", help="measure this signet binary instead of building .build/release/signet")
     args = parser.parse_args()
 
+    global SIGNET
+    if args.binary:
+        SIGNET, args.no_build = os.path.abspath(args.binary), True
     if not args.no_build:
         subprocess.run(["swift", "build", "-c", "release", "--product", "signet"], cwd=ROOT, check=True)
     work = args.keep or tempfile.mkdtemp(prefix="signet-bench-")
