@@ -121,11 +121,7 @@ struct PipesAndPathsTests {
         #expect(one.lines.count == 1)
         let several = try CLI.run(["fixtures", "--out", out, "--now", "--count", "6", "--stdout", "--type", "REFUND", "--type", "TEST"])
         #expect(several.lines.count == 6)
-        var environment = ["SIGNET_DATA_DIR": out + "/data"]
-        for line in try CLI.fileLines(out + "/fixtures.env") where line.hasPrefix("export ") {
-            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
-        }
+        let environment = try FixturesEnvironment.read(out).merging(["SIGNET_DATA_DIR": out + "/data"]) { $1 }
         // Verified, they are what was asked for; two calls with --now never repeat an id.
         let decoded = try CLI.run(["verify"], stdin: one.stdout + several.stdout, environment: environment)
         #expect(decoded.exitCode == 0, CLI.describe(decoded))
@@ -147,11 +143,7 @@ struct PipesAndPathsTests {
         func entitledPurchases(_ extra: [String]) throws -> (purchases: Int, entitled: Int) {
             let out = dir.path("fx\(extra.count)")
             #expect(try CLI.run(["fixtures", "--out", out, "--count", "30"] + extra).exitCode == 0)
-            var environment = ["SIGNET_DATA_DIR": out + "/data"]
-            for line in try CLI.fileLines(out + "/fixtures.env") where line.hasPrefix("export ") {
-                let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
-                if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
-            }
+            let environment = try FixturesEnvironment.read(out).merging(["SIGNET_DATA_DIR": out + "/data"]) { $1 }
             let run = try CLI.run(["run"], stdin: try Data(contentsOf: URL(fileURLWithPath: out + "/notifications.ndjson")), environment: environment)
             #expect(run.exitCode == 0, CLI.describe(run))
             #expect(run.stderr.contains("30 read, 30 passed, 0 rejected"), CLI.describe(run))

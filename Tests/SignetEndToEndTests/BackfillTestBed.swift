@@ -32,12 +32,7 @@ struct BackfillTestBed {
         let fixtures = directory.url.appendingPathComponent("fixtures")
         let made = try SignetProcess.run(["fixtures", "--out", fixtures.path, "--count", String(count)], timeout: 300)
         guard made.exitCode == 0 else { throw FakeAppStoreAPIError("signet fixtures failed: \(made.stderr)") }
-        var environment: [String: String] = [:]
-        let envText = try String(contentsOf: fixtures.appendingPathComponent("fixtures.env"), encoding: .utf8)
-        for line in envText.split(separator: "\n") where line.hasPrefix("export ") {
-            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
-        }
+        var environment = try FixturesEnvironment.read(fixtures.path)
         guard let bundleId = environment["SIGNET_BUNDLE_ID"] else { throw FakeAppStoreAPIError("no SIGNET_BUNDLE_ID in fixtures.env") }
         let lines = try String(contentsOf: fixtures.appendingPathComponent("notifications.ndjson"), encoding: .utf8)
             .split(separator: "\n").map(String.init)

@@ -34,12 +34,7 @@ struct PurchaseEndpointTests {
         defer { directory.remove() }
         let fixtures = try SignetProcess.run(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
-        var environment: [String: String] = [:]
-        for line in try String(contentsOfFile: directory.path("fixtures/fixtures.env"), encoding: .utf8).split(separator: "\n")
-        where line.hasPrefix("export ") {
-            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]) }
-        }
+        var environment = try FixturesEnvironment.read(directory.path("fixtures"))
         let transactionLine = try #require(
             try String(contentsOfFile: directory.path("fixtures/transactions.ndjson"), encoding: .utf8).split(separator: "\n").first)
         let notificationLine = try #require(
