@@ -96,12 +96,13 @@ struct StateCommand: ParsableCommand {
         func run() throws {
             let database = try store.open()
             defer { try? database.close() }
-            guard let json = try StateJSON.history(originalTransactionId, limit: limit, in: database) else {
+            let events = try database.eventHistory(originalTransactionId: originalTransactionId, limit: limit)
+            guard let json = try StateJSON.history(originalTransactionId, events: events, in: database) else {
                 Terminal.error("no state and no events for originalTransactionId \(originalTransactionId) in \(store.location)")
                 throw ExitCode.failure
             }
             try Terminal.printLine(json)
-            if try database.eventHistory(originalTransactionId: originalTransactionId, limit: 1).isEmpty {
+            if events.isEmpty {
                 Terminal.error(
                     "signet: no events kept for \(originalTransactionId): delivered events stay for the store's outbox_retention (set it, e.g. 90d, to keep a history)")
             }

@@ -69,7 +69,11 @@ public enum StateJSON {
     /// with each event exactly as published; nil when the store knows neither the purchase nor
     /// any event of it.
     public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any StateStore) throws -> [UInt8]? {
-        let entries = try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit)
+        try history(originalTransactionId, events: try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit), in: store)
+    }
+
+    /// The same for events already read from `store`, for a caller that also looks at them.
+    public static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any StateStore) throws -> [UInt8]? {
         if entries.isEmpty, try store.subscription(originalTransactionId: originalTransactionId) == nil { return nil }
         let events: [[String: Any]] = try entries.map { entry in
             [
