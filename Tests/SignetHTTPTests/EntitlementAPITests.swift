@@ -173,8 +173,22 @@ struct EntitlementAPITests {
         let cli = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", original])
         #expect(cli.exitCode == 0, "\(cli.stderr)")
         #expect(cli.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == answers[0].body.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(!cli.stderr.contains("no events kept"), "\(cli.stderr)")
         let missing = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", "0000"])
         #expect(missing.exitCode == 1 && missing.stderr.contains("no state and no events"), "\(missing.stderr)")
+    }
+
+    @Test("without outbox_retention, `signet state history` prints the purchase with no events and says how to keep them")
+    func historyNotKept() async throws {
+        let (bed, events) = try await Self.ranBed()
+        defer { bed.remove() }
+        let original = try #require(events.first?["originalTransactionId"] as? String)
+        let database = bed.directory.appendingPathComponent("signet.sqlite").path
+        let cli = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", original])
+        #expect(cli.exitCode == 0, "\(cli.stderr)")
+        let answer = try #require(JSONSerialization.jsonObject(with: Data(cli.stdoutText.utf8)) as? [String: Any])
+        #expect((answer["events"] as? [Any])?.isEmpty == true, "\(cli.stdoutText)")
+        #expect(cli.stderr.contains("no events kept for \(original)") && cli.stderr.contains("outbox_retention"), "\(cli.stderr)")
     }
 
     @Test("with a token (here on 127.0.0.2): 401 without it or with a wrong one, 200 with it; metrics stay open")
