@@ -42,6 +42,25 @@ struct FailingOpenSink: Sink {
 struct PipelineRunnerTests {
     func lines(_ count: Int) -> [String] { (1...count).map { "r\($0)" } }
 
+    /// Stages may block in every call (a store's open, a delivery mark's transaction), so the
+    /// runner makes none of them from Swift's cooperative pool: process on the stage's own
+    /// executor, the rest on the runner's.
+    @Test func noStageCallRunsOnTheCooperativePool() async throws {
+        let probe = ExecutorProbeStage()
+        let pipeline = Pipeline(
+            source: MemorySource(lines: lines(5)), stages: [probe, CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
+            deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 2))
+        _ = try await PipelineRunner(pipeline: pipeline).run()
+        let calls = probe.executors
+        // Five records in batches of two: three batches, each processed and acknowledged.
+        #expect(calls.prefix(2).map(\.call) == ["open", "undeliveredOutputs"] && calls.last?.call == "close", "\(calls)")
+        #expect(calls.filter { $0.call == "process" }.count == 3 && calls.filter { $0.call == "acknowledge" }.count == 3, "\(calls)")
+        for call in calls {
+            #expect(call.executor != nil, "\(call.call) ran on the cooperative pool")
+        }
+        #expect(calls.filter { $0.call == "process" }.allSatisfy { $0.executor == "signet.stage.probe" }, "\(calls)")
+    }
+
     @Test func outputsRejectsAndDropsEndToEnd() async throws {
         let source = MemorySource(lines: ["a", "bad1", "dup", "b", "bad2", "c"])
         let out = CaptureSink(name: "out")

@@ -21,6 +21,10 @@ public final class PipelineRunner: Sendable {
     public let metrics: PipelineMetrics
     /// The phase `/readyz` reports: starting, running, draining, stopped.
     public let health: PipelineHealth
+    /// Where the runner's own calls into components run, since they may block (a store's
+    /// open, a delivery mark's transaction, a close): opening and closing, the stages'
+    /// acknowledgements and the outbox redelivery. Never the cooperative pool.
+    private let housekeeping = BlockingExecutor(label: "signet.runner")
 
     public init(
         pipeline: Pipeline, logger: Logger = Logger(label: "signet"), metrics: PipelineMetrics = PipelineMetrics(),
@@ -63,7 +67,7 @@ public final class PipelineRunner: Sendable {
         do {
             // Resources first (stages use them from open() on), closed last.
             for named in pipeline.resources {
-                try await named.resource.open()
+                try await withTaskExecutorPreference(housekeeping) { try await named.resource.open() }
                 opened.append(named.resource.close)
                 // Said at start like the verify stage's settings: a wrong database is a misconfiguration too.
                 logger.info("store \(named.name) (\(named.type)): \(named.resource.summary ?? named.resource.identity ?? "open")")
@@ -71,7 +75,7 @@ public final class PipelineRunner: Sendable {
             try await pipeline.source.open()
             opened.append(pipeline.source.close)
             for stage in pipeline.stages {
-                try await stage.open()
+                try await withTaskExecutorPreference(housekeeping) { try await stage.open() }
                 opened.append(stage.close)
             }
             for named in pipeline.sinks {
@@ -173,14 +177,18 @@ public final class PipelineRunner: Sendable {
     private func redeliverOutbox() async throws {
         let stages = pipeline.stages
         for (index, stage) in stages.enumerated() {
-            guard var batch = try await stage.undeliveredOutputs(), batch.count > 0 else { continue }
+            let found = try await withTaskExecutorPreference(housekeeping) { () async throws -> RecordBatch? in
+                guard var batch = try await stage.undeliveredOutputs(), batch.count > 0 else { return nil }
+                batch.isRedelivery = true
+                for later in stages[(index + 1)...] {
+                    try await later.process(&batch)
+                }
+                return batch
+            }
+            guard let batch = found else { continue }
             logger.notice(
                 "delivering \(batch.count) records that an earlier run committed but did not deliver",
                 metadata: ["stage": "\(stage.name)"])
-            batch.isRedelivery = true
-            for later in stages[(index + 1)...] {
-                try await later.process(&batch)
-            }
             try await deliver(batch)
         }
     }
@@ -224,8 +232,10 @@ public final class PipelineRunner: Sendable {
         FaultInjection.point("after_sink_write")
 
         // Commit: stages first (their outbox marks), then the source.
-        for stage in pipeline.stages {
-            try await stage.acknowledge(batch)
+        try await withTaskExecutorPreference(housekeeping) {
+            for stage in pipeline.stages {
+                try await stage.acknowledge(batch)
+            }
         }
         FaultInjection.point("after_acknowledge")
         metrics.eventsPublished(settlement.publishedEventTypes)
@@ -337,7 +347,7 @@ public final class PipelineRunner: Sendable {
         var failures: [any Error] = []
         for close in closers {
             do {
-                try await close()
+                try await withTaskExecutorPreference(housekeeping) { try await close() }
             } catch let error as UncommittedPositions {
                 failures.append(error)
             } catch {

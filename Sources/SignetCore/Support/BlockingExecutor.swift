@@ -7,17 +7,27 @@ import Dispatch
 /// answers, the runner's hand-offs and every sink's delivery reports. A `write(2)` plus
 /// `fsync`, a SQLite page read, a PostgreSQL round trip or a librdkafka poll on it stalls
 /// all of those. So whatever blocks runs on a `BlockingExecutor`: stages as their task
-/// executor (`addTask(executorPreference:)`), sources, sinks and the admin API's store reads
-/// through ``run(_:)``. Each owner keeps its own executor, so the calls it makes stay in
+/// executor (`addTask(executorPreference:)`), the runner's own calls into components (open,
+/// close, acknowledge, outbox redelivery) on one of its own, sources, sinks and the admin
+/// API's store reads through ``run(_:)``. Each owner keeps its own executor, so the calls it makes stay in
 /// order on one thread, as a serial queue does (the same idea as swift-nio's
 /// `NIOThreadPool.runIfActive`, with one thread per owner).
 public final class BlockingExecutor: TaskExecutor {
     private let queue: DispatchQueue
+    /// Marks each executor's queue with its label, so code can ask where it runs (``current``).
+    /// `nonisolated(unsafe)` is sound: the key is set once and never mutated, and Dispatch's
+    /// specific-value calls are thread-safe.
+    nonisolated(unsafe) private static let labelKey = DispatchSpecificKey<String>()
 
     /// - Parameter label: the dispatch queue's label (shows in thread names and crash logs).
     public init(label: String) {
         queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.labelKey, value: label)
     }
+
+    /// The label of the `BlockingExecutor` whose thread runs the caller; nil anywhere else
+    /// (Swift's cooperative pool included): for tests that check blocking work is off the pool.
+    package static var current: String? { DispatchQueue.getSpecific(key: labelKey) }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
