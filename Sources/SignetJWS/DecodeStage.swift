@@ -29,7 +29,7 @@ public struct DecodeStage: RecordStage {
     }
 
     /// Parses one input line into its signed envelope.
-    package static func envelope(from line: [UInt8]) throws(RecordRejection) -> SignedEnvelope {
+    public static func envelope(from line: [UInt8]) throws(RecordRejection) -> SignedEnvelope {
         // The common shape first: it is pure ASCII, so it needs no UTF-8 validation.
         if let fast = fastEnvelope(line[...]) { return fast }
         guard String(validating: line, as: UTF8.self) != nil else {

@@ -3,7 +3,7 @@ public import SignetCore
 
 /// What the `decode` stage found in an input line: which kind of signed object it
 /// carries and its compact JWS text. Nothing in it is trusted yet.
-package struct SignedEnvelope: Sendable, Equatable {
+public struct SignedEnvelope: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable {
         /// An App Store Server Notification (`signedPayload`, or a bare JWS line).
         case notification
@@ -62,7 +62,7 @@ public enum VerifiedPayload: Sendable {
 }
 
 /// Record slot filled by the `decode` stage.
-package enum SignedEnvelopeKey: RecordPartKey {
+public enum SignedEnvelopeKey: RecordPartKey {
     public typealias Value = SignedEnvelope
 }
 
