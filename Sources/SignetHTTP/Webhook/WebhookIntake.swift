@@ -134,9 +134,11 @@ final class WebhookIntake: Sendable {
     func nextBatch(maxRecords: Int) async -> [Record]? {
         while true {
             enum Next { case batch([Record]?), linger(until: ContinuousClock.Instant), wait }
+            // A cancelled task's sleep returns at once: lingering then would only spin.
+            let mayLinger = linger > .zero && !Task.isCancelled
             let next: Next = state.withLock { state in
                 if !state.queue.isEmpty {
-                    if let since = state.oldestQueuedAt, linger > .zero, state.queue.count < maxRecords,
+                    if mayLinger, let since = state.oldestQueuedAt, state.queue.count < maxRecords,
                         !state.stopping, !state.closed, since + linger > .now
                     {
                         return .linger(until: since + linger)
