@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SignetCore
 
 /// The API settings of a component that calls the App Store Server API (`appstore_history`,
@@ -37,6 +38,12 @@ struct AppStoreAPISettings: Sendable {
     }
 
     /// The client's configuration, with the defaults' variables expanded from `env`.
+    /// A client for these settings under `env`. Components call it when they open, so a missing
+    /// key or variable is reported then, not when the pipeline file is loaded.
+    func makeClient(_ env: [String: String], logger: Logger) throws -> AppStoreServerAPIClient {
+        try AppStoreServerAPIClient(configuration: configuration(env), logger: logger)
+    }
+
     func configuration(_ env: [String: String]) throws -> AppStoreAPIConfiguration {
         var resolved: [String: String] = [:]
         // In the spec's order, so the first missing variable named is always the same one.
