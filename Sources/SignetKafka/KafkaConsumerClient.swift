@@ -150,6 +150,14 @@ final class KafkaConsumerClient: @unchecked Sendable {
     static let joinNoticeDelay = Duration.seconds(3)
     /// The longest `close()` waits for a join in progress to settle (see there).
     static let joinSettleTimeout = Duration.seconds(10)
+    /// Records a keep-alive poll took while the runner was not asking (see ``keepAlive()``),
+    /// with their partition's epoch then; the next ``poll(maxRecords:timeout:)`` hands them out
+    /// first. Only touched on the source's queue; a Mutex for Sendable.
+    private let parked = Mutex<[(record: Record, partition: TopicPartition, epoch: UInt64)]>([])
+    /// A keep-alive paused the assignment; the next poll resumes it.
+    private let pausedByKeepAlive = Atomic<Bool>(false)
+    /// A fatal error a keep-alive poll met, thrown by the next poll.
+    private let keepAliveFailure = Mutex<(any Error)?>(nil)
 
     /// Creates the consumer and subscribes. Blocking only briefly (no network wait).
     init(properties: [KafkaProperty], topics: [String], logger: Logger) throws {
@@ -195,6 +203,84 @@ final class KafkaConsumerClient: @unchecked Sendable {
     /// Records of partitions revoked during this call are dropped (never handed out);
     /// every returned record is registered with the tracker.
     func poll(maxRecords: Int, timeout: Duration) throws -> [Record] {
+        if let failure = keepAliveFailure.withLock({ $0.take() }) { throw failure }
+        resumeAfterKeepAlive()
+        // What a keep-alive parked was polled before anything polled now: it goes first.
+        let earlier = parked.withLock { parked in
+            let taken = Array(parked.prefix(maxRecords))
+            parked.removeFirst(taken.count)
+            return taken
+        }
+        let polled = try pollEntries(maxRecords: maxRecords - earlier.count, timeout: earlier.isEmpty ? timeout : .zero)
+        guard !earlier.isEmpty || !polled.isEmpty else { return [] }
+        return callbacks.tracker.withLock { tracker in
+            var records: [Record] = []
+            records.reserveCapacity(earlier.count + polled.count)
+            // Parked records were handed out when polled; a revoke since has dropped them
+            // (their partition's epoch moved on) and the next owner reads them again.
+            for entry in earlier where tracker.epoch(of: entry.partition) == entry.epoch {
+                records.append(entry.record)
+            }
+            for entry in polled where tracker.epoch(of: entry.partition) == entry.epoch {
+                tracker.handOut(entry.partition, offset: entry.record.position.offset)
+                records.append(entry.record)
+            }
+            return records
+        }
+    }
+
+    /// Serves the group while the runner does not ask for records (the pipeline behind the
+    /// source is backed up): pauses every assigned partition, so nothing more is fetched, and
+    /// polls without waiting, so librdkafka counts the member as alive (`max.poll.interval.ms`),
+    /// a rebalance completes instead of waiting for this member, and failed commits go out
+    /// again. What the poll still returns (a partition assigned during it, before its pause)
+    /// is handed out to the tracker and parked for the next poll, in order, never dropped: a
+    /// dropped message would leave a gap the next owner skips. The next
+    /// ``poll(maxRecords:timeout:)`` resumes the partitions; librdkafka then fetches from the
+    /// last position handed out. Blocking: call on the source's queue.
+    func keepAlive() {
+        pauseAssignment()
+        do {
+            let polled = try pollEntries(maxRecords: Self.keepAliveBatch, timeout: .zero)
+            // A revoke during this poll moved the epoch of its partitions: keep only the rest.
+            let current = callbacks.tracker.withLock { tracker in
+                polled.filter { entry in
+                    guard tracker.epoch(of: entry.partition) == entry.epoch else { return false }
+                    tracker.handOut(entry.partition, offset: entry.record.position.offset)
+                    return true
+                }
+            }
+            parked.withLock { $0.append(contentsOf: current) }
+            // Assigned during this poll: paused now, before it fetches much.
+            pauseAssignment()
+        } catch {
+            keepAliveFailure.withLock { $0 = error }
+        }
+    }
+
+    /// The most messages one keep-alive poll takes (normally none: the partitions are paused).
+    static let keepAliveBatch = 500
+
+    /// Whether a keep-alive has the partitions paused now.
+    var isPausedByKeepAlive: Bool { pausedByKeepAlive.load(ordering: .relaxed) }
+
+    private func pauseAssignment() {
+        let assigned = callbacks.tracker.withLock { $0.assignment }
+        guard !assigned.isEmpty else { return }
+        // Pausing a paused partition changes nothing; a partition assigned since is paused too.
+        _ = PartitionList(assigned.map { ($0, nil) }).withList { rd_kafka_pause_partitions(handle, $0) }
+        pausedByKeepAlive.store(true, ordering: .relaxed)
+    }
+
+    private func resumeAfterKeepAlive() {
+        guard pausedByKeepAlive.exchange(false, ordering: .relaxed) else { return }
+        let assigned = callbacks.tracker.withLock { $0.assignment }
+        guard !assigned.isEmpty else { return }
+        _ = PartitionList(assigned.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
+    }
+
+    /// Up to `maxRecords` messages with their partition's epoch when polled; not yet handed out.
+    private func pollEntries(maxRecords: Int, timeout: Duration) throws -> [(record: Record, partition: TopicPartition, epoch: UInt64)] {
         var polled: [(record: Record, partition: TopicPartition, epoch: UInt64)] = []
         let deadline = ContinuousClock.now + timeout
         noticeSlowJoin()
@@ -233,15 +319,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
         var lastOffsets: [TopicPartition: Int64] = [:]
         for entry in polled { lastOffsets[entry.partition] = entry.record.position.offset }
         lagMetrics.update(handle: handle, lastOffsets: lastOffsets)
-        return callbacks.tracker.withLock { tracker in
-            var records: [Record] = []
-            records.reserveCapacity(polled.count)
-            for entry in polled where tracker.epoch(of: entry.partition) == entry.epoch {
-                tracker.handOut(entry.partition, offset: entry.record.position.offset)
-                records.append(entry.record)
-            }
-            return records
-        }
+        return polled
     }
 
     private func handleConsumerError(_ error: rd_kafka_resp_err_t, _ message: UnsafeMutablePointer<rd_kafka_message_t>) throws {

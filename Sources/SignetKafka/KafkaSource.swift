@@ -17,6 +17,10 @@ import Synchronization
 ///   (`queued.max.messages.kbytes`); this source takes from it only when the runner asks.
 /// - Blocking librdkafka calls run on a dedicated serial queue, never on Swift's
 ///   cooperative pool.
+/// - A stalled pipeline does not cost the membership: when the runner has not asked for
+///   records for ``keepAliveAfter`` (its handoff is full behind a slow sink), a timer on that
+///   queue pauses the partitions and polls for the member, so `max.poll.interval.ms` never
+///   expires, rebalances complete and failed commits go out again; the next ask resumes.
 public final class KafkaSource: Source {
     /// How to connect and what to read.
     public struct Options: Sendable {
@@ -58,6 +62,14 @@ public final class KafkaSource: Source {
     private let queue: BlockingExecutor
     private let client = Mutex<KafkaConsumerClient?>(nil)
     private let stopped = Atomic<Bool>(false)
+    /// When the runner's last poll ended (set on the queue).
+    private let lastAsked = Mutex(ContinuousClock.now)
+    private let keepAliveTimer = Mutex<BlockingExecutor.RepeatingTimer?>(nil)
+
+    /// How long the runner may go without asking for records before the source polls for it
+    /// (pausing its partitions): well inside `max.poll.interval.ms` (default 5 minutes) and
+    /// the group's rebalance wait, long enough that a normal batch never triggers it.
+    public static let keepAliveAfter = Duration.seconds(1)
 
     public init(options: Options, logger: Logger = Logger(label: "signet.kafka")) {
         self.options = options
@@ -74,6 +86,20 @@ public final class KafkaSource: Source {
             try KafkaConsumerClient(properties: properties, topics: topics, logger: logger)
         }
         client.withLock { $0 = consumer }
+        lastAsked.withLock { $0 = .now }
+        let timer = queue.schedule(every: Self.keepAliveAfter / 2) { [weak self] in self?.keepAliveTick() }
+        keepAliveTimer.withLock { $0 = timer }
+    }
+
+    /// On the queue: serves the group for a runner that has not asked for a while.
+    private func keepAliveTick() {
+        guard !stopped.load(ordering: .acquiring), let consumer = client.withLock({ $0 }) else { return }
+        let idle = ContinuousClock.now - lastAsked.withLock { $0 }
+        guard idle >= Self.keepAliveAfter else { return }
+        if !consumer.isPausedByKeepAlive {
+            logger.info("kafka: the pipeline has not asked for records for \(idle); pausing the partitions and keeping the group membership until it does")
+        }
+        consumer.keepAlive()
     }
 
     /// Up to `maxRecords` records; an empty array when nothing arrived within the poll
@@ -83,7 +109,13 @@ public final class KafkaSource: Source {
         let consumer = try openClient()
         let timeout = options.pollTimeout
         let limit = max(1, maxRecords)
-        let records = try await queue.run { try consumer.poll(maxRecords: limit, timeout: timeout) }
+        let records = try await queue.run { [self] in
+            defer { lastAsked.withLock { $0 = .now } }
+            if consumer.isPausedByKeepAlive {
+                logger.info("kafka: the pipeline asks for records again; resuming the partitions")
+            }
+            return try consumer.poll(maxRecords: limit, timeout: timeout)
+        }
         // Records polled after stop() are not committed, so the next run reads them.
         guard !stopped.load(ordering: .acquiring) else { return nil }
         return records
@@ -105,6 +137,7 @@ public final class KafkaSource: Source {
     /// ``Options/commitTimeout``), leaves the group and frees the consumer. Throws
     /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted.
     public func close() async throws {
+        keepAliveTimer.withLock { $0.take() }?.cancel()
         guard let consumer = client.withLock({ $0.take() }) else { return }
         let timeout = options.commitTimeout
         try await queue.run { try consumer.close(commitTimeout: timeout) }
@@ -121,6 +154,9 @@ public final class KafkaSource: Source {
         let consumer = try openClient()
         return try await queue.run { try consumer.committedOffsets(partitions, timeout: timeout) }
     }
+
+    /// Rebalance events (assign and revoke) so far, for tests.
+    var rebalances: Int { client.withLock { $0?.callbacks.rebalances.load(ordering: .relaxed) ?? 0 } }
 
     /// Acknowledgements ignored because their partition was revoked after hand-out.
     var ignoredLateCommits: Int { client.withLock { $0?.callbacks.tracker.withLock { $0.ignoredLateCommits } ?? 0 } }
