@@ -58,7 +58,7 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMalloc"),
-        // The commit and build date scripts/package.sh passes in (-Xcc -DSIGNET_COMMIT=...).
+        // The commit and build date scripts/package.sh writes beside its shim (signet --version).
         .systemLibrary(name: "CBuildInfo"),
 
         .target(name: "SignetOpenSSL", dependencies: ["COpenSSL"]),

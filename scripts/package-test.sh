@@ -7,10 +7,12 @@
 # systemd units verified, and remove/purge leave what they promise. Needs root (chroot).
 #
 #   scripts/package.sh && scripts/package-test.sh [dist/signet_<version>_amd64.deb]
+#   scripts/package-test.sh --prepare   # only download the Debian root into the cache (CI does
+#                                       # this in the background while the tests run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deb=${1:-$(ls -t dist/signet_*_amd64.deb 2>/dev/null | head -1)}
-[ -f "$deb" ] || { echo "package-test: no .deb (run scripts/package.sh first)" >&2; exit 1; }
+prepare=0
+[ "${1:-}" = "--prepare" ] && prepare=1 && shift
 [ "$(id -u)" -eq 0 ] || { echo "package-test: needs root (debootstrap, chroot)" >&2; exit 1; }
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 if ! command -v debootstrap >/dev/null; then
@@ -19,6 +21,21 @@ fi
 
 step() { echo "package-test: $*" >&2; }
 fail() { echo "package-test: FAILED: $*" >&2; exit 1; }
+
+cache="$PWD/.build/debootstrap/bookworm-minbase.tgz"
+if [ ! -f "$cache" ]; then
+  step "downloading a minimal Debian 12 (cached in $cache)"
+  mkdir -p "$(dirname "$cache")"
+  scratch=$(mktemp -d)
+  # Into a temporary name first: an interrupted download must not leave a tarball that looks whole.
+  debootstrap --variant=minbase --make-tarball="$cache.partial" bookworm "$scratch" "$mirror" >/dev/null
+  rm -rf "$scratch"
+  mv "$cache.partial" "$cache"
+fi
+[ "$prepare" = 0 ] || exit 0
+
+deb=${1:-$(ls -t dist/signet_*_amd64.deb 2>/dev/null | head -1)}
+[ -f "$deb" ] || { echo "package-test: no .deb (run scripts/package.sh first)" >&2; exit 1; }
 root=$(mktemp -d /tmp/signet-clean-root.XXXXXX)
 chmod 0755 "$root"  # it is the root's "/": mktemp's 0700 would shut out every other user
 cleanup() {
@@ -28,14 +45,6 @@ cleanup() {
 trap cleanup EXIT
 inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
-cache="$PWD/.build/debootstrap/bookworm-minbase.tgz"
-if [ ! -f "$cache" ]; then
-  step "downloading a minimal Debian 12 (cached in $cache)"
-  mkdir -p "$(dirname "$cache")"
-  scratch=$(mktemp -d)
-  debootstrap --variant=minbase --make-tarball="$cache" bookworm "$scratch" "$mirror" >/dev/null
-  rm -rf "$scratch"
-fi
 started=$(date +%s)
 step "debootstrap bookworm (minbase) into $root"
 debootstrap --variant=minbase --unpack-tarball="$cache" bookworm "$root" "$mirror" >/dev/null
