@@ -12,6 +12,10 @@ and a fresh state database for every phase, each notification posted exactly onc
      loop (an asyncio client with 64 keep-alive connections sends on a fixed schedule; latency
      counts from the scheduled send, so a stall is not hidden): p50/p99/p99.9 response time and
      signet's CPU per request.
+  4. the floor under both: GET /healthz on the same server's operators' listener (Hummingbird and
+     swift-nio answering at once, no pipeline), under 64 connections and at the steady rate, as
+     CPU per request against the stdin pipeline's per notification: what any request costs
+     before the webhook does anything (--no-floor skips it).
 Every 200 is sent only after its record is committed (state written, event on stdout).
 signet's CPU is read from /proc for the server process alone; the clients' is not counted.
 Targets (issue 23): CPU per request <= 1.2x the stdin pipeline's per notification under 64
@@ -19,6 +23,7 @@ connections and <= 2x at the steady rate; p99 < 25 ms and p99.9 < 100 ms at the 
 
 Usage: scripts/bench_http.py [--count N] [--rate R] [--seconds S] [--binary PATH] [--keep DIR]
        [--linger DURATION]   (the http source's batch_linger, through SIGNET_HTTP_BATCH_LINGER)
+       [--no-floor]
 (build first: swift build -c release --product signet)
 """
 import argparse
@@ -168,8 +173,20 @@ def wrk_run(folder, server, count):
     return committed / seconds, cpu, committed
 
 
-async def paced(port, bodies, rate, seconds):
-    """Open loop: request i is due at start + i / rate; latency counts from that moment."""
+def floor_wrk(server, seconds=10):
+    """GET /healthz under 64 connections for `seconds`; returns requests/s and CPU ms per request."""
+    cpu_before = server.cpu_seconds()
+    result = subprocess.run(
+        ["wrk", "-t2", "-c64", "-d%ds" % seconds, "http://127.0.0.1:%d/healthz" % server.admin],
+        check=True, capture_output=True, text=True).stdout
+    cpu = server.cpu_seconds() - cpu_before
+    requests = int(re.search(r"(\d+) requests in", result).group(1))
+    return requests / seconds, cpu * 1000 / requests
+
+
+async def paced(port, bodies, rate, seconds, path="/notifications"):
+    """Open loop: request i is due at start + i / rate; latency counts from that moment.
+    With a path other than /notifications, each request is a GET of it (the bodies only count)."""
     total = min(len(bodies), int(rate * seconds))
     start = time.perf_counter() + 0.2
     queue = asyncio.Queue()
@@ -189,8 +206,11 @@ async def paced(port, bodies, rate, seconds):
             if delay > 0:
                 await asyncio.sleep(delay)
             body = bodies[i]
-            writer.write(b"POST /notifications HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            if path == "/notifications":
+                writer.write(b"POST /notifications HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            else:
+                writer.write(b"GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path.encode())
             head = await reader.readuntil(b"\r\n\r\n")
             status = int(head.split(b" ", 2)[1])
             length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
@@ -217,6 +237,7 @@ def main():
     parser.add_argument("--linger", help="the http source's batch_linger (e.g. 0s, 2ms); default: the pipeline's")
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "signet"))
     parser.add_argument("--keep", help="keep the work folder here")
+    parser.add_argument("--no-floor", action="store_true", help="skip the GET /healthz floor")
     args = parser.parse_args()
     if not os.access(args.binary, os.X_OK):
         raise SystemExit("%s not found: swift build -c release --product signet" % args.binary)
@@ -251,6 +272,19 @@ def main():
         print("  webhook at %3.0f/s:     p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms over %d requests; "
               "CPU %.3f ms per request = %.2fx stdin (answers %s; exit %d)"
               % (args.rate, p50, p99, p999, total, steady, steady / per_notification, statuses, code))
+
+        if not args.no_floor:
+            server = Server(args.binary, folder, "data-floor", args.linger)
+            floor_rate, floor_loaded = floor_wrk(server)
+            cpu_before = server.cpu_seconds()
+            _, _, _, floor_statuses, floor_total = asyncio.run(
+                paced(server.admin, bodies, args.rate, args.seconds, path="/healthz"))
+            floor_steady = (server.cpu_seconds() - cpu_before) * 1000 / floor_total
+            code = server.stop()
+            print("  floor, GET /healthz:  %6.0f requests/s under 64 conns, CPU %.3f ms per request = %.2fx stdin; "
+                  "at %.0f/s CPU %.3f ms per request = %.2fx stdin (answers %s; exit %d)"
+                  % (floor_rate, floor_loaded, floor_loaded / per_notification, args.rate, floor_steady,
+                     floor_steady / per_notification, floor_statuses, code))
 
         print("targets:")
         print("  CPU per request, 64 connections <= 1.2x stdin: %.2fx  %s"
