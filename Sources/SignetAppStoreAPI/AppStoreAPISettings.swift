@@ -37,13 +37,13 @@ struct AppStoreAPISettings: Sendable {
         requestsPerSecond = try config.optionalInt("requests_per_second")
     }
 
-    /// The client's configuration, with the defaults' variables expanded from `env`.
     /// A client for these settings under `env`. Components call it when they open, so a missing
     /// key or variable is reported then, not when the pipeline file is loaded.
     func makeClient(_ env: [String: String], logger: Logger) throws -> AppStoreServerAPIClient {
         try AppStoreServerAPIClient(configuration: configuration(env), logger: logger)
     }
 
+    /// The client's configuration, with the defaults' variables expanded from `env`.
     func configuration(_ env: [String: String]) throws -> AppStoreAPIConfiguration {
         var resolved: [String: String] = [:]
         // In the spec's order, so the first missing variable named is always the same one.

@@ -211,21 +211,26 @@ final class KafkaConsumerClient: @unchecked Sendable {
             parked.removeFirst(taken.count)
             return taken
         }
-        let polled = try pollEntries(maxRecords: maxRecords - earlier.count, timeout: earlier.isEmpty ? timeout : .zero)
+        let polled = try handOut(pollEntries(maxRecords: maxRecords - earlier.count, timeout: earlier.isEmpty ? timeout : .zero))
         guard !earlier.isEmpty || !polled.isEmpty else { return [] }
+        // Parked records were handed out when polled; a revoke since has dropped them (their
+        // partition's epoch moved on) and the next owner reads them again.
+        let current = callbacks.tracker.withLock { tracker in
+            earlier.filter { tracker.epoch(of: $0.partition) == $0.epoch }
+        }
+        return (current + polled).map(\.record)
+    }
+
+    /// Registers with the tracker the polled entries whose partition is still at the epoch they
+    /// were polled in, and returns them; a revoke during the poll dropped the others.
+    private func handOut(_ polled: [(record: Record, partition: TopicPartition, epoch: UInt64)]) -> [(record: Record, partition: TopicPartition, epoch: UInt64)] {
+        guard !polled.isEmpty else { return [] }
         return callbacks.tracker.withLock { tracker in
-            var records: [Record] = []
-            records.reserveCapacity(earlier.count + polled.count)
-            // Parked records were handed out when polled; a revoke since has dropped them
-            // (their partition's epoch moved on) and the next owner reads them again.
-            for entry in earlier where tracker.epoch(of: entry.partition) == entry.epoch {
-                records.append(entry.record)
-            }
-            for entry in polled where tracker.epoch(of: entry.partition) == entry.epoch {
+            polled.filter { entry in
+                guard tracker.epoch(of: entry.partition) == entry.epoch else { return false }
                 tracker.handOut(entry.partition, offset: entry.record.position.offset)
-                records.append(entry.record)
+                return true
             }
-            return records
         }
     }
 
@@ -241,15 +246,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
     func keepAlive() {
         pauseAssignment()
         do {
-            let polled = try pollEntries(maxRecords: Self.keepAliveBatch, timeout: .zero)
-            // A revoke during this poll moved the epoch of its partitions: keep only the rest.
-            let current = callbacks.tracker.withLock { tracker in
-                polled.filter { entry in
-                    guard tracker.epoch(of: entry.partition) == entry.epoch else { return false }
-                    tracker.handOut(entry.partition, offset: entry.record.position.offset)
-                    return true
-                }
-            }
+            let current = try handOut(pollEntries(maxRecords: Self.keepAliveBatch, timeout: .zero))
             parked.withLock { $0.append(contentsOf: current) }
             // Assigned during this poll: paused now, before it fetches much.
             pauseAssignment()
