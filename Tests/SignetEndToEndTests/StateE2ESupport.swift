@@ -253,6 +253,10 @@ final class SQLiteReader {
             sqlite3_close(handle)
             throw StateE2EError("cannot open \(path): \(message)")
         }
+        // Parallel tests read the shared clean run's database at once. When a reader finds the WAL
+        // index needing recovery, it rebuilds it under an exclusive lock, and another reader
+        // without a busy handler gets "database is locked" instead of waiting the moment out.
+        sqlite3_busy_timeout(handle, 10_000)
     }
 
     func rows(_ sql: String) throws -> [[String]] {
