@@ -88,29 +88,36 @@ struct AppStoreAPITransport: Sendable {
         } catch {
             return .fail(AppStoreAPIError(.permanent, endpoint: call.endpoint, errorMessage: "cannot sign the JWT: \(error)"))
         }
-        var request = HTTPClientRequest(url: baseURL + call.path + Self.queryString(call.query))
-        request.method = call.method
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        request.headers.add(name: "User-Agent", value: "signet")
-        request.headers.add(name: "Accept", value: "application/json")
-        if let body = call.body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let status: Int
-        let headers: HTTPHeaders
-        let body: ByteBuffer
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "User-Agent", value: "signet")
+        headers.add(name: "Accept", value: "application/json")
+        if call.body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        let request: HTTPClient.Request
         do {
-            let response = try await httpClient.execute(
-                request, timeout: .nanoseconds(configuration.requestTimeout.clampedNanoseconds), logger: logger)
-            status = Int(response.status.code)
-            headers = response.headers
-            body = try await response.body.collect(upTo: Self.maximumResponseBytes)
+            request = try HTTPClient.Request(
+                url: baseURL + call.path + Self.queryString(call.query), method: call.method, headers: headers,
+                body: call.body.map { .bytes($0) })
+        } catch {
+            return .fail(AppStoreAPIError(.permanent, endpoint: call.endpoint, errorMessage: "invalid request URL from '\(baseURL)': \(error)"))
+        }
+        let collector = AppStoreAPIResponseCollector(maximumBytes: Self.maximumResponseBytes)
+        let response: AppStoreAPIResponseCollector.Response
+        do {
+            let task = httpClient.execute(
+                request: request, delegate: collector,
+                deadline: .now() + .nanoseconds(configuration.requestTimeout.clampedNanoseconds), logger: logger)
+            response = try await withTaskCancellationHandler {
+                try await task.get()
+            } onCancel: {
+                task.cancel()
+            }
         } catch {
             return .retry(AppStoreAPIError(.transport, endpoint: call.endpoint, errorMessage: "\(error)"), wait: nil, pauseBucket: false)
         }
-        if (200..<300).contains(status) { return .success(Array(buffer: body)) }
-        return classify(status: status, body: Array(buffer: body), retryAfter: headers.first(name: "Retry-After"), call: call)
+        let status = Int(response.status.code)
+        if (200..<300).contains(status) { return .success(response.body) }
+        return classify(status: status, body: response.body, retryAfter: response.headers.first(name: "Retry-After"), call: call)
     }
 
     private func classify(status: Int, body: [UInt8], retryAfter: String?, call: AppStoreAPICall) -> Outcome {
@@ -150,16 +157,8 @@ struct AppStoreAPITransport: Sendable {
 
     static func queryString(_ query: [(name: String, value: String)]) -> String {
         guard !query.isEmpty else { return "" }
-        return "?" + query.map { "\(percentEncoded($0.name))=\(percentEncoded($0.value))" }.joined(separator: "&")
+        return "?" + query.map { "\(PercentEncoding.encoded($0.name))=\(PercentEncoding.encoded($0.value))" }.joined(separator: "&")
     }
-
-    /// RFC 3986 unreserved characters stay, everything else is %-encoded (ids and tokens in
-    /// paths and queries).
-    static func percentEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-    }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }
 
 /// Apple's error body, `{"errorCode": N, "errorMessage": "..."}`.

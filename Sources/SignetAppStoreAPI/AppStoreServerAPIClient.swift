@@ -36,11 +36,12 @@ public final class AppStoreServerAPIClient: Sendable {
         configuration: AppStoreAPIConfiguration, httpClient: HTTPClient? = nil,
         rateLimiter: AppStoreAPIRateLimiter = .shared, logger: Logger = Logger(label: "signet.appstore-api")
     ) {
-        let client = httpClient ?? HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(
-                redirectConfiguration: .disallow,
-                timeout: .init(connect: .nanoseconds(configuration.connectTimeout.clampedNanoseconds))))
+        var httpConfiguration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(configuration.connectTimeout.clampedNanoseconds)))
+        // Signet exports no traces; without this every request pays for spans of the global no-op tracer.
+        httpConfiguration.tracing.tracer = nil
+        let client = httpClient ?? HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
         self.configuration = configuration
         self.ownedHTTPClient = Mutex(httpClient == nil ? client : nil)
         self.transport = AppStoreAPITransport(
@@ -99,7 +100,7 @@ public final class AppStoreServerAPIClient: Sendable {
         transactionId: String, status: [SubscriptionStatus] = []
     ) async throws -> SubscriptionStatusesResponse {
         let call = AppStoreAPICall(
-            method: .GET, path: "/inApps/v1/subscriptions/" + AppStoreAPITransport.percentEncoded(transactionId),
+            method: .GET, path: "/inApps/v1/subscriptions/" + PercentEncoding.encoded(transactionId),
             query: status.map { ("status", String($0.rawValue)) })
         return try await decode(SubscriptionStatusesResponse.self, call)
     }
@@ -139,7 +140,7 @@ public final class AppStoreServerAPIClient: Sendable {
     /// `revision` from the previous page (nil for the first).
     public func transactionHistoryPage(transactionId: String, revision: String? = nil) async throws -> TransactionHistoryResponse {
         let call = AppStoreAPICall(
-            method: .GET, path: "/inApps/v2/history/" + AppStoreAPITransport.percentEncoded(transactionId),
+            method: .GET, path: "/inApps/v2/history/" + PercentEncoding.encoded(transactionId),
             query: revision.map { [("revision", $0)] } ?? [])
         return try await decode(TransactionHistoryResponse.self, call)
     }
@@ -193,14 +194,14 @@ public final class AppStoreServerAPIClient: Sendable {
         try await decode(
             TestNotificationStatusResponse.self,
             AppStoreAPICall(
-                method: .GET, path: "/inApps/v1/notifications/test/" + AppStoreAPITransport.percentEncoded(token),
+                method: .GET, path: "/inApps/v1/notifications/test/" + PercentEncoding.encoded(token),
                 endpointClass: .testNotification))
     }
 
     // MARK: - Plumbing
 
     private static func transactionInfoCall(_ transactionId: String) -> AppStoreAPICall {
-        AppStoreAPICall(method: .GET, path: "/inApps/v1/transactions/" + AppStoreAPITransport.percentEncoded(transactionId))
+        AppStoreAPICall(method: .GET, path: "/inApps/v1/transactions/" + PercentEncoding.encoded(transactionId))
     }
 
     private func decode<T: Decodable>(_ type: T.Type, _ call: AppStoreAPICall, baseURL: String? = nil) async throws -> T {

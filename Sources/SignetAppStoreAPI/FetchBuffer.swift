@@ -10,6 +10,10 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
     private struct State {
         var items: [Fetched] = []
         var consumer: CheckedContinuation<Fetched?, any Error>?
+        /// Set while the consumer lingers (``poll(until:)``): which wait the timer may end, and
+        /// that a failure ends it with nil (the failure is thrown by the next ``next()``).
+        var lingering: UInt64?
+        var lingerCount: UInt64 = 0
         var producers: [CheckedContinuation<Void, Never>] = []
         /// No more answers will come (fetching ended); what is queued is still read.
         var finished = false
@@ -38,6 +42,7 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
                 guard state.items.count < capacity || state.consumer != nil else { return .full }
                 if let consumer = state.consumer {
                     state.consumer = nil
+                    state.lingering = nil
                     consumer.resume(returning: item)
                 } else {
                     state.items.append(item)
@@ -94,29 +99,77 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         }
     }
 
-    /// A queued answer, waiting for one until `deadline` in small steps (a batch that already
-    /// has answers lingers for more, to commit fewer and larger batches); nil when none came
-    /// by then, once fetching ended, or after ``stop()``.
+    /// A queued answer, waiting for one until `deadline` (a batch that already has answers
+    /// lingers for more, to commit fewer and larger batches); nil when none came by then, once
+    /// fetching ended, or after ``stop()``. A fetching failure is not thrown here but by the
+    /// next ``next()``, after the batch in hand was handed out.
+    ///
+    /// The wait is one continuation and one timer, not a sleep loop: a backfill lingers for
+    /// most of its run, and waking every few milliseconds cost it several percent of its CPU.
     func poll(until deadline: ContinuousClock.Instant) async throws -> Fetched? {
-        while true {
-            if let answer = poll() { return answer }
-            let over = state.withLock { $0.stopped || $0.finished || $0.failure != nil }
-            guard !over, ContinuousClock.now < deadline else { return nil }
-            try await Task.sleep(for: .milliseconds(5))
+        if let answer = poll() { return answer }
+        guard ContinuousClock.now < deadline else { return nil }
+        let ticket = state.withLock { state -> UInt64 in
+            state.lingerCount &+= 1
+            return state.lingerCount
         }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline, tolerance: .milliseconds(5))
+            self?.endLinger(ticket)
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let step: NextStep = state.withLock { state in
+                    if state.stopped { return .end }
+                    if !state.items.isEmpty {
+                        let item = state.items.removeFirst()
+                        if !state.producers.isEmpty { state.producers.removeFirst().resume() }
+                        return .item(item)
+                    }
+                    if state.finished || state.failure != nil || state.lingerCount != ticket { return .end }
+                    state.consumer = continuation
+                    state.lingering = ticket
+                    return .wait
+                }
+                switch step {
+                case .item(let item): continuation.resume(returning: item)
+                case .end, .failure: continuation.resume(returning: nil)
+                case .wait: break
+                }
+            }
+        } onCancel: {
+            endLinger(ticket)
+        }
+    }
+
+    /// Ends the linger `ticket` (its deadline passed, or its task was cancelled) with nil, if the
+    /// consumer still waits in it.
+    private func endLinger(_ ticket: UInt64) {
+        let consumer = state.withLock { state -> CheckedContinuation<Fetched?, any Error>? in
+            // A timer that fires before its wait registered leaves a mark the wait sees.
+            guard state.lingering == ticket else {
+                if state.lingerCount == ticket, state.consumer == nil { state.lingerCount &+= 1 }
+                return nil
+            }
+            state.lingering = nil
+            defer { state.consumer = nil }
+            return state.consumer
+        }
+        consumer?.resume(returning: nil)
     }
 
     /// Fetching ended: with `failure`, the consumer gets it after the queued answers.
     func finish(failure: (any Error)? = nil) {
-        let (consumer, producers) = state.withLock { state in
+        let (consumer, lingering, producers) = state.withLock { state in
             state.finished = true
             if state.failure == nil { state.failure = failure }
-            defer { state.consumer = nil; state.producers = [] }
-            return (state.consumer, state.producers)
+            defer { state.consumer = nil; state.lingering = nil; state.producers = [] }
+            return (state.consumer, state.lingering != nil, state.producers)
         }
         producers.forEach { $0.resume() }
         guard let consumer else { return }
-        if let failure { consumer.resume(throwing: failure) } else { consumer.resume(returning: nil) }
+        if let failure, !lingering { consumer.resume(throwing: failure) } else { consumer.resume(returning: nil) }
     }
 
     /// The consumer is done: drops what is queued and releases everyone waiting.
@@ -124,7 +177,7 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         let (consumer, producers) = state.withLock { state in
             state.stopped = true
             state.items = []
-            defer { state.consumer = nil; state.producers = [] }
+            defer { state.consumer = nil; state.lingering = nil; state.producers = [] }
             return (state.consumer, state.producers)
         }
         producers.forEach { $0.resume() }

@@ -14,6 +14,18 @@ struct NotificationHistoryTests {
         return all
     }
 
+    @Test("ids and tokens are percent-encoded byte by byte: unreserved characters stay, the rest is %XX of its UTF-8")
+    func percentEncoding() {
+        #expect(PercentEncoding.encoded("AZaz09-._~") == "AZaz09-._~")
+        #expect(PercentEncoding.encoded("a+b/c=d e&f?g#h%") == "a%2Bb%2Fc%3Dd%20e%26f%3Fg%23h%25")
+        #expect(PercentEncoding.encoded("é\u{1F600}") == "%C3%A9%F0%9F%98%80")
+        #expect(PercentEncoding.encoded("") == "")
+        // Foundation's encoder agrees on every printable ASCII character.
+        let ascii = String(decoding: (0x20...0x7E).map { UInt8($0) }, as: UTF8.self)
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        #expect(PercentEncoding.encoded(ascii) == ascii.addingPercentEncoding(withAllowedCharacters: unreserved))
+    }
+
     @Test("every item of the window, in order, 20 a page, the same body on every page, each payload verifies")
     func pagesInOrder() async throws {
         try await withFakeAPI { fake, client in
