@@ -19,9 +19,12 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
 /// the budget. Spacing (one request every `1/rate` s, no burst) never exceeds the rate in
 /// any window, which also keeps Apple's hourly accounting happy.
 ///
-/// The spacing is measured from when the previous request actually went, not from a slot
-/// booked in advance: waiters that a busy machine wakes late do not all go at once, they
-/// still leave one interval between each other.
+/// Each waiter books a slot one interval after the last booked one and sleeps until it, so
+/// waiters wake one at a time (when all slept until the same earliest instant, every grant
+/// woke every waiter, and each wake-up is a timer and a thread's CPU). The spacing itself is
+/// still measured from when the previous request actually went: a waiter that wakes before
+/// that (its predecessor was woken late) waits out the difference, and one that a 429's pause
+/// overtook books a slot after the pause.
 public final class AppStoreAPIRateLimiter: Sendable {
     /// The instance every ``AppStoreServerAPIClient`` uses by default.
     public static let shared = AppStoreAPIRateLimiter()
@@ -44,6 +47,15 @@ public final class AppStoreAPIRateLimiter: Sendable {
         var lastGrant: ContinuousClock.Instant?
         /// No request before this (a 429's Retry-After, or its backoff).
         var pausedUntil: ContinuousClock.Instant
+        /// The first slot no waiter has booked yet.
+        var nextSlot: ContinuousClock.Instant?
+
+        /// The slot for a waiter asking at `now`; books it.
+        mutating func book(now: ContinuousClock.Instant, interval: Duration) -> ContinuousClock.Instant {
+            let slot = max(nextSlot ?? now, lastGrant.map { $0 + interval } ?? now, pausedUntil, now)
+            nextSlot = slot + interval
+            return slot
+        }
     }
 
     private let buckets = Mutex<[Bucket: State]>([:])
@@ -53,20 +65,26 @@ public final class AppStoreAPIRateLimiter: Sendable {
     /// Waits for this bucket's next slot. Throws only `CancellationError`.
     public func acquire(_ bucket: Bucket, requestsPerSecond: Double) async throws {
         let interval = Duration.seconds(1 / requestsPerSecond)
-        while true {
+        var slot = buckets.withLock { buckets in
             let now = ContinuousClock.now
-            // nil: go now (the grant is recorded); else sleep until then and ask again, since
-            // another waiter may take that instant (or a 429 may move the pause past it).
-            let wait = buckets.withLock { buckets -> ContinuousClock.Instant? in
+            return buckets[bucket, default: State(lastGrant: nil, pausedUntil: now)].book(now: now, interval: interval)
+        }
+        while true {
+            if slot > .now { try await Task.sleep(until: slot, clock: .continuous) }
+            // nil: go now (the grant is recorded); else when to look again.
+            let again = buckets.withLock { buckets -> ContinuousClock.Instant? in
+                let now = ContinuousClock.now
                 var state = buckets[bucket] ?? State(lastGrant: nil, pausedUntil: now)
-                let earliest = max(state.lastGrant.map { $0 + interval } ?? now, state.pausedUntil)
-                guard earliest <= now else { return earliest }
+                defer { buckets[bucket] = state }
+                // A 429 paused the bucket: a new slot after the pause, behind the ones booked already.
+                if state.pausedUntil > now { return state.book(now: now, interval: interval) }
+                // The previous request went late: wait out its interval, keeping this place.
+                if let last = state.lastGrant, last + interval > now { return last + interval }
                 state.lastGrant = now
-                buckets[bucket] = state
                 return nil
             }
-            guard let wait else { return }
-            try await Task.sleep(until: wait, clock: .continuous)
+            guard let again else { return }
+            slot = again
         }
     }
 

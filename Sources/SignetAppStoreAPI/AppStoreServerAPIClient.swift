@@ -72,7 +72,12 @@ public final class AppStoreServerAPIClient: Sendable {
     public func notificationHistoryPage(
         _ request: NotificationHistoryRequest, paginationToken: String? = nil
     ) async throws -> NotificationHistoryResponse {
-        let body = try AppStoreJSON.encode(request)
+        try await notificationHistoryPage(encodedRequest: AppStoreJSON.encode(request), paginationToken: paginationToken)
+    }
+
+    /// One page, with the request body already encoded: every page of a window sends the same
+    /// one, and encoding it with `JSONEncoder` for each page showed in a backfill's profile.
+    func notificationHistoryPage(encodedRequest body: [UInt8], paginationToken: String?) async throws -> NotificationHistoryResponse {
         let call = AppStoreAPICall(
             method: .POST, path: "/inApps/v1/notifications/history",
             query: paginationToken.map { [("paginationToken", $0)] } ?? [], body: body)

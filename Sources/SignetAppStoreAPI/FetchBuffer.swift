@@ -1,3 +1,4 @@
+import SignetCore
 import Synchronization
 
 /// What was fetched from Apple but not yet read by the runner: a bounded queue between the
@@ -9,11 +10,15 @@ import Synchronization
 final class FetchBuffer<Fetched: Sendable>: Sendable {
     private struct State {
         var items: [Fetched] = []
+        /// The consumer waiting in ``next()``.
         var consumer: CheckedContinuation<Fetched?, any Error>?
-        /// Set while the consumer lingers (``poll(until:)``): which wait the timer may end, and
-        /// that a failure ends it with nil (the failure is thrown by the next ``next()``).
-        var lingering: UInt64?
-        var lingerCount: UInt64 = 0
+        /// The consumer lingering in ``drain(atLeast:until:)``, woken once `drainWants` answers
+        /// are queued (or at its deadline), not at every answer.
+        var drainer: CheckedContinuation<[Fetched], Never>?
+        var drainWants = 0
+        /// Which drain the deadline timer may end (a late timer must not end a later drain).
+        var drainTicket: UInt64 = 0
+        var drainWaiting: UInt64?
         var producers: [CheckedContinuation<Void, Never>] = []
         /// No more answers will come (fetching ended); what is queued is still read.
         var finished = false
@@ -21,9 +26,22 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         var failure: (any Error)?
         /// The consumer stopped: queued answers are dropped, producers return at once.
         var stopped = false
+
+        /// Everything queued, for the consumer; producers waiting for room may go on.
+        mutating func takeAll() -> (items: [Fetched], producers: [CheckedContinuation<Void, Never>]) {
+            defer { items = []; producers = [] }
+            return (items, producers)
+        }
     }
 
-    private enum SendStep { case queued, full, stopped }
+    private enum SendStep {
+        case queued
+        case full
+        case stopped
+        /// Queued, and the lingering consumer has what it waited for.
+        case drained(CheckedContinuation<[Fetched], Never>, [Fetched], [CheckedContinuation<Void, Never>])
+    }
+
     private enum NextStep { case item(Fetched), end, failure(any Error), wait }
 
     private let capacity: Int
@@ -42,16 +60,25 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
                 guard state.items.count < capacity || state.consumer != nil else { return .full }
                 if let consumer = state.consumer {
                     state.consumer = nil
-                    state.lingering = nil
                     consumer.resume(returning: item)
-                } else {
-                    state.items.append(item)
+                    return .queued
+                }
+                state.items.append(item)
+                if let drainer = state.drainer, state.items.count >= state.drainWants {
+                    state.drainer = nil
+                    state.drainWaiting = nil
+                    let (items, producers) = state.takeAll()
+                    return .drained(drainer, items, producers)
                 }
                 return .queued
             }
             switch step {
             case .queued: return true
             case .stopped: return false
+            case .drained(let drainer, let items, let producers):
+                producers.forEach { $0.resume() }
+                drainer.resume(returning: items)
+                return true
             case .full:
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
@@ -99,88 +126,128 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         }
     }
 
-    /// A queued answer, waiting for one until `deadline` (a batch that already has answers
-    /// lingers for more, to commit fewer and larger batches); nil when none came by then, once
-    /// fetching ended, or after ``stop()``. A fetching failure is not thrown here but by the
-    /// next ``next()``, after the batch in hand was handed out.
+    /// The queued answers once there are at least `wanted` (at most the capacity), or at
+    /// `deadline` whatever is queued by then (perhaps none); also at once when fetching ended
+    /// or after ``stop()`` (then none). A fetching failure is not thrown here but by the next
+    /// ``next()``, after the batch in hand was handed out.
     ///
-    /// The wait is one continuation and one timer, not a sleep loop: a backfill lingers for
-    /// most of its run, and waking every few milliseconds cost it several percent of its CPU.
-    func poll(until deadline: ContinuousClock.Instant) async throws -> Fetched? {
-        if let answer = poll() { return answer }
-        guard ContinuousClock.now < deadline else { return nil }
+    /// A batch that already has answers lingers here for more, to commit fewer and larger
+    /// batches. The consumer sleeps through the answers that arrive meanwhile: a backfill
+    /// lingers for most of its run, and waking at each answer (or polling) cost it several
+    /// percent of its CPU.
+    func drain(atLeast wanted: Int, until deadline: ContinuousClock.Instant) async -> [Fetched] {
+        let threshold = min(max(1, wanted), capacity)
         let ticket = state.withLock { state -> UInt64 in
-            state.lingerCount &+= 1
-            return state.lingerCount
+            state.drainTicket &+= 1
+            return state.drainTicket
         }
         let timer = Task { [weak self] in
             try? await Task.sleep(until: deadline, tolerance: .milliseconds(5))
-            self?.endLinger(ticket)
+            self?.endDrain(ticket)
         }
         defer { timer.cancel() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let step: NextStep = state.withLock { state in
-                    if state.stopped { return .end }
-                    if !state.items.isEmpty {
-                        let item = state.items.removeFirst()
-                        if !state.producers.isEmpty { state.producers.removeFirst().resume() }
-                        return .item(item)
-                    }
-                    if state.finished || state.failure != nil || state.lingerCount != ticket { return .end }
-                    state.consumer = continuation
-                    state.lingering = ticket
-                    return .wait
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> ([Fetched], [CheckedContinuation<Void, Never>])? in
+                    if state.stopped { return ([], []) }
+                    let over = state.finished || state.failure != nil || state.drainTicket != ticket
+                    if over || state.items.count >= threshold || ContinuousClock.now >= deadline { return state.takeAll() }
+                    state.drainer = continuation
+                    state.drainWants = threshold
+                    state.drainWaiting = ticket
+                    return nil
                 }
-                switch step {
-                case .item(let item): continuation.resume(returning: item)
-                case .end, .failure: continuation.resume(returning: nil)
-                case .wait: break
+                if let (items, producers) = ready {
+                    producers.forEach { $0.resume() }
+                    continuation.resume(returning: items)
                 }
             }
         } onCancel: {
-            endLinger(ticket)
+            endDrain(ticket)
         }
     }
 
-    /// Ends the linger `ticket` (its deadline passed, or its task was cancelled) with nil, if the
-    /// consumer still waits in it.
-    private func endLinger(_ ticket: UInt64) {
-        let consumer = state.withLock { state -> CheckedContinuation<Fetched?, any Error>? in
-            // A timer that fires before its wait registered leaves a mark the wait sees.
-            guard state.lingering == ticket else {
-                if state.lingerCount == ticket, state.consumer == nil { state.lingerCount &+= 1 }
+    /// Ends drain `ticket` (its deadline passed, or its task was cancelled) with what is queued.
+    private func endDrain(_ ticket: UInt64) {
+        let ended = state.withLock { state -> (CheckedContinuation<[Fetched], Never>, [Fetched], [CheckedContinuation<Void, Never>])? in
+            guard state.drainWaiting == ticket, let drainer = state.drainer else {
+                // Before its wait registered: moving the ticket on makes the wait end at once.
+                if state.drainTicket == ticket, state.drainer == nil { state.drainTicket &+= 1 }
                 return nil
             }
-            state.lingering = nil
-            defer { state.consumer = nil }
-            return state.consumer
+            state.drainer = nil
+            state.drainWaiting = nil
+            let (items, producers) = state.takeAll()
+            return (drainer, items, producers)
         }
-        consumer?.resume(returning: nil)
+        guard let (drainer, items, producers) = ended else { return }
+        producers.forEach { $0.resume() }
+        drainer.resume(returning: items)
     }
 
     /// Fetching ended: with `failure`, the consumer gets it after the queued answers.
     func finish(failure: (any Error)? = nil) {
-        let (consumer, lingering, producers) = state.withLock { state in
+        let (consumer, drainer, queued, producers) = state.withLock { state in
             state.finished = true
             if state.failure == nil { state.failure = failure }
-            defer { state.consumer = nil; state.lingering = nil; state.producers = [] }
-            return (state.consumer, state.lingering != nil, state.producers)
+            let drainer = state.drainer
+            let queued = drainer == nil ? [] : state.items
+            if drainer != nil { state.items = [] }
+            defer { state.consumer = nil; state.drainer = nil; state.drainWaiting = nil; state.producers = [] }
+            return (state.consumer, drainer, queued, state.producers)
         }
         producers.forEach { $0.resume() }
+        drainer?.resume(returning: queued)
         guard let consumer else { return }
-        if let failure, !lingering { consumer.resume(throwing: failure) } else { consumer.resume(returning: nil) }
+        if let failure { consumer.resume(throwing: failure) } else { consumer.resume(returning: nil) }
     }
 
     /// The consumer is done: drops what is queued and releases everyone waiting.
     func stop() {
-        let (consumer, producers) = state.withLock { state in
+        let (consumer, drainer, producers) = state.withLock { state in
             state.stopped = true
             state.items = []
-            defer { state.consumer = nil; state.lingering = nil; state.producers = [] }
-            return (state.consumer, state.producers)
+            defer { state.consumer = nil; state.drainer = nil; state.drainWaiting = nil; state.producers = [] }
+            return (state.consumer, state.drainer, state.producers)
         }
         producers.forEach { $0.resume() }
+        drainer?.resume(returning: [])
         consumer?.resume(returning: nil)
+    }
+}
+
+extension FetchBuffer {
+    /// One batch of records for a source's `nextBatch`: `records` (left over from the last
+    /// batch) first; while there are none, waits for an answer; then lingers until `linger`
+    /// after the first answer for enough answers (about `recordsPerAnswer` records each) to
+    /// fill `maxRecords`.
+    ///
+    /// `accept` turns answers into their records and says whether that moved the source's
+    /// checkpoint (an answer without records is done at once). The records come back empty
+    /// only when fetching ended; those beyond `maxRecords` come back as `overflow`, for the
+    /// next batch. Throws the fetching failure (after the answers queued before it).
+    func batch(
+        startingWith records: [Record], maxRecords: Int, linger: Duration, recordsPerAnswer: Int,
+        accept: ([Fetched]) -> (records: [Record], advanced: Bool)
+    ) async throws -> (records: [Record], overflow: [Record], advanced: Bool) {
+        var records = records
+        var advanced = false
+        var lingerEnds = ContinuousClock.now
+        while records.count < maxRecords {
+            let answers: [Fetched]
+            if records.isEmpty {
+                guard let first = try await next() else { break }
+                lingerEnds = .now + linger
+                answers = [first]
+            } else {
+                let missing = maxRecords - records.count
+                answers = await drain(atLeast: (missing + recordsPerAnswer - 1) / max(1, recordsPerAnswer), until: lingerEnds)
+                guard !answers.isEmpty else { break }
+            }
+            let (made, moved) = accept(answers)
+            records += made
+            advanced = advanced || moved
+        }
+        return (Array(records.prefix(maxRecords)), Array(records.dropFirst(maxRecords)), advanced)
     }
 }

@@ -49,6 +49,8 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
         var finished: Bool
         var restarts = 0
         var clamped = false
+        /// `request` as sent, encoded again only when the clamp changes it.
+        var encodedRequest: (request: NotificationHistoryRequest, body: [UInt8])?
 
         init(client: AppStoreServerAPIClient, request: NotificationHistoryRequest, token: String?, finished: Bool) {
             self.client = client
@@ -63,7 +65,14 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
             var restartedWindow: AppStoreAPIError?
             while true {
                 do {
-                    let response = try await client.notificationHistoryPage(request, paginationToken: token)
+                    let body: [UInt8]
+                    if let encoded = encodedRequest, encoded.request == request {
+                        body = encoded.body
+                    } else {
+                        body = try AppStoreJSON.encode(request)
+                        encodedRequest = (request, body)
+                    }
+                    let response = try await client.notificationHistoryPage(encodedRequest: body, paginationToken: token)
                     let page = NotificationHistoryPage(
                         items: response.notificationHistory, request: request, paginationToken: token,
                         nextPaginationToken: response.hasMore ? response.paginationToken : nil, hasMore: response.hasMore,

@@ -53,6 +53,9 @@ public final class AppStoreHistorySource: Source {
         var page: NotificationHistoryPage
     }
 
+    /// Notifications in a full page of Get Notification History (Apple's page size).
+    static let pageSize = 20
+
     /// The stream name of sub-window `index` in record positions.
     package static func streamName(_ index: Int) -> String { "appstore-history/\(index)" }
 
@@ -249,33 +252,29 @@ public final class AppStoreHistorySource: Source {
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        guard var records: [Record] = state.withLock({ state in
+        guard let leftover: [Record] = state.withLock({ state in
             // After stop() nothing more is handed out; what was not committed is fetched again next run.
             if state.stopped { return nil }
             let taken = Array(state.leftover.prefix(maxRecords))
             state.leftover.removeFirst(taken.count)
             return taken
         }) else { return nil }
-        var changed = false
-        var lingerEnds = ContinuousClock.now
-        while records.count < maxRecords {
-            let fetched: HistoryPage?
-            if records.isEmpty {
-                fetched = try await buffer.next()
-                lingerEnds = .now + options.batchLinger
-            } else {
-                fetched = try await buffer.poll(until: lingerEnds)
+        let batch = try await buffer.batch(
+            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: Self.pageSize
+        ) { pages in
+            var records: [Record] = []
+            var advanced = false
+            for page in pages {
+                let (made, popped) = accept(page)
+                records += made
+                advanced = advanced || popped
             }
-            guard let fetched else { break }
-            let (made, popped) = accept(fetched)
-            changed = changed || popped
-            let room = maxRecords - records.count
-            records += made.prefix(room)
-            if made.count > room { state.withLock { $0.leftover += made.dropFirst(room) } }
+            return (records, advanced)
         }
+        if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
         // An empty page after everything committed is recorded at once (no record will commit it).
-        if changed { try await save(throttled: true) }
-        return records.isEmpty ? nil : records
+        if batch.advanced { try await save(throttled: true) }
+        return batch.records.isEmpty ? nil : batch.records
     }
 
     /// Turns a fetched page into records with positions, and remembers the page until they commit.

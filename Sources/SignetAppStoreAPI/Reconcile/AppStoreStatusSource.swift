@@ -239,31 +239,25 @@ public final class AppStoreStatusSource: Source {
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        guard var records: [Record] = state.withLock({ state in
+        guard let leftover: [Record] = state.withLock({ state in
             if state.stopped { return nil }
             let taken = Array(state.leftover.prefix(maxRecords))
             state.leftover.removeFirst(taken.count)
             return taken
         }) else { return nil }
-        var advanced = false
-        var lingerEnds = ContinuousClock.now
-        while records.count < maxRecords {
-            let fetched: Answer?
-            if records.isEmpty {
-                fetched = try await buffer.next()
-                lingerEnds = .now + options.batchLinger
-            } else {
-                fetched = try await buffer.poll(until: lingerEnds)
+        let batch = try await buffer.batch(startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: 1) { answers in
+            var records: [Record] = []
+            var advanced = false
+            for answer in answers {
+                let (made, done) = accept(answer)
+                records += made
+                advanced = advanced || done
             }
-            guard let fetched else { break }
-            let (made, done) = accept(fetched)
-            advanced = advanced || done
-            let room = maxRecords - records.count
-            records += made.prefix(room)
-            if made.count > room { state.withLock { $0.leftover += made.dropFirst(room) } }
+            return (records, advanced)
         }
-        if advanced { try await save(throttled: true) }
-        return records.isEmpty ? nil : records
+        if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
+        if batch.advanced { try await save(throttled: true) }
+        return batch.records.isEmpty ? nil : batch.records
     }
 
     /// Turns an answer into records; an answer without any is done at once (returns whether
