@@ -222,13 +222,13 @@ extension FetchBuffer {
     /// after the first answer for enough answers (about `recordsPerAnswer` records each) to
     /// fill `maxRecords`.
     ///
-    /// `accept` turns answers into their records and says whether that moved the source's
+    /// `accept` turns an answer into its records and says whether that moved the source's
     /// checkpoint (an answer without records is done at once). The records come back empty
     /// only when fetching ended; those beyond `maxRecords` come back as `overflow`, for the
     /// next batch. Throws the fetching failure (after the answers queued before it).
     func batch(
         startingWith records: [Record], maxRecords: Int, linger: Duration, recordsPerAnswer: Int,
-        accept: ([Fetched]) -> (records: [Record], advanced: Bool)
+        accept: (Fetched) -> (records: [Record], advanced: Bool)
     ) async throws -> (records: [Record], overflow: [Record], advanced: Bool) {
         var records = records
         var advanced = false
@@ -244,9 +244,11 @@ extension FetchBuffer {
                 answers = await drain(atLeast: (missing + recordsPerAnswer - 1) / max(1, recordsPerAnswer), until: lingerEnds)
                 guard !answers.isEmpty else { break }
             }
-            let (made, moved) = accept(answers)
-            records += made
-            advanced = advanced || moved
+            for answer in answers {
+                let (made, moved) = accept(answer)
+                records += made
+                advanced = advanced || moved
+            }
         }
         return (Array(records.prefix(maxRecords)), Array(records.dropFirst(maxRecords)), advanced)
     }

@@ -260,17 +260,8 @@ public final class AppStoreHistorySource: Source {
             return taken
         }) else { return nil }
         let batch = try await buffer.batch(
-            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: Self.pageSize
-        ) { pages in
-            var records: [Record] = []
-            var advanced = false
-            for page in pages {
-                let (made, popped) = accept(page)
-                records += made
-                advanced = advanced || popped
-            }
-            return (records, advanced)
-        }
+            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: Self.pageSize,
+            accept: accept)
         if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
         // An empty page after everything committed is recorded at once (no record will commit it).
         if batch.advanced { try await save(throttled: true) }

@@ -245,16 +245,8 @@ public final class AppStoreStatusSource: Source {
             state.leftover.removeFirst(taken.count)
             return taken
         }) else { return nil }
-        let batch = try await buffer.batch(startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: 1) { answers in
-            var records: [Record] = []
-            var advanced = false
-            for answer in answers {
-                let (made, done) = accept(answer)
-                records += made
-                advanced = advanced || done
-            }
-            return (records, advanced)
-        }
+        let batch = try await buffer.batch(
+            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: 1, accept: accept)
         if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
         if batch.advanced { try await save(throttled: true) }
         return batch.records.isEmpty ? nil : batch.records
