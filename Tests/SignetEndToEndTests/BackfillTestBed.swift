@@ -30,7 +30,7 @@ struct BackfillTestBed {
     ) async throws -> BackfillTestBed {
         let directory = try TemporaryDirectory(prefix: "signet-backfill")
         let fixtures = directory.url.appendingPathComponent("fixtures")
-        let made = try SignetProcess.run(["fixtures", "--out", fixtures.path, "--count", String(count)], timeout: 300)
+        let made = try await SignetProcess.output(["fixtures", "--out", fixtures.path, "--count", String(count)], timeout: 300)
         guard made.exitCode == 0 else { throw FakeAppStoreAPIError("signet fixtures failed: \(made.stderr)") }
         var environment = try FixturesEnvironment.read(fixtures.path)
         guard let bundleId = environment["SIGNET_BUNDLE_ID"] else { throw FakeAppStoreAPIError("no SIGNET_BUNDLE_ID in fixtures.env") }

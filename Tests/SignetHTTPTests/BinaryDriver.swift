@@ -16,7 +16,7 @@ struct BinaryDriver {
     /// folder and `arguments`. The caller removes ``directory``.
     static func run(_ script: String, prefix: String, fixtures count: Int, arguments: [String] = []) async throws -> BinaryDriver {
         let directory = try TemporaryDirectory(prefix: prefix)
-        let fixtures = try SignetProcess.run(["fixtures", "--out", directory.path(""), "--count", String(count)])
+        let fixtures = try await SignetProcess.output(["fixtures", "--out", directory.path(""), "--count", String(count)])
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
         let result = try await Blocking.python(prelude + script, [SignetProcess.executable.path, directory.path("")] + arguments)
         let stderr = (try? String(contentsOfFile: directory.path("signet.err"), encoding: .utf8)) ?? ""

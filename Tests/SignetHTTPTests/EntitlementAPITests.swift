@@ -85,9 +85,9 @@ struct EntitlementAPITests {
                 try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)&debug=1"),
             ]
         }
-        let cliByOriginal = try SignetProcess.run(["entitlements", "--database", database, "--original-transaction-id", original])
-        let cliByAccount = try SignetProcess.run(["entitlements", "--database", database, "--app-account-token", account])
-        let cliShow = try SignetProcess.run(["state", "show", "--database", database, "--original-transaction-id", original])
+        let cliByOriginal = try await SignetProcess.output(["entitlements", "--database", database, "--original-transaction-id", original])
+        let cliByAccount = try await SignetProcess.output(["entitlements", "--database", database, "--app-account-token", account])
+        let cliShow = try await SignetProcess.output(["state", "show", "--database", database, "--original-transaction-id", original])
         #expect(answers[0].status == 200)
         #expect(answers[1].status == 200)
         #expect(answers[2].status == 200)
@@ -136,7 +136,7 @@ struct EntitlementAPITests {
         #expect(try rows(answers[2].body).isEmpty)
         // The binary reads the same names from the database file.
         let database = bed.directory.appendingPathComponent("signet.sqlite").path
-        let cli = try SignetProcess.run(["entitlements", "--database", database, "--app-account-token", account, "--entitlement", "pro"])
+        let cli = try await SignetProcess.output(["entitlements", "--database", database, "--app-account-token", account, "--entitlement", "pro"])
         #expect(cli.exitCode == 0, "\(cli.stderr)")
         #expect(try rows(cli.stdoutText).map { $0["originalTransactionId"] as? String } == pro.map { $0["originalTransactionId"] as? String })
     }
@@ -170,11 +170,11 @@ struct EntitlementAPITests {
         #expect(try history(answers[1].body).map { $0["sequence"] as? Int } == [kept.last?["sequence"] as? Int])
 
         let database = bed.directory.appendingPathComponent("signet.sqlite").path
-        let cli = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", original])
+        let cli = try await SignetProcess.output(["state", "history", "--database", database, "--original-transaction-id", original])
         #expect(cli.exitCode == 0, "\(cli.stderr)")
         #expect(cli.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == answers[0].body.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(!cli.stderr.contains("no events kept"), "\(cli.stderr)")
-        let missing = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", "0000"])
+        let missing = try await SignetProcess.output(["state", "history", "--database", database, "--original-transaction-id", "0000"])
         #expect(missing.exitCode == 1 && missing.stderr.contains("no state and no events"), "\(missing.stderr)")
     }
 
@@ -184,7 +184,7 @@ struct EntitlementAPITests {
         defer { bed.remove() }
         let original = try #require(events.first?["originalTransactionId"] as? String)
         let database = bed.directory.appendingPathComponent("signet.sqlite").path
-        let cli = try SignetProcess.run(["state", "history", "--database", database, "--original-transaction-id", original])
+        let cli = try await SignetProcess.output(["state", "history", "--database", database, "--original-transaction-id", original])
         #expect(cli.exitCode == 0, "\(cli.stderr)")
         let answer = try #require(JSONSerialization.jsonObject(with: Data(cli.stdoutText.utf8)) as? [String: Any])
         #expect((answer["events"] as? [Any])?.isEmpty == true, "\(cli.stdoutText)")

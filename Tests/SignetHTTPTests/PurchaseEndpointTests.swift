@@ -32,7 +32,7 @@ struct PurchaseEndpointTests {
     func purchaseFlow() async throws {
         let directory = try TemporaryDirectory(prefix: "signet-purchases")
         defer { directory.remove() }
-        let fixtures = try SignetProcess.run(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
+        let fixtures = try await SignetProcess.output(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
         var environment = try FixturesEnvironment.read(directory.path("fixtures"))
         let transactionLine = try #require(

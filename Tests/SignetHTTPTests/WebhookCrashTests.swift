@@ -68,12 +68,12 @@ struct WebhookCrashTests {
         guard Python.canImport(["http.client"]) else { return }
         let dir = try TemporaryDirectory(prefix: "signet-webhook-crash")
         defer { dir.remove() }
-        let fixtures = try SignetProcess.run(["fixtures", "--out", dir.path(""), "--count", "300"])
+        let fixtures = try await SignetProcess.output(["fixtures", "--out", dir.path(""), "--count", "300"])
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
         let notifications = try String(contentsOfFile: dir.path("notifications.ndjson"), encoding: .utf8)
 
         // The clean run (stdin pipeline) says which event each notification produces.
-        let clean = try SignetProcess.run(
+        let clean = try await SignetProcess.output(
             ["run"], stdin: Data(notifications.utf8),
             environment: ["SIGNET_ROOT_CERTS": dir.path("root.pem"), "SIGNET_BUNDLE_ID": "com.example.signet", "SIGNET_DATA_DIR": dir.path("clean")])
         try #require(clean.exitCode == 0, "\(clean.stderr)")
