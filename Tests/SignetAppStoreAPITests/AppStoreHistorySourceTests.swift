@@ -88,6 +88,15 @@ struct AppStoreHistorySourceTests {
             #expect(saved.pages == 1 && saved.notifications == 5 && !saved.isFinished)
             #expect(saved.subWindows[0].paginationToken != nil)
             #expect(first.progress?.pagesCommitted == 1)
+            // The first source's fetcher runs ahead (its buffer holds all three pages): let it ask
+            // for the last one before closing. A request that close() cancels in flight may reach
+            // the fake only after the count below is taken, and would be counted as the second
+            // source's.
+            let waitingSince = ContinuousClock.now
+            while fake.requests(.notificationHistory).count < 3, ContinuousClock.now - waitingSince < .seconds(60) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try #require(fake.requests(.notificationHistory).count == 3)
             try await first.close()
 
             // A crash here: the next source starts after page 1, and reads to the end.
