@@ -16,9 +16,9 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         /// are queued (or at its deadline), not at every answer.
         var drainer: CheckedContinuation<[Fetched], Never>?
         var drainWants = 0
-        /// Which drain the deadline timer may end (a late timer must not end a later drain).
+        /// The latest drain's number: its deadline timer may end it, a late one of an earlier
+        /// drain must not. Only a new drain moves it while a drainer waits.
         var drainTicket: UInt64 = 0
-        var drainWaiting: UInt64?
         var producers: [CheckedContinuation<Void, Never>] = []
         /// No more answers will come (fetching ended); what is queued is still read.
         var finished = false
@@ -66,7 +66,6 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
                 state.items.append(item)
                 if let drainer = state.drainer, state.items.count >= state.drainWants {
                     state.drainer = nil
-                    state.drainWaiting = nil
                     let (items, producers) = state.takeAll()
                     return .drained(drainer, items, producers)
                 }
@@ -154,7 +153,6 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
                     if over || state.items.count >= threshold || ContinuousClock.now >= deadline { return state.takeAll() }
                     state.drainer = continuation
                     state.drainWants = threshold
-                    state.drainWaiting = ticket
                     return nil
                 }
                 if let (items, producers) = ready {
@@ -170,13 +168,14 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
     /// Ends drain `ticket` (its deadline passed, or its task was cancelled) with what is queued.
     private func endDrain(_ ticket: UInt64) {
         let ended = state.withLock { state -> (CheckedContinuation<[Fetched], Never>, [Fetched], [CheckedContinuation<Void, Never>])? in
-            guard state.drainWaiting == ticket, let drainer = state.drainer else {
-                // Before its wait registered: moving the ticket on makes the wait end at once.
-                if state.drainTicket == ticket, state.drainer == nil { state.drainTicket &+= 1 }
+            guard state.drainTicket == ticket else { return nil }
+            guard let drainer = state.drainer else {
+                // Before its wait registered (or after it ended): moving the ticket on makes a
+                // wait not yet registered end at once.
+                state.drainTicket &+= 1
                 return nil
             }
             state.drainer = nil
-            state.drainWaiting = nil
             let (items, producers) = state.takeAll()
             return (drainer, items, producers)
         }
@@ -193,7 +192,7 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
             let drainer = state.drainer
             let queued = drainer == nil ? [] : state.items
             if drainer != nil { state.items = [] }
-            defer { state.consumer = nil; state.drainer = nil; state.drainWaiting = nil; state.producers = [] }
+            defer { state.consumer = nil; state.drainer = nil; state.producers = [] }
             return (state.consumer, drainer, queued, state.producers)
         }
         producers.forEach { $0.resume() }
@@ -207,7 +206,7 @@ final class FetchBuffer<Fetched: Sendable>: Sendable {
         let (consumer, drainer, producers) = state.withLock { state in
             state.stopped = true
             state.items = []
-            defer { state.consumer = nil; state.drainer = nil; state.drainWaiting = nil; state.producers = [] }
+            defer { state.consumer = nil; state.drainer = nil; state.producers = [] }
             return (state.consumer, state.drainer, state.producers)
         }
         producers.forEach { $0.resume() }

@@ -12,7 +12,9 @@ package enum PercentEncoding {
             if isUnreserved(byte) {
                 encoded.append(byte)
             } else {
-                encoded += [UInt8(ascii: "%"), hexDigit(byte >> 4), hexDigit(byte & 0x0F)]
+                encoded.append(UInt8(ascii: "%"))
+                encoded.append(hexDigit(byte >> 4))
+                encoded.append(hexDigit(byte & 0x0F))
             }
         }
         return String(decoding: encoded, as: UTF8.self)
