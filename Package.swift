@@ -173,6 +173,7 @@ let package = Package(
             name: "SignetAppStoreAPITests",
             dependencies: [
                 "SignetAppStoreAPI", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetState", "SignetCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -18,11 +18,15 @@ public struct AppStoreAPIConfiguration: Sendable {
     /// unless overridden).
     public var sandboxFallbackURL: String
     /// Requests per second for Apple's 50/s endpoint class (history, statuses, transaction
-    /// info and history). Default 40 (Production) or 4 (Sandbox): below Apple's per-app
-    /// limits, which are per second but enforced hourly, and Sandbox gets 10%.
+    /// info and history) in ``environment``. Default 40 (Production) or 4 (Sandbox): below
+    /// Apple's per-app limits, which are per second but enforced hourly, and Sandbox gets 10%.
+    /// Never more than Apple's limit: the client spends at most that whatever is set here.
     public var requestsPerSecond: Double
     /// Requests per second for the test-notification endpoints (Apple: 1/s, Sandbox 10%).
     public var testNotificationRequestsPerSecond: Double
+    /// Whether rates are held to Apple's documented limits. Only tests against a local fake
+    /// of Apple's API turn it off, to run at the speed of their fake.
+    package var enforcesAppleLimits = true
     /// Per request, from connect to the last byte of the answer.
     public var requestTimeout: Duration = .seconds(30)
     public var connectTimeout: Duration = .seconds(10)
@@ -33,17 +37,30 @@ public struct AppStoreAPIConfiguration: Sendable {
     public var initialBackoff: Duration = .milliseconds(500)
     public var maxBackoff: Duration = .seconds(30)
     /// A `Retry-After` further ahead than this is treated as this (a broken or absurd header
-    /// must not park the client for days).
-    public var maxRetryAfter: Duration = .seconds(15 * 60)
+    /// must not park the client for days). Apple enforces its limits hourly, so a pause of up
+    /// to an hour is honoured in full.
+    public var maxRetryAfter: Duration = .seconds(2 * 3600)
     /// How long a bare-id lookup waits before asking Production a second time (new
     /// transaction ids take a moment to appear).
     public var notFoundRetryDelay: Duration = .seconds(2)
 
     /// - Throws: when `environment` is neither Production nor Sandbox (the only two stores
-    ///   with a server API), or a URL does not parse.
+    ///   with a server API), a URL does not parse or is plain `http` to another machine, or
+    ///   a rate is not above 0 or exceeds Apple's limit for the environment.
     public init(
         credentials: AppStoreAPICredentials, environment: AppStoreEnvironment = .sandbox, baseURL: String? = nil,
         sandboxFallbackURL: String? = nil, requestsPerSecond: Double? = nil, testNotificationRequestsPerSecond: Double? = nil
+    ) throws(AppStoreAPIConfigurationError) {
+        try self.init(
+            credentials: credentials, environment: environment, baseURL: baseURL, sandboxFallbackURL: sandboxFallbackURL,
+            requestsPerSecond: requestsPerSecond, testNotificationRequestsPerSecond: testNotificationRequestsPerSecond,
+            enforcingAppleLimits: true)
+    }
+
+    /// The public initializer, with Apple's limits optional: for tests against a local fake.
+    package init(
+        credentials: AppStoreAPICredentials, environment: AppStoreEnvironment, baseURL: String?, sandboxFallbackURL: String?,
+        requestsPerSecond: Double?, testNotificationRequestsPerSecond: Double?, enforcingAppleLimits: Bool
     ) throws(AppStoreAPIConfigurationError) {
         guard environment == .production || environment == .sandbox else {
             throw AppStoreAPIConfigurationError(
@@ -54,17 +71,50 @@ public struct AppStoreAPIConfiguration: Sendable {
         self.environment = environment
         self.baseURL = try Self.checkedURL(baseURL ?? (production ? Self.productionURL : Self.sandboxURL), "base URL")
         self.sandboxFallbackURL = try Self.checkedURL(sandboxFallbackURL ?? Self.sandboxURL, "Sandbox fallback URL")
-        let scale = production ? 1.0 : 0.1
-        self.requestsPerSecond = requestsPerSecond ?? 40 * scale
-        self.testNotificationRequestsPerSecond = testNotificationRequestsPerSecond ?? 1 * scale
-        guard self.requestsPerSecond > 0, self.testNotificationRequestsPerSecond > 0 else {
-            throw AppStoreAPIConfigurationError("App Store Server API requests per second must be greater than 0")
+        self.requestsPerSecond = requestsPerSecond ?? AppStoreAPIEndpointClass.standard.defaultRate(in: environment)
+        self.testNotificationRequestsPerSecond = testNotificationRequestsPerSecond
+            ?? AppStoreAPIEndpointClass.testNotification.defaultRate(in: environment)
+        self.enforcesAppleLimits = enforcingAppleLimits
+        for endpointClass in AppStoreAPIEndpointClass.allCases {
+            if let problem = rateProblem(endpointClass) { throw AppStoreAPIConfigurationError(problem) }
         }
+    }
+
+    /// Why the rate set for `endpointClass` cannot be used, nil when it can.
+    package func rateProblem(_ endpointClass: AppStoreAPIEndpointClass) -> String? {
+        let (rate, name) = endpointClass == .standard
+            ? (requestsPerSecond, "requests per second") : (testNotificationRequestsPerSecond, "test-notification requests per second")
+        guard rate > 0, rate.isFinite else { return "App Store Server API \(name) must be greater than 0" }
+        let limit = endpointClass.appleLimit(in: environment)
+        guard !enforcesAppleLimits || rate <= limit else {
+            return "App Store Server API \(name) is \(Self.format(rate)), above Apple's limit of \(Self.format(limit)) per second per app in \(environment.rawValue) (identifying-rate-limits: 50/s Production, 10% of it in Sandbox, 1/s for test notifications)"
+        }
+        return nil
+    }
+
+    /// The rate the client spends from the bucket of `endpointClass` in `environment`: the
+    /// configured one in ``environment``; in the other store (a Production client's Sandbox
+    /// fallback) that store's default, never the configured store's rate. Held to Apple's
+    /// limit even when a caller set the property above it after the checks of the initializer.
+    func rate(for endpointClass: AppStoreAPIEndpointClass, in environment: AppStoreEnvironment) -> Double {
+        let configured = endpointClass == .standard ? requestsPerSecond : testNotificationRequestsPerSecond
+        let rate = environment == self.environment ? configured : endpointClass.defaultRate(in: environment)
+        return enforcesAppleLimits ? min(rate, endpointClass.appleLimit(in: environment)) : rate
+    }
+
+    /// Where requests for `environment` go: ``baseURL`` for the configured store,
+    /// ``sandboxFallbackURL`` for a Production client's Sandbox fallback.
+    func url(for environment: AppStoreEnvironment) -> String {
+        environment == self.environment ? baseURL : sandboxFallbackURL
+    }
+
+    private static func format(_ rate: Double) -> String {
+        rate == rate.rounded() ? String(Int(rate)) : String(rate)
     }
 
     /// Apple's lookback for Get Notification History: 180 days in Production, 30 in Sandbox.
     public var notificationHistoryLookback: Duration {
-        .seconds((environment == .production ? 180 : 30) * 86_400)
+        .milliseconds(NotificationHistoryLookback(environment: environment).milliseconds)
     }
 
     /// Reads the settings Signet's commands use:
@@ -113,10 +163,25 @@ public struct AppStoreAPIConfiguration: Sendable {
     }
 
     private static func checkedURL(_ text: String, _ what: String) throws(AppStoreAPIConfigurationError) -> String {
-        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            let host = url.host, !host.isEmpty
+        else {
             throw AppStoreAPIConfigurationError("the App Store Server API \(what) \"\(text)\" is not an http(s) URL")
+        }
+        // Every request carries a bearer token: in clear only to this machine (a local proxy or fake).
+        guard scheme == "https" || isLoopback(host) else {
+            throw AppStoreAPIConfigurationError(
+                "the App Store Server API \(what) \"\(text)\" is plain http to another machine: the bearer token would cross the network in clear; use https (plain http is allowed to loopback addresses only)")
         }
         // Paths are appended to it: no trailing slash, so "/inApps/..." never doubles one.
         return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    /// A loopback address literal or `localhost`: what plain http may reach.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" || bare == "::1" { return true }
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 }

@@ -50,6 +50,9 @@ public struct AppStoreAPIError: Error, Sendable, Hashable, CustomStringConvertib
     /// 4040010: no such transaction id in the store asked.
     public var isTransactionIdNotFound: Bool { errorCode == AppStoreAPIErrorCode.transactionIdNotFound }
 
+    /// 4040008: no test notification with that token (yet).
+    public var isTestNotificationNotFound: Bool { errorCode == AppStoreAPIErrorCode.testNotificationNotFound }
+
     /// `METHOD /path answered N (errorCode C)` or the transport failure: for retry logs.
     var summary: String {
         var text = endpoint + (status.map { " answered \($0)" } ?? ": \(errorMessage ?? "no answer")")
@@ -98,6 +101,8 @@ public enum AppStoreAPIErrorCode {
     public static let appNotFoundRetryable = 4_040_004
     /// Original transaction id not found (retryable).
     public static let originalTransactionIdNotFoundRetryable = 4_040_006
+    /// Test notification not found (Apple has not recorded it yet).
+    public static let testNotificationNotFound = 4_040_008
     /// Transaction id not found (a bare id may be a Sandbox one).
     public static let transactionIdNotFound = 4_040_010
     /// Rate limit exceeded.

@@ -1,3 +1,4 @@
+public import AppStoreModels
 import Synchronization
 
 /// Apple's rate-limit classes: each endpoint has its own per-app budget; these are the
@@ -8,16 +9,47 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     case standard
     /// 1/s in Production: Request a Test Notification, Get Test Notification Status.
     case testNotification
+
+    /// Apple's documented limit for one endpoint of this class, per app, in requests per
+    /// second: quoted per second, enforced hourly, and Sandbox gets 10% of Production's
+    /// (developer.apple.com/documentation/appstoreserverapi/identifying-rate-limits).
+    public func appleLimit(in environment: AppStoreEnvironment) -> Double {
+        let production: Double = switch self {
+        case .standard: 50
+        case .testNotification: 1
+        }
+        return environment == .production ? production : production / 10
+    }
+
+    /// What Signet spends when not told otherwise: 80% of the limit for the busy endpoints,
+    /// so a hand-run `signet appstore` call beside a backfill finds room; the whole (tiny)
+    /// limit for the test notification.
+    public func defaultRate(in environment: AppStoreEnvironment) -> Double {
+        switch self {
+        case .standard: appleLimit(in: environment) * 0.8
+        case .testNotification: appleLimit(in: environment)
+        }
+    }
+
+    /// The name in metrics and logs.
+    var label: String {
+        switch self {
+        case .standard: "standard"
+        case .testNotification: "test_notification"
+        }
+    }
 }
 
 /// Spaces requests so that no bucket goes faster than its rate, and holds a bucket back
 /// after a 429 until Apple's `Retry-After`.
 ///
-/// One bucket per (host, bundle id, endpoint class): Apple's limits are per app, per
-/// environment (host) and per endpoint. ``shared`` is the process-wide instance every
+/// One bucket per (bundle id, environment, endpoint class): Apple's limits are per app, per
+/// environment and per endpoint, whichever host (Apple's, a proxy) the requests go through. ``shared`` is the process-wide instance every
 /// client uses unless given another, so several clients of one app in one process share
 /// the budget. Spacing (one request every `1/rate` s, no burst) never exceeds the rate in
-/// any window, which also keeps Apple's hourly accounting happy.
+/// any window, which also keeps Apple's hourly accounting happy. The rate belongs to the
+/// bucket: clients that ask with different rates all get the lowest one asked for, so they
+/// never work against each other's spacing.
 ///
 /// Each waiter books a slot one interval after the last booked one and sleeps until it, so
 /// waiters wake one at a time (when all slept until the same earliest instant, every grant
@@ -30,19 +62,23 @@ public final class AppStoreAPIRateLimiter: Sendable {
     public static let shared = AppStoreAPIRateLimiter()
 
     /// One budget.
-    public struct Bucket: Sendable, Hashable {
-        public var baseURL: String
+    public struct Bucket: Sendable, Hashable, CustomStringConvertible {
         public var bundleId: String
+        public var environment: AppStoreEnvironment
         public var endpointClass: AppStoreAPIEndpointClass
 
-        public init(baseURL: String, bundleId: String, endpointClass: AppStoreAPIEndpointClass) {
-            self.baseURL = baseURL
+        public init(bundleId: String, environment: AppStoreEnvironment, endpointClass: AppStoreAPIEndpointClass) {
             self.bundleId = bundleId
+            self.environment = environment
             self.endpointClass = endpointClass
         }
+
+        public var description: String { "\(bundleId) \(environment.rawValue) \(endpointClass.label)" }
     }
 
     private struct State {
+        /// The spacing: one over the lowest rate any caller asked for.
+        var interval: Duration
         /// When the last request of the bucket went.
         var lastGrant: ContinuousClock.Instant?
         /// No request before this (a 429's Retry-After, or its backoff).
@@ -51,7 +87,7 @@ public final class AppStoreAPIRateLimiter: Sendable {
         var nextSlot: ContinuousClock.Instant?
 
         /// The slot for a waiter asking at `now`; books it.
-        mutating func book(now: ContinuousClock.Instant, interval: Duration) -> ContinuousClock.Instant {
+        mutating func book(now: ContinuousClock.Instant) -> ContinuousClock.Instant {
             let slot = max(nextSlot ?? now, lastGrant.map { $0 + interval } ?? now, pausedUntil, now)
             nextSlot = slot + interval
             return slot
@@ -63,23 +99,28 @@ public final class AppStoreAPIRateLimiter: Sendable {
     public init() {}
 
     /// Waits for this bucket's next slot. Throws only `CancellationError`.
+    /// - Parameter requestsPerSecond: the caller's rate; the bucket goes at the lowest rate
+    ///   any caller asked for.
     public func acquire(_ bucket: Bucket, requestsPerSecond: Double) async throws {
-        let interval = Duration.seconds(1 / requestsPerSecond)
+        let asked = Duration.seconds(1 / requestsPerSecond)
         var slot = buckets.withLock { buckets in
             let now = ContinuousClock.now
-            return buckets[bucket, default: State(lastGrant: nil, pausedUntil: now)].book(now: now, interval: interval)
+            var state = buckets[bucket] ?? State(interval: asked, pausedUntil: now)
+            state.interval = max(state.interval, asked)
+            defer { buckets[bucket] = state }
+            return state.book(now: now)
         }
         while true {
             if slot > .now { try await Task.sleep(until: slot, clock: .continuous) }
             // nil: go now (the grant is recorded); else when to look again.
             let again = buckets.withLock { buckets -> ContinuousClock.Instant? in
                 let now = ContinuousClock.now
-                var state = buckets[bucket] ?? State(lastGrant: nil, pausedUntil: now)
+                var state = buckets[bucket] ?? State(interval: asked, pausedUntil: now)
                 defer { buckets[bucket] = state }
                 // A 429 paused the bucket: a new slot after the pause, behind the ones booked already.
-                if state.pausedUntil > now { return state.book(now: now, interval: interval) }
+                if state.pausedUntil > now { return state.book(now: now) }
                 // The previous request went late: wait out its interval, keeping this place.
-                if let last = state.lastGrant, last + interval > now { return last + interval }
+                if let last = state.lastGrant, last + state.interval > now { return last + state.interval }
                 state.lastGrant = now
                 return nil
             }
@@ -89,11 +130,17 @@ public final class AppStoreAPIRateLimiter: Sendable {
     }
 
     /// No request of `bucket` goes before `instant` (a later pause already set wins).
-    package func pause(_ bucket: Bucket, until instant: ContinuousClock.Instant) {
+    /// Returns whether this pause ends later than the one already set: the caller that
+    /// extended it reports it, the others that got the same 429 stay quiet.
+    @discardableResult
+    package func pause(_ bucket: Bucket, until instant: ContinuousClock.Instant) -> Bool {
         buckets.withLock { buckets in
-            var state = buckets[bucket] ?? State(lastGrant: nil, pausedUntil: instant)
+            var state = buckets[bucket] ?? State(interval: .zero, pausedUntil: .now)
+            // Two 429s a moment apart ask for the same instant give or take a millisecond.
+            let extended = instant > state.pausedUntil + .seconds(1)
             state.pausedUntil = max(state.pausedUntil, instant)
             buckets[bucket] = state
+            return extended
         }
     }
 }

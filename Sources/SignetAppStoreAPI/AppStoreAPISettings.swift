@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import Logging
 import SignetCore
@@ -23,8 +24,8 @@ struct AppStoreAPISettings: Sendable {
         ConfigField("environment", .string, .default("${SIGNET_ENVIRONMENT:Sandbox}"), "Sandbox or Production: which host, lookback and rate limit"),
         ConfigField("api_url", .string, .default("${SIGNET_APPSTORE_API_URL:}"), "base URL instead of Apple's host (a proxy, tests); empty: Apple's", advanced: true),
         ConfigField(
-            "requests_per_second", .int(1...1000), .optional,
-            "history requests per second for the whole process (default 40 Production, 4 Sandbox: below Apple's per-app limit)",
+            "requests_per_second", .int(1...Int(AppStoreAPIEndpointClass.standard.appleLimit(in: .production))), .optional,
+            "requests per second to the history, status and transaction endpoints, for the whole process (default 40 Production, 4 Sandbox); at most Apple's per-app limit: 50 Production, 5 Sandbox",
             advanced: true),
     ]
 
@@ -32,9 +33,22 @@ struct AppStoreAPISettings: Sendable {
     var values: [String: String] = [:]
     var requestsPerSecond: Int?
 
-    init(_ config: ParsedConfig) throws(ConfigError) {
+    /// - Parameter env: what the environment setting's variables expand to, so a rate above
+    ///   Sandbox's limit is reported at its line when the file is loaded (or linted), not
+    ///   only when the component opens.
+    init(_ config: ParsedConfig, env: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) {
         for (key, variable) in Self.variables { values[variable] = try config.string(key) }
         requestsPerSecond = try config.optionalInt("requests_per_second")
+        if let requestsPerSecond, let written = try? resolved(values["SIGNET_ENVIRONMENT"] ?? "", env) {
+            // As fromEnvironment reads it: Production when listed, else Sandbox.
+            let environment: AppStoreEnvironment = written.contains("Production") ? .production : .sandbox
+            let limit = AppStoreAPIEndpointClass.standard.appleLimit(in: environment)
+            if Double(requestsPerSecond) > limit {
+                throw config.error(
+                    "'\(config.path).requests_per_second' is \(requestsPerSecond), above Apple's limit of \(Int(limit)) requests per second per app in \(environment.rawValue) (Sandbox gets 10% of Production's 50)",
+                    key: "requests_per_second")
+            }
+        }
     }
 
     /// A client for these settings under `env`. Components call it when they open, so a missing
@@ -49,7 +63,10 @@ struct AppStoreAPISettings: Sendable {
         // In the spec's order, so the first missing variable named is always the same one.
         for (_, variable) in Self.variables { resolved[variable] = try self.resolved(values[variable] ?? "", env) }
         var configuration = try AppStoreAPIConfiguration.fromEnvironment(resolved)
-        if let requestsPerSecond { configuration.requestsPerSecond = Double(requestsPerSecond) }
+        if let requestsPerSecond {
+            configuration.requestsPerSecond = Double(requestsPerSecond)
+            if let problem = configuration.rateProblem(.standard) { throw AppStoreAPIConfigurationError(problem) }
+        }
         return configuration
     }
 

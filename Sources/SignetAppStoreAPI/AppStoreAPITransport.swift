@@ -2,6 +2,7 @@ import AppStoreModels
 import AsyncHTTPClient
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 import SignetCore
@@ -22,9 +23,13 @@ struct AppStoreAPICall: Sendable {
 /// Sends calls with auth, the rate limiter and the retry policy; knows nothing of endpoints.
 ///
 /// Per attempt: wait for the bucket's slot, sign (or reuse) the JWT, send, classify:
-/// - 2xx: the body;
-/// - 429: pause the whole bucket until `Retry-After` (absolute UNIX ms; capped; backoff with
-///   jitter when missing, unparsable or past), then retry;
+/// - 2xx whose body decodes as the documented answer: the answer;
+/// - 2xx that does not (a proxy's `{}`, a truncated body): `invalidResponse`, retried with
+///   backoff like a 5xx; an answer larger than ``maximumResponseBytes``: `invalidResponse`
+///   at once (it would be as large again);
+/// - 429: pause the whole bucket until `Retry-After` (absolute UNIX ms; honoured up to
+///   ``AppStoreAPIConfiguration/maxRetryAfter``; backoff with jitter when missing,
+///   unparsable or past), then retry;
 /// - 5xx, Apple's retryable 4xx codes, transport errors: capped exponential backoff with
 ///   jitter, then retry;
 /// - 401 and every other answer: thrown at once.
@@ -47,19 +52,31 @@ struct AppStoreAPITransport: Sendable {
         case fail(AppStoreAPIError)
     }
 
-    /// The body of a 2xx answer. Throws ``AppStoreAPIError`` or `CancellationError`.
-    func send(_ call: AppStoreAPICall, to baseURL: String) async throws -> [UInt8] {
+    /// The decoded 2xx answer of `call`, asked of `environment`'s store (the configured one,
+    /// or Sandbox for a Production client's fallback) and paid from that store's bucket.
+    /// Throws ``AppStoreAPIError`` or `CancellationError`.
+    func send<Answer: Decodable>(_ call: AppStoreAPICall, in environment: AppStoreEnvironment, as _: Answer.Type) async throws -> Answer {
         let bucket = AppStoreAPIRateLimiter.Bucket(
-            baseURL: baseURL, bundleId: configuration.credentials.bundleId, endpointClass: call.endpointClass)
-        let rate = call.endpointClass == .standard
-            ? configuration.requestsPerSecond : configuration.testNotificationRequestsPerSecond
+            bundleId: configuration.credentials.bundleId, environment: environment, endpointClass: call.endpointClass)
+        let rate = configuration.rate(for: call.endpointClass, in: environment)
+        let baseURL = configuration.url(for: environment)
         var backoff = configuration.initialBackoff
         var attempt = 0
         while true {
             try await limiter.acquire(bucket, requestsPerSecond: rate)
-            switch await exchange(call, baseURL: baseURL) {
-            case .success(let body):
-                return body
+            var outcome = await exchange(call, baseURL: baseURL)
+            if case .success(let body) = outcome {
+                do {
+                    return try AppStoreJSON.decode(Answer.self, from: body)
+                } catch {
+                    outcome = .retry(
+                        AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)"),
+                        wait: nil, pauseBucket: false)
+                }
+            }
+            switch outcome {
+            case .success:
+                preconditionFailure("a success returned above")
             case .fail(let error):
                 throw error
             case .retry(let error, let wait, let pauseBucket):
@@ -69,12 +86,13 @@ struct AppStoreAPITransport: Sendable {
                 let delay = wait ?? Self.jittered(backoff)
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 attempt += 1
-                logger.warning(
-                    "App Store Server API: \(error.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")
                 if pauseBucket {
-                    // Every caller of this bucket waits, not only this one (Apple counts per app).
-                    limiter.pause(bucket, until: .now + delay)
+                    // Every caller of this bucket waits, not only this one (Apple counts per app);
+                    // the caller that set the pause says so, once.
+                    if limiter.pause(bucket, until: .now + delay) { reportPause(bucket, delay: delay, cause: error) }
                 } else {
+                    logger.warning(
+                        "App Store Server API: \(error.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")
                     try await Task.sleep(for: delay)
                 }
             }
@@ -112,6 +130,9 @@ struct AppStoreAPITransport: Sendable {
             } onCancel: {
                 task.cancel()
             }
+        } catch let tooLarge as AppStoreAPIResponseCollector.TooLarge {
+            // The same request would bring the same answer again.
+            return .fail(AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, errorMessage: "\(tooLarge)"))
         } catch {
             return .retry(AppStoreAPIError(.transport, endpoint: call.endpoint, errorMessage: "\(error)"), wait: nil, pauseBucket: false)
         }
@@ -147,6 +168,18 @@ struct AppStoreAPITransport: Sendable {
         let remaining = milliseconds - nowMilliseconds
         // +1 ms: `now` was truncated to the millisecond, the wait must not end before the instant.
         return min(.milliseconds(remaining + 1), configuration.maxRetryAfter)
+    }
+
+    /// Logs a pause once, with its end, and shows the end on /metrics: a wait of minutes or an
+    /// hour must not look like a hang.
+    private func reportPause(_ bucket: AppStoreAPIRateLimiter.Bucket, delay: Duration, cause: AppStoreAPIError) {
+        let end = Date().addingTimeInterval(Double(delay.clampedNanoseconds) / 1e9)
+        Gauge(
+            label: "signet_appstore_api_paused_until_seconds",
+            dimensions: [("environment", bucket.environment.rawValue), ("endpoint", bucket.endpointClass.label)]
+        ).record(end.timeIntervalSince1970)
+        logger.warning(
+            "App Store Server API: \(cause.summary): Apple asked for a pause; no \(bucket.endpointClass.label) request of \(bucket.bundleId) in \(bucket.environment.rawValue) goes before \(ISO8601DateFormatter().string(from: end)) (\(Int(delay / .milliseconds(1))) ms), then the calls waiting retry")
     }
 
     /// Between half and all of `backoff` ("equal jitter"): callers that failed together

@@ -100,14 +100,21 @@ public final class AppStoreServerAPIClient: Sendable {
     // MARK: - Subscriptions and transactions
 
     /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`), for any
-    /// transaction id of the customer; `status` filters (empty: all).
+    /// transaction id of the customer; `status` filters (empty: all). Asks `environment`'s
+    /// store: nil is the configured one; a Production client may ask Sandbox (its fallback
+    /// host, for a purchase made there), never the other way round.
     public func subscriptionStatuses(
-        transactionId: String, status: [SubscriptionStatus] = []
+        transactionId: String, status: [SubscriptionStatus] = [], in environment: AppStoreEnvironment? = nil
     ) async throws -> SubscriptionStatusesResponse {
-        let call = AppStoreAPICall(
-            method: .GET, path: "/inApps/v1/subscriptions/" + PercentEncoding.encoded(transactionId),
-            query: status.map { ("status", String($0.rawValue)) })
-        return try await decode(SubscriptionStatusesResponse.self, call)
+        try await transport.send(
+            Self.statusesCall(transactionId, status: status), in: try store(environment), as: SubscriptionStatusesResponse.self)
+    }
+
+    /// Get All Subscription Statuses for a purchase whose store is not known (a bare id, a
+    /// purchase stored before Signet recorded environments), as ``lookUpTransaction(transactionId:)``
+    /// looks one up: Production, then Sandbox on 4040010 or 401.
+    public func lookUpSubscriptionStatuses(transactionId: String) async throws -> (SubscriptionStatusesResponse, AppStoreEnvironment) {
+        try await inWhicheverStore(Self.statusesCall(transactionId, status: []), what: "purchase \(transactionId)")
     }
 
     /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`) in the configured
@@ -120,25 +127,57 @@ public final class AppStoreServerAPIClient: Sendable {
     ///
     /// Configured for Production: asks Production; on 4040010 asks again after
     /// ``AppStoreAPIConfiguration/notFoundRetryDelay`` (a new id takes a moment to appear),
-    /// then the Sandbox host (TestFlight and App Review purchases live there). Configured for
-    /// Sandbox: asks Sandbox only.
+    /// then the Sandbox host (TestFlight and App Review purchases live there). A 401 from
+    /// Production also goes to Sandbox: an app with no Production release yet answers 401
+    /// there, and its App Review purchases are in Sandbox; when Sandbox refuses too, the
+    /// Production 401 is thrown. Configured for Sandbox: asks Sandbox only. The Sandbox
+    /// fallback spends Sandbox's budget, at Sandbox's rate.
     public func lookUpTransaction(transactionId: String) async throws -> TransactionLookup {
-        let call = Self.transactionInfoCall(transactionId)
+        let (info, environment) = try await inWhicheverStore(
+            Self.transactionInfoCall(transactionId), as: TransactionInfoResponse.self, what: "transaction \(transactionId)")
+        return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: environment)
+    }
+
+    /// `call` in the configured store; from a Production client, again after
+    /// ``AppStoreAPIConfiguration/notFoundRetryDelay`` on 4040010 (a new id takes a moment to
+    /// appear), then in Sandbox on 4040010 or 401 (TestFlight and App Review purchases, an app
+    /// with no Production release). Refused by both, Production's 401 is thrown.
+    private func inWhicheverStore<Answer: Decodable>(
+        _ call: AppStoreAPICall, as _: Answer.Type = Answer.self, what: String
+    ) async throws -> (Answer, AppStoreEnvironment) {
         guard configuration.environment == .production else {
-            let info = try await decode(TransactionInfoResponse.self, call)
-            return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: configuration.environment)
+            return (try await transport.send(call, in: configuration.environment, as: Answer.self), configuration.environment)
         }
-        for attempt in 0..<2 {
+        let productionRefusal: AppStoreAPIError
+        do {
             do {
-                let info = try await decode(TransactionInfoResponse.self, call)
-                return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: .production)
+                return (try await transport.send(call, in: .production, as: Answer.self), .production)
             } catch let error as AppStoreAPIError where error.isTransactionIdNotFound {
-                if attempt == 0 { try await Task.sleep(for: configuration.notFoundRetryDelay) }
+                try await Task.sleep(for: configuration.notFoundRetryDelay)
+                return (try await transport.send(call, in: .production, as: Answer.self), .production)
             }
+        } catch let error as AppStoreAPIError where error.isTransactionIdNotFound || error.kind == .unauthorized {
+            productionRefusal = error
         }
-        transport.logger.info("App Store Server API: transaction \(transactionId) not in Production; asking Sandbox")
-        let info = try await decode(TransactionInfoResponse.self, call, baseURL: configuration.sandboxFallbackURL)
-        return TransactionLookup(signedTransactionInfo: info.signedTransactionInfo, environment: .sandbox)
+        transport.logger.info(
+            "App Store Server API: \(what) \(productionRefusal.kind == .unauthorized ? "refused (401) by Production" : "not in Production"); asking Sandbox")
+        do {
+            return (try await transport.send(call, in: .sandbox, as: Answer.self), .sandbox)
+        } catch let error as AppStoreAPIError where error.kind == .unauthorized && productionRefusal.kind == .unauthorized {
+            // Refused by both: the key (or its team) is the problem, as Production said first.
+            throw productionRefusal
+        }
+    }
+
+    /// The store to ask: the configured one, or Sandbox from a Production client.
+    private func store(_ environment: AppStoreEnvironment?) throws -> AppStoreEnvironment {
+        guard let environment, environment != configuration.environment else { return configuration.environment }
+        guard environment == .sandbox else {
+            throw AppStoreAPIError(
+                .permanent, endpoint: "App Store Server API",
+                errorMessage: "a client configured for \(configuration.environment.rawValue) cannot ask \(environment.rawValue)")
+        }
+        return .sandbox
     }
 
     /// One page of Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`);
@@ -157,15 +196,23 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Throws ``AppStoreAPIError``, or the `RecordRejection` of the first transaction that
     /// fails verification (nothing unverified is returned).
     public func transactionHistory(transactionId: String, verifier: AppStoreVerifier) async throws -> [VerifiedTransaction] {
-        var order: [String] = []
-        var latest: [String: VerifiedTransaction] = [:]
+        var order: [Int] = []
+        var latest: [Int: VerifiedTransaction] = [:]
+        var positions: [String: Int] = [:]
         var revision: String?
         repeat {
             let page = try await transactionHistoryPage(transactionId: transactionId, revision: revision)
             for signed in page.signedTransactions {
                 let transaction = try verifier.verifyTransaction(signed)
-                // The signed payload carries the id; only a verified one is trusted to.
-                let id = transaction.payload.transactionId ?? ""
+                // The signed payload carries the id; only a verified one is trusted to. One
+                // without an id is kept on its own, never merged with another such one.
+                let id: Int
+                if let key = transaction.payload.transactionId {
+                    id = positions[key] ?? latest.count
+                    positions[key] = id
+                } else {
+                    id = latest.count
+                }
                 if let seen = latest[id] {
                     let seenDate = seen.payload.signedDate?.millisecondsSince1970 ?? .min
                     if (transaction.payload.signedDate?.millisecondsSince1970 ?? .min) >= seenDate { latest[id] = transaction }
@@ -205,17 +252,20 @@ public final class AppStoreServerAPIClient: Sendable {
 
     // MARK: - Plumbing
 
+    private static func statusesCall(_ transactionId: String, status: [SubscriptionStatus]) -> AppStoreAPICall {
+        AppStoreAPICall(
+            method: .GET, path: "/inApps/v1/subscriptions/" + PercentEncoding.encoded(transactionId),
+            query: status.map { ("status", String($0.rawValue)) })
+    }
+
     private static func transactionInfoCall(_ transactionId: String) -> AppStoreAPICall {
         AppStoreAPICall(method: .GET, path: "/inApps/v1/transactions/" + PercentEncoding.encoded(transactionId))
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ call: AppStoreAPICall, baseURL: String? = nil) async throws -> T {
-        let body = try await transport.send(call, to: baseURL ?? configuration.baseURL)
-        do {
-            return try AppStoreJSON.decode(type, from: body)
-        } catch {
-            throw AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)")
-        }
+    /// `call` asked of the configured store, its answer decoded (an undecodable 2xx is retried,
+    /// then thrown as `invalidResponse`).
+    private func decode<T: Decodable>(_ type: T.Type, _ call: AppStoreAPICall) async throws -> T {
+        try await transport.send(call, in: configuration.environment, as: type)
     }
 
     /// The logger, for the pager's warnings.

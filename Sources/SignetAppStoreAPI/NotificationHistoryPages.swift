@@ -31,8 +31,6 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
     /// Token refusals tolerated per window before the refusal is thrown (a token that keeps
     /// failing would otherwise restart the window forever).
     package static let maximumRestarts = 3
-    /// Clamped starts lie this far inside Apple's lookback, so the retry does not land on its edge.
-    static let clampMargin: Int64 = 10 * 60 * 1000
 
     let client: AppStoreServerAPIClient
     let request: NotificationHistoryRequest
@@ -48,7 +46,8 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
         var token: String?
         var finished: Bool
         var restarts = 0
-        var clamped = false
+        /// Times Apple refused this window's start (4000012) and it was clamped.
+        var clamps = 0
         /// `request` as sent, encoded again only when the clamp changes it.
         var encodedRequest: (request: NotificationHistoryRequest, body: [UInt8])?
 
@@ -95,14 +94,21 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
                         "App Store Server API: notification history \(error.errorMessage ?? "pagination token refused") (\(error.errorCode ?? 0)); restarting the window from its first page")
                     token = nil
                     restartedWindow = error
-                } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast && !clamped {
-                    let lookback = client.configuration.notificationHistoryLookback.clampedNanoseconds / 1_000_000
-                    // Never earlier than asked: a sub-window only moves its start forward.
-                    let start = Swift.max(request.startDate, WallClock.milliseconds() - lookback + NotificationHistoryPages.clampMargin)
-                    guard start < request.endDate else { throw error }
+                } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast {
+                    // Apple checks the start on every page: a window paging near the edge of its
+                    // lookback can be refused on any of them. Clamp again (a few times at most),
+                    // and only ever forward; what cannot be clamped is thrown, and a consumer may
+                    // take it as "nothing left" only when the window ends before the edge
+                    // (``NotificationHistoryLookback/verdict(start:end:now:clamp:)`` says `.gone`).
+                    clamps += 1
+                    let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
+                    guard clamps <= NotificationHistoryLookback.maximumClamps,
+                        case .clamped(let start) = lookback.verdict(
+                            start: request.startDate, end: request.endDate, now: WallClock.milliseconds(), refusals: clamps),
+                        start > request.startDate
+                    else { throw error }
                     client.logger.warning(
-                        "App Store Server API: notification history start \(Self.iso(request.startDate)) is older than Apple keeps (\(lookback / 86_400_000) days in \(client.configuration.environment)); clamped to \(Self.iso(start))")
-                    clamped = true
+                        "App Store Server API: Apple refused notification history from \(Self.iso(request.startDate)) as older than it keeps (\(lookback.days) days in \(client.configuration.environment.rawValue)); asking from \(Self.iso(start)) (clamp \(clamps) of at most \(NotificationHistoryLookback.maximumClamps)); the window starts over from its first page")
                     request.startDate = start
                     token = nil
                 }

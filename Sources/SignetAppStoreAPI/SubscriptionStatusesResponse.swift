@@ -13,7 +13,8 @@ public struct SubscriptionStatusesResponse: Codable, Sendable, Hashable {
         environment = try container.decodeIfPresent(AppStoreEnvironment.self, forKey: .environment)
         bundleId = try container.decodeIfPresent(String.self, forKey: .bundleId)
         appAppleId = try container.decodeIfPresent(Int64.self, forKey: .appAppleId)
-        data = try container.decodeIfPresent([SubscriptionGroupStatus].self, forKey: .data) ?? []
+        // Required: a 200 `{}` is not "no subscriptions" (a reconcile would confirm nothing from it).
+        data = try container.decode([SubscriptionGroupStatus].self, forKey: .data)
     }
 }
 
@@ -25,7 +26,7 @@ public struct SubscriptionGroupStatus: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         subscriptionGroupIdentifier = try container.decodeIfPresent(String.self, forKey: .subscriptionGroupIdentifier)
-        lastTransactions = try container.decodeIfPresent([LastTransaction].self, forKey: .lastTransactions) ?? []
+        lastTransactions = try container.decode([LastTransaction].self, forKey: .lastTransactions)
     }
 }
 

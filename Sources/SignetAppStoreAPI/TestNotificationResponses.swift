@@ -12,6 +12,7 @@ public struct TestNotificationStatusResponse: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         signedPayload = try container.decodeIfPresent(String.self, forKey: .signedPayload)
-        sendAttempts = try container.decodeIfPresent([SendAttempt].self, forKey: .sendAttempts) ?? []
+        // Required (an empty array when Apple has not tried yet): a 200 `{}` is not an answer.
+        sendAttempts = try container.decode([SendAttempt].self, forKey: .sendAttempts)
     }
 }

@@ -18,11 +18,12 @@ public struct TransactionHistoryResponse: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         revision = try container.decodeIfPresent(String.self, forKey: .revision)
-        hasMore = try container.decodeIfPresent(Bool.self, forKey: .hasMore) ?? false
+        // Required: a 200 `{}` must fail the page, never end the history as "no more pages".
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
         bundleId = try container.decodeIfPresent(String.self, forKey: .bundleId)
         appAppleId = try container.decodeIfPresent(Int64.self, forKey: .appAppleId)
         environment = try container.decodeIfPresent(AppStoreEnvironment.self, forKey: .environment)
-        signedTransactions = try container.decodeIfPresent([String].self, forKey: .signedTransactions) ?? []
+        signedTransactions = try container.decode([String].self, forKey: .signedTransactions)
     }
 }
 

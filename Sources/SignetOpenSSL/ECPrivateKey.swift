@@ -33,10 +33,17 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
         self.curve = curve
     }
 
-    /// Imports a PEM private key (PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY`).
+    /// Imports a PEM private key (PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY`). An
+    /// encrypted one is refused with an error saying so: OpenSSL would otherwise ask for its
+    /// password on the terminal, stalling a service.
     public init(pemEncoded: String) throws(OpenSSLError) {
+        if pemEncoded.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || pemEncoded.contains("Proc-Type: 4,ENCRYPTED") {
+            throw OpenSSLError(
+                operation: "PEM private key is encrypted (password-protected); use the key unencrypted, as App Store Connect issues it (openssl pkey -in encrypted.pem -out key.p8 decrypts one)")
+        }
         let pkey = try OpenSSLSupport.withReadBIO(Array(pemEncoded.utf8)) { bio in
-            PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            // A password callback that has none: never OpenSSL's default, which prompts on the terminal.
+            PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil)
         }
         guard let pkey else { throw OpenSSLError.drain("parse PEM private key") }
         guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC, let ecKey = EVP_PKEY_get1_EC_KEY(pkey) else {

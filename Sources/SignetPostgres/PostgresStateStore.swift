@@ -57,17 +57,20 @@ public final class PostgresStateStore: StateStore {
         names.withLock { $0 = EntitlementNames(pairs: stored) }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         try withSession("stale purchases", waitingOutOutages: false) { session in
+            // Keyset paging: the same order in the condition and the sort, so a page continues
+            // exactly where the last ended.
             try session.query("""
-                SELECT original_transaction_id, GREATEST(expires_date, renewal_date) FROM signet_subscriptions
+                SELECT original_transaction_id, GREATEST(expires_date, renewal_date), environment FROM signet_subscriptions
                 WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew AND expiration_intent IS NULL
                   AND NOT COALESCE(billing_retry, false) AND revocation_date IS NULL
                   AND GREATEST(expires_date, renewal_date) > \(endedAfter) AND GREATEST(expires_date, renewal_date) <= \(endedBefore)
+                  AND original_transaction_id > \(after ?? "")
                 ORDER BY original_transaction_id LIMIT \(Int64(max(0, limit)))
                 """).map { row in
-                    let (id, end) = try row.decode((String, Int64).self)
-                    return (originalTransactionId: id, periodEnd: end)
+                    let (id, end, environment) = try row.decode((String, Int64, String?).self)
+                    return StalePurchase(originalTransactionId: id, periodEnd: end, environment: environment)
                 }
         }
     }

@@ -80,7 +80,7 @@ struct TestNotificationCommand: AsyncParsableCommand {
                     Terminal.note("Apple delivered the TEST notification to the app's webhook")
                     return true
                 }
-            } catch let error as AppStoreAPIError where error.errorCode == 4_040_008 {
+            } catch let error as AppStoreAPIError where error.isTestNotificationNotFound {
                 // Test notification not found: Apple has not recorded it yet.
             }
             guard ContinuousClock.now + pause < deadline else {

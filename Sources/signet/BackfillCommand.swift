@@ -105,39 +105,24 @@ struct BackfillCommand: AsyncParsableCommand {
             try FileManager.default.removeItem(atPath: checkpointPath)
             Terminal.note("--restart: discarded the backfill checkpoint \(checkpointPath)")
         }
-        let saved: BackfillCheckpoint?
+        let plan: BackfillPlan
         do {
-            saved = try BackfillCheckpoint.load(checkpointPath)
+            plan = try BackfillPlan.make(
+                checkpointPath: checkpointPath, start: since, end: until, onlyFailures: onlyFailures,
+                subWindows: AppStoreHistorySource.Options(start: since, checkpointPath: checkpointPath).subWindows,
+                configuration: api, now: WallClock.milliseconds())
         } catch {
-            throw ConfigurationFailure(description: "signet: \(error)")
+            throw ConfigurationFailure(description: "signet backfill: \(error)")
         }
-        if let saved, !saved.isFinished {
-            let bundleId = api.credentials.bundleId, environment = api.environment.rawValue
-            guard saved.bundleId == bundleId, saved.environment == environment else {
-                throw ConfigurationFailure(
-                    description: "signet backfill: the unfinished backfill in \(checkpointPath) is of \(saved.bundleId) (\(saved.environment)), "
-                        + "not \(bundleId) (\(environment)); --restart discards it")
-            }
+        let window = plan.checkpoint.window
+        if plan.resumed {
+            let saved = plan.checkpoint
             Terminal.note(
                 "resuming the unfinished backfill of \(saved.window)\(saved.onlyFailures ? " (only failures)" : ""): "
                     + "\(saved.pages) pages, \(saved.notifications) notifications done (--restart discards it)")
-            return saved.window
+            return window
         }
-        let now = WallClock.milliseconds()
-        // validate() checked both parse.
-        var window = BackfillWindow(
-            start: BackfillWindow.instant(since, now: now) ?? now,
-            end: min(now, until.flatMap { BackfillWindow.instant($0, now: now) } ?? now))
-        if let clamped = window.clamped(lookback: api.notificationHistoryLookback, now: now) {
-            let days = api.notificationHistoryLookback.clampedNanoseconds / 86_400_000_000_000
-            Terminal.error(
-                "warning: --since \(BackfillWindow.iso(window.start)) is older than Apple keeps notification history "
-                    + "(\(days) days in \(api.environment.rawValue)); the window is clamped to \(clamped)")
-            window = clamped
-        }
-        guard window.start < window.end else {
-            throw ConfigurationFailure(description: "signet backfill: the window \(window) is empty (--since must come before --until and lie within Apple's lookback)")
-        }
+        if let warning = plan.clampWarning(configuration: api) { Terminal.error("warning: \(warning)") }
         Terminal.note("backfilling \(window)\(onlyFailures ? " (only failures)" : "") from \(api.baseURL)")
         return window
     }

@@ -32,7 +32,8 @@ struct APITestBed {
     }
 
     /// A client of `fake` with fast retries and its own rate limiter (tests run in parallel
-    /// and must not share budgets).
+    /// and must not share budgets), free of Apple's limits (the fake has none, and Sandbox's
+    /// 5/s would make every test slow).
     func client(
         _ fake: FakeAppStoreAPI, environment: AppStoreEnvironment = .sandbox, requestsPerSecond: Double = 200,
         testNotificationRequestsPerSecond: Double = 50, maxRetries: Int = 4, sandboxFallback: FakeAppStoreAPI? = nil,
@@ -41,7 +42,7 @@ struct APITestBed {
         var configuration = try AppStoreAPIConfiguration(
             credentials: credentials ?? self.credentials, environment: environment, baseURL: fake.baseURL,
             sandboxFallbackURL: sandboxFallback?.baseURL, requestsPerSecond: requestsPerSecond,
-            testNotificationRequestsPerSecond: testNotificationRequestsPerSecond)
+            testNotificationRequestsPerSecond: testNotificationRequestsPerSecond, enforcingAppleLimits: false)
         configuration.maxRetries = maxRetries
         configuration.initialBackoff = .milliseconds(20)
         configuration.maxBackoff = .milliseconds(100)

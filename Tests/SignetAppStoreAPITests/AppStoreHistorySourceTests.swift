@@ -22,7 +22,7 @@ struct AppStoreHistorySourceTests {
         }
     }
 
-    @Test("split covers the window exactly; clamping moves only a start beyond the lookback, once")
+    @Test("split covers the window exactly; the lookback rule clamps a start beyond it once, deeper on each refusal, and calls a window gone only when it ends before the edge")
     func splitAndClamp() {
         let window = BackfillWindow(start: 1000, end: 1107)
         let parts = window.split(into: 4)
@@ -32,12 +32,22 @@ struct AppStoreHistorySourceTests {
 
         let day: Int64 = 86_400_000
         let now: Int64 = 400 * day
-        let lookback = Duration.seconds(30 * 86_400)
-        #expect(BackfillWindow(start: now - 29 * day, end: now).clamped(lookback: lookback, now: now) == nil)
-        let clamped = BackfillWindow(start: now - 45 * day, end: now).clamped(lookback: lookback, now: now)
-        #expect(clamped == BackfillWindow(start: now - 30 * day + 3_600_000, end: now))
-        // Clamped a moment ago: not clamped again.
-        #expect(clamped?.clamped(lookback: lookback, now: now + 60_000) == nil)
+        let hour: Int64 = 3_600_000
+        let lookback = NotificationHistoryLookback(environment: .sandbox)
+        let edge = now - 30 * day
+        #expect(lookback.verdict(start: now - 29 * day, end: now, now: now) == .inside)
+        #expect(lookback.verdict(start: now - 45 * day, end: now, now: now) == .clamped(start: edge + hour))
+        // Clamped a moment ago: not clamped again when planning.
+        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000) == .inside)
+        // Apple refused it again (it paged past the margin): each clamp goes a margin deeper.
+        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000, refusals: 2) == .clamped(start: edge + 60_000 + 2 * hour))
+        // Refused although it looked safe by this clock: it still moves forward.
+        #expect(lookback.verdict(start: edge + hour + 60_000, end: now, now: now + 120_000, refusals: 1) == .clamped(start: edge + hour + 120_000))
+        // Only a window that ends at or before the edge is gone.
+        #expect(lookback.verdict(start: now - 45 * day, end: edge, now: now) == .gone)
+        #expect(lookback.verdict(start: now - 45 * day, end: edge + 1, now: now) == .tooCloseToTheEdge)
+        // Ending within the margin: half way to its end, never past it.
+        #expect(lookback.verdict(start: now - 45 * day, end: edge + 20 * 60_000, now: now) == .clamped(start: edge + 10 * 60_000))
     }
 
     @Test("each history item becomes the webhook's body: a compact JWS as is, anything else escaped into valid JSON")
@@ -175,6 +185,52 @@ struct AppStoreHistorySourceTests {
             let refused = requests.filter { $0.status == 400 }
             #expect((1...2).contains(refused.count), "the part beyond, and the part reaching into the lookback before it was clamped")
             #expect(requests.filter { $0.status == 200 }.allSatisfy { (($0.jsonBody?["startDate"] as? NSNumber)?.int64Value ?? 0) > now - 30 * day })
+        }
+    }
+
+    @Test("4000012 for a part that ends inside the lookback never marks it done: the run fails with a clear error, and the next run fetches it")
+    func refusedPartInsideLookbackIsNotDone() async throws {
+        let bed = try APITestBed()
+        try await withFakeAPI(bed: bed) { fake, _ in
+            let stored = APITestBed.history(30)
+            fake.addNotifications(stored)
+            let directory = try TemporaryDirectory(prefix: "signet-history")
+            defer { directory.remove() }
+            var options = AppStoreHistorySource.Options(start: "2d", checkpointPath: directory.path("backfill.json"))
+            options.subWindows = 1
+            options.parallelism = 1
+            // The first page comes; then Apple refuses the start (a changed lookback, a clock ahead).
+            fake.script([.delay(.zero), .error(status: 400, errorCode: 4_000_012)], on: .notificationHistory)
+            let source = AppStoreHistorySource(options: options) { try bed.client(fake) }
+            try await source.open()
+            var failure: (any Error)?
+            var delivered = 0
+            do {
+                while let records = try await source.nextBatch(maxRecords: 100) {
+                    delivered += records.count
+                    try await source.commit(records.map(\.position))
+                }
+            } catch {
+                failure = error
+            }
+            try await source.close()
+            let message = "\(try #require(failure))"
+            #expect(message.contains("ends inside Apple's lookback") && message.contains("run the backfill again to resume"), "\(message)")
+            #expect(delivered == 20)
+            let saved = try #require(try BackfillCheckpoint.load(directory.path("backfill.json")))
+            #expect(!saved.isFinished && saved.subWindows[0].pages == 1 && saved.subWindows[0].notifications == 20)
+
+            // The next run resumes after the committed page and finishes the part.
+            let again = AppStoreHistorySource(options: options) { try bed.client(fake) }
+            try await again.open()
+            var rest: [Record] = []
+            while let records = try await again.nextBatch(maxRecords: 100) {
+                rest += records
+                try await again.commit(records.map(\.position))
+            }
+            try await again.close()
+            #expect(rest.count == 10)
+            #expect(try BackfillCheckpoint.load(directory.path("backfill.json"))?.isFinished == true)
         }
     }
 

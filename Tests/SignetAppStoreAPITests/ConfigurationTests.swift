@@ -67,4 +67,50 @@ struct ConfigurationTests {
         #expect(error?.message.hasPrefix("SIGNET_APPSTORE_PRIVATE_KEY") == true)
         #expect(error?.message.contains("not P-256") == true)
     }
+
+    @Test("plain http only to loopback: the bearer token never crosses the network in clear")
+    func plainHTTPOnlyToLoopback() throws {
+        var (env, file) = try Self.environment()
+        defer { try? FileManager.default.removeItem(at: file) }
+        for url in ["http://127.0.0.1:8080", "http://localhost:9", "http://[::1]:8080", "http://127.1.2.3", "https://proxy.example.com"] {
+            env["SIGNET_APPSTORE_API_URL"] = url
+            #expect(throws: Never.self, "\(url)") { try AppStoreAPIConfiguration.fromEnvironment(env) }
+        }
+        for url in ["http://proxy.example.com", "http://10.0.0.1:8080", "http://127.0.0.1.example.com", "HTTP://api.storekit.apple.com"] {
+            env["SIGNET_APPSTORE_API_URL"] = url
+            let error = #expect(throws: AppStoreAPIConfigurationError.self, "\(url)") { try AppStoreAPIConfiguration.fromEnvironment(env) }
+            #expect(error?.message.contains("plain http to another machine") == true, "\(url): \(error?.message ?? "")")
+        }
+    }
+
+    @Test("rates above Apple's documented limit for the environment are refused, naming the limit")
+    func appleLimits() throws {
+        let (env, file) = try Self.environment()
+        defer { try? FileManager.default.removeItem(at: file) }
+        let credentials = try AppStoreAPIConfiguration.fromEnvironment(env).credentials
+        #expect(throws: Never.self) { try AppStoreAPIConfiguration(credentials: credentials, environment: .production, requestsPerSecond: 50) }
+        #expect(throws: Never.self) { try AppStoreAPIConfiguration(credentials: credentials, environment: .sandbox, requestsPerSecond: 5) }
+        for (environment, rate, test, limit) in [
+            (AppStoreEnvironment.production, 51.0, 1.0, "50"), (.sandbox, 6, 0.1, "5"), (.production, 40, 2, "1"), (.sandbox, 4, 0.5, "0.1"),
+        ] {
+            let error = #expect(throws: AppStoreAPIConfigurationError.self) {
+                try AppStoreAPIConfiguration(
+                    credentials: credentials, environment: environment, requestsPerSecond: rate, testNotificationRequestsPerSecond: test)
+            }
+            #expect(error?.message.contains("above Apple's limit of \(limit) per second per app in \(environment.rawValue)") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test("an encrypted key is refused with a message saying so, never a password prompt")
+    func encryptedKey() throws {
+        for header in [
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAg=\n-----END ENCRYPTED PRIVATE KEY-----\n",
+            "-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-256-CBC,00112233445566778899AABBCCDDEEFF\n\nAAAA\n-----END EC PRIVATE KEY-----\n",
+        ] {
+            let error = #expect(throws: AppStoreAPIConfigurationError.self) {
+                try AppStoreAPICredentials(keyId: "K", issuerId: "I", bundleId: "B", privateKeyPEM: header)
+            }
+            #expect(error?.message.contains("encrypted") == true, "\(error?.message ?? "")")
+        }
+    }
 }

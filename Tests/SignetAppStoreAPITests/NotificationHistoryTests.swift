@@ -119,8 +119,9 @@ struct NotificationHistoryTests {
             let pages = try await Self.collect(client.notificationHistory(asked))
             #expect(pages.flatMap(\.items).map(\.signedPayload) == stored.map(\.signedPayload))
             let clampedStart = try #require(pages.first?.request.startDate)
-            #expect(clampedStart > now - fake.lookbackMilliseconds)
-            #expect(clampedStart < now - fake.lookbackMilliseconds + 3_600_000)
+            // An hour inside the edge, as the clamp saw it (a moment after `now`).
+            #expect(clampedStart >= now - fake.lookbackMilliseconds + 3_600_000)
+            #expect(clampedStart < APITestBed.nowMilliseconds() - fake.lookbackMilliseconds + 3_600_000 + 1)
             #expect(pages.allSatisfy { $0.request.startDate == clampedStart && $0.request.endDate == now })
             let requests = fake.requests(.notificationHistory)
             #expect(requests.map(\.status) == [400, 200, 200])
@@ -136,6 +137,59 @@ struct NotificationHistoryTests {
             let old = NotificationHistoryRequest(startDate: now - 60 * 86_400_000, endDate: now - 45 * 86_400_000)
             let error = await #expect(throws: AppStoreAPIError.self) { _ = try await Self.collect(client.notificationHistory(old)) }
             #expect(error?.isStartDateTooFarInPast == true)
+        }
+    }
+
+    @Test("4000012 on a later page (Apple checks the start on every page): clamped again, deeper, and the window finishes; clamps are bounded")
+    func clampOnLaterPage() async throws {
+        try await withFakeAPI { fake, client in
+            let stored = APITestBed.history(50)
+            fake.addNotifications(stored)
+            let now = APITestBed.nowMilliseconds()
+            // Clamped when planned, an hour inside the edge; Apple refuses it on the second page
+            // (the paging took longer than the margin).
+            let asked = NotificationHistoryRequest(startDate: now - fake.lookbackMilliseconds + 3_600_000, endDate: now)
+            var iterator = client.notificationHistory(asked).makeAsyncIterator()
+            let first = try #require(try await iterator.next())
+            #expect(first.items.count == 20)
+            fake.script([.error(status: 400, errorCode: 4_000_012)], on: .notificationHistory)
+            var rest: [NotificationHistoryPage] = []
+            while let page = try await iterator.next() { rest.append(page) }
+            let refusedAt = try #require(fake.requests(.notificationHistory).first { $0.status == 400 }?.arrivalMilliseconds)
+            // Clamped again, an hour inside the edge as it is now: later than the first start.
+            let second = try #require(rest.first?.request.startDate)
+            #expect(second >= refusedAt - fake.lookbackMilliseconds + 3_600_000 && second > asked.startDate)
+            #expect(rest.last?.hasMore == false)
+            // The window started over from its first page with the clamped start: every stored
+            // notification (all sent within the last hours) came back.
+            #expect(Set(rest.flatMap(\.items).map(\.signedPayload)) == Set(stored.map(\.signedPayload)))
+
+            // Refused every time: at most maximumClamps clamps, then the refusal is thrown.
+            let before = fake.requests(.notificationHistory).count
+            fake.script(Array(repeating: .error(status: 400, errorCode: 4_000_012), count: 10), on: .notificationHistory)
+            let error = await #expect(throws: AppStoreAPIError.self) { _ = try await Self.collect(client.notificationHistory(asked)) }
+            #expect(error?.isStartDateTooFarInPast == true)
+            #expect(fake.requests(.notificationHistory).count - before == NotificationHistoryLookback.maximumClamps + 1)
+        }
+    }
+
+    @Test("a 200 without hasMore or without the array is an invalid response, retried, then thrown; never an empty last page")
+    func strictPages() async throws {
+        try await withFakeAPI(client: { try $0.client($1, maxRetries: 2) }) { fake, client in
+            fake.addNotifications(APITestBed.history(5))
+            for body in [#"{}"#, #"{"notificationHistory":[]}"#, #"{"hasMore":false}"#, #"{"hasMore":null,"notificationHistory":[]}"#] {
+                let before = fake.requests(.notificationHistory).count
+                fake.script(Array(repeating: .raw(status: 200, body: Array(body.utf8)), count: 3), on: .notificationHistory)
+                let error = await #expect(throws: AppStoreAPIError.self, "\(body)") {
+                    _ = try await Self.collect(client.notificationHistory(APITestBed.lastTwoDays()))
+                }
+                #expect(error?.kind == .invalidResponse, "\(body)")
+                #expect(fake.requests(.notificationHistory).count - before == 3, "\(body): one try and two retries")
+            }
+            // One bad answer among good ones: the retry brings the page.
+            fake.script([.raw(status: 200, body: Array("{}".utf8))], on: .notificationHistory)
+            let pages = try await Self.collect(client.notificationHistory(APITestBed.lastTwoDays()))
+            #expect(pages.flatMap(\.items).count == 5)
         }
     }
 }

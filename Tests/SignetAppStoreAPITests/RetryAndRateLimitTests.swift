@@ -177,4 +177,132 @@ struct RetryAndRateLimitTests {
         // delays the first request's connection and bunches arrivals, never the grants.
         #expect(elapsed >= .milliseconds(880))
     }
+
+    @Test("a Retry-After of 40 minutes is honoured in full: no request of the bucket goes, the wait is logged once with its end")
+    func longRetryAfter() async throws {
+        let bed = try APITestBed()
+        let log = CapturedLog()
+        try await withFakeAPI(bed: bed, client: { bed, fake in
+            AppStoreServerAPIClient(configuration: try bed.client(fake).configuration, rateLimiter: AppStoreAPIRateLimiter(), logger: log.logger)
+        }) { fake, client in
+            let id = try Self.addTransaction(fake)
+            fake.setResponseDelay(.milliseconds(300))
+            // Three calls in flight together all get the 429.
+            fake.script(Array(repeating: .tooManyRequests(retryAfter: .seconds(40 * 60)), count: 3), on: .transactionInfo)
+            let calls = (0..<3).map { _ in Task { try await client.transactionInfo(transactionId: id) } }
+            while fake.requests(.transactionInfo).count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            try await Task.sleep(for: .seconds(2))
+            #expect(fake.requests(.transactionInfo).count == 3, "a request went during the pause")
+            let pauses = log.messages(containing: "Apple asked for a pause")
+            #expect(pauses.count == 1, "\(pauses)")
+            // The end it names is 40 minutes after the 429, not a capped 15.
+            let formatter = ISO8601DateFormatter()
+            let named = try #require(pauses.first?.split(separator: " ").compactMap { formatter.date(from: String($0)) }.first)
+            let retryAfter = try #require(fake.requests(.transactionInfo).first?.retryAfter.flatMap { Double($0) })
+            #expect(abs(named.timeIntervalSince1970 - retryAfter / 1000) < 5, "\(named) against \(retryAfter)")
+            for call in calls { call.cancel() }
+            for call in calls { await #expect(throws: CancellationError.self) { _ = try await call.value } }
+        }
+    }
+
+    @Test("an answer larger than the limit is an invalid response at once, not retried")
+    func oversizedAnswer() async throws {
+        try await withFakeAPI { fake, client in
+            // 17 MB of a JSON string: over the 16 MB the client reads.
+            let body = Array(#"{"signedTransactionInfo":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 17 << 20) + Array(#""}"#.utf8)
+            fake.script([.raw(status: 200, body: body)], on: .transactionInfo)
+            let error = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo(transactionId: "1") }
+            #expect(error?.kind == .invalidResponse)
+            #expect(fake.requests(.transactionInfo).count == 1)
+        }
+    }
+
+    @Test("a 200 {} to the status and transaction-history calls is an invalid response after the retries, never 'no data'")
+    func strictAnswers() async throws {
+        try await withFakeAPI(client: { try $0.client($1, maxRetries: 1) }) { fake, client in
+            let id = try Self.addTransaction(fake)
+            let empty = FakeAppStoreAPI.Fault.raw(status: 200, body: Array("{}".utf8))
+            fake.script([empty, empty], on: .subscriptionStatuses)
+            let statuses = await #expect(throws: AppStoreAPIError.self) { _ = try await client.subscriptionStatuses(transactionId: id) }
+            #expect(statuses?.kind == .invalidResponse)
+            #expect(fake.requests(.subscriptionStatuses).count == 2)
+            fake.script([empty, empty], on: .transactionHistory)
+            let history = await #expect(throws: AppStoreAPIError.self) { _ = try await client.transactionHistoryPage(transactionId: id) }
+            #expect(history?.kind == .invalidResponse)
+            fake.script([empty, empty], on: .testNotificationStatus)
+            let token = try await client.requestTestNotification().testNotificationToken
+            let status = await #expect(throws: AppStoreAPIError.self) { _ = try await client.testNotificationStatus(token: token) }
+            #expect(status?.kind == .invalidResponse)
+        }
+    }
+
+    @Test("the rate belongs to the bucket: two clients asking different rates both go at the lowest")
+    func bucketRate() async throws {
+        let bed = try APITestBed()
+        let fake = try await bed.startFake()
+        let id = try Self.addTransaction(fake)
+        let limiter = AppStoreAPIRateLimiter()
+        let fast = AppStoreServerAPIClient(configuration: try bed.client(fake, requestsPerSecond: 40).configuration, rateLimiter: limiter)
+        let slow = AppStoreServerAPIClient(configuration: try bed.client(fake, requestsPerSecond: 5).configuration, rateLimiter: limiter)
+        // The slow client books first, so the bucket knows its rate before the fast one asks.
+        _ = try await slow.transactionInfo(transactionId: id)
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in [fast, slow] { for _ in 0..<4 { group.addTask { _ = try await client.transactionInfo(transactionId: id) } } }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - started
+        try await fast.shutdown()
+        try await slow.shutdown()
+        await fake.stop()
+        // Eight more at 5/s after the first: the last goes 1.6 s after the first at the earliest
+        // (the fast client's own 40/s would have let its four go within 0.1 s).
+        #expect(elapsed >= .milliseconds(1500), "\(elapsed)")
+    }
+
+    @Test("Production's 401 goes to Sandbox (an app with no Production release); refused by both, the 401 is thrown")
+    func unauthorizedFallsBackToSandbox() async throws {
+        let bed = try APITestBed()
+        let sandbox = try await bed.startFake(.sandbox)
+        let id = try Self.addTransaction(sandbox)
+        try await withFakeAPI(.production, bed: bed, client: { try $0.client($1, environment: .production, sandboxFallback: sandbox) }) { production, client in
+            production.script([.unauthorized], on: .transactionInfo)
+            let found = try await client.lookUpTransaction(transactionId: id)
+            #expect(found.environment == .sandbox)
+            #expect(production.requests(.transactionInfo).map(\.status) == [401])
+
+            production.script([.unauthorized], on: .transactionInfo)
+            sandbox.script([.unauthorized], on: .transactionInfo)
+            let error = await #expect(throws: AppStoreAPIError.self) { _ = try await client.lookUpTransaction(transactionId: id) }
+            #expect(error?.kind == .unauthorized)
+        }
+        await sandbox.stop()
+    }
+
+    @Test("the Sandbox fallback of a Production lookup is paced at Sandbox's rate, from Sandbox's bucket")
+    func sandboxFallbackRate() async throws {
+        let bed = try APITestBed()
+        let sandbox = try await bed.startFake(.sandbox)
+        let samples = APITestBed.samples.compactMap { sample -> (id: String, original: String, signed: String)? in
+            guard let id = sample.sample.transactionId, let signed = sample.signedTransaction else { return nil }
+            return (id, sample.sample.originalTransactionId ?? id, signed)
+        }.prefix(6)
+        try #require(samples.count == 6 && Set(samples.map(\.id)).count == 6)
+        sandbox.addTransactions(samples.map { .init(transactionId: $0.id, originalTransactionId: $0.original, signedTransactionInfo: $0.signed) })
+        try await withFakeAPI(.production, bed: bed, client: {
+            try $0.client($1, environment: .production, requestsPerSecond: 200, sandboxFallback: sandbox)
+        }) { _, client in
+            try await withThrowingTaskGroup(of: AppStoreEnvironment.self) { group in
+                for sample in samples {
+                    group.addTask { try await client.lookUpTransaction(transactionId: sample.id).environment }
+                }
+                for try await environment in group { #expect(environment == .sandbox) }
+            }
+        }
+        await sandbox.stop()
+        let arrivals = sandbox.requests(.transactionInfo).map(\.arrival).sorted()
+        #expect(arrivals.count == 6)
+        // Sandbox's default 4/s: five intervals of 0.25 s (Production's 200/s would take 25 ms).
+        #expect(try #require(arrivals.last) - arrivals[0] >= .milliseconds(1150), "\(arrivals)")
+    }
 }

@@ -142,6 +142,12 @@ struct LintTests {
         Broken(name: "undefined variable with --strict-env",
                yaml: replacing("bundle_id: com.example.signet", with: "bundle_id: ${SIGNET_TEST_UNDEFINED_VARIABLE}"),
                errors: [(8, 16, "SIGNET_TEST_UNDEFINED_VARIABLE")], strictEnv: true),
+        Broken(name: "App Store API rate above Sandbox's limit (the environment's default)",
+               yaml: replacing("stages:\n  - type: decode", with: "stages:\n  - type: appstore_catch_up\n    requests_per_second: 10\n  - type: decode"),
+               errors: [(5, nil, "above Apple's limit of 5 requests per second per app in Sandbox")]),
+        Broken(name: "App Store API rate above Production's limit",
+               yaml: replacing("stages:\n  - type: decode", with: "stages:\n  - type: appstore_catch_up\n    environment: Production\n    requests_per_second: 60\n  - type: decode"),
+               errors: [(6, nil, "requests_per_second")]),
         Broken(name: "missing dead_letter", yaml: replacing("dead_letter:\n  type: file\n  path: dead-letter.ndjson", with: ""),
                errors: [(1, nil, "dead_letter")]),
     ]

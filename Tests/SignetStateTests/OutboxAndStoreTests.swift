@@ -48,8 +48,8 @@ import Testing
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
         func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
         func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
-        func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
-            try inner.staleSubscriptions(endedAfter: endedAfter, endedBefore: endedBefore, limit: limit)
+        func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
+            try inner.staleSubscriptions(endedAfter: endedAfter, endedBefore: endedBefore, after: after, limit: limit)
         }
         func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
             try inner.eventHistory(originalTransactionId: originalTransactionId, limit: limit)

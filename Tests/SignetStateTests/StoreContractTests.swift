@@ -123,8 +123,8 @@ import Testing
         }
         try store.withTransaction { transaction in
             for snapshot in [
-                snapshot("a-stale", expires: end),
-                snapshot("b-renewal-info-later", expires: end - 10_000, renewal: end),  // the period end is the renewal date
+                snapshot("a-stale", expires: end) { $0.environment = "Sandbox" },
+                snapshot("b-renewal-info-later", expires: end - 10_000, renewal: end) { $0.environment = "Production" },  // the period end is the renewal date
                 snapshot("c-too-old", expires: end - 100_000),
                 snapshot("d-not-yet", expires: end + 1),
                 snapshot("e-auto-renew-off", expires: end) { $0.autoRenewEnabled = false },
@@ -135,10 +135,13 @@ import Testing
                 snapshot("j-stale-too", expires: end - 50_000),
             ] { try transaction.save(snapshot) }
         }
-        let stale = try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, limit: 10)
+        let stale = try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, after: nil, limit: 10)
         #expect(stale.map { $0.originalTransactionId } == ["a-stale", "b-renewal-info-later", "j-stale-too"], "\(kind)")
         #expect(stale.map { $0.periodEnd } == [end, end, end - 50_000], "\(kind): the period's end, the renewal date where later")
-        #expect(try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, limit: 2).map { $0.originalTransactionId } == ["a-stale", "b-renewal-info-later"], "\(kind)")
+        #expect(stale.map { $0.environment } == ["Sandbox", "Production", nil], "\(kind): the environment each was bought in")
+        #expect(try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, after: nil, limit: 2).map { $0.originalTransactionId } == ["a-stale", "b-renewal-info-later"], "\(kind)")
+        // Keyset paging: the next page starts after the last id of the previous one.
+        #expect(try store.staleSubscriptions(endedAfter: end - 60_000, endedBefore: end, after: "b-renewal-info-later", limit: 2).map { $0.originalTransactionId } == ["j-stale-too"], "\(kind)")
     }
 
     @Test("marking delivered takes any set of sequences: gaps, repeats, any order", arguments: [Duration.zero, .seconds(3600)])

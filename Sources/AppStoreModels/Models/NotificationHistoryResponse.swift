@@ -19,9 +19,9 @@ public struct NotificationHistoryResponse: Codable, Sendable, Hashable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        // An empty window may come without the array; absent and empty mean the same.
-        notificationHistory = try container.decodeIfPresent([NotificationHistoryItem].self, forKey: .notificationHistory) ?? []
-        hasMore = try container.decodeIfPresent(Bool.self, forKey: .hasMore) ?? false
+        // Both required: a 200 `{}` (a proxy, a changed API) must not read as "no more pages".
+        notificationHistory = try container.decode([NotificationHistoryItem].self, forKey: .notificationHistory)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
         paginationToken = try container.decodeIfPresent(String.self, forKey: .paginationToken)
     }
 
@@ -36,7 +36,10 @@ extension NotificationHistoryResponse: JSONFastDecodable {
     private static let keys = JSONKeyTable<CodingKeys>()
 
     init(json reader: inout JSONReader) throws {
-        self.init(notificationHistory: [], hasMore: false, paginationToken: nil)
+        let start = reader.pos
+        var items: [NotificationHistoryItem]?
+        var more: Bool?
+        var token: String?
         try reader.beginObject()
         var first = true
         while try reader.nextMember(&first) {
@@ -45,10 +48,15 @@ extension NotificationHistoryResponse: JSONFastDecodable {
                 continue
             }
             switch key {
-            case .notificationHistory: notificationHistory = try reader.objectArray(NotificationHistoryItem.self) ?? []
-            case .hasMore: hasMore = try reader.bool() ?? false
-            case .paginationToken: paginationToken = try reader.string()
+            case .notificationHistory: items = try reader.objectArray(NotificationHistoryItem.self)
+            case .hasMore: more = try reader.bool()
+            case .paginationToken: token = try reader.string()
             }
         }
+        // Both required (null counts as missing): a 200 `{}` from a proxy or a changed API
+        // must fail the page, never read as an empty last page.
+        guard let items else { throw AppStoreJSONError(.typeMismatch, offset: start, "a notification history page has no notificationHistory array") }
+        guard let more else { throw AppStoreJSONError(.typeMismatch, offset: start, "a notification history page has no hasMore") }
+        self.init(notificationHistory: items, hasMore: more, paginationToken: token)
     }
 }

@@ -173,40 +173,21 @@ public final class AppStoreHistorySource: Source {
 
     /// The unfinished checkpoint to resume, or a new one for the configured window.
     private func startingCheckpoint(client: AppStoreServerAPIClient, now: Int64) throws -> BackfillCheckpoint {
-        let configuration = client.configuration
-        let environment = configuration.environment.rawValue
-        let bundleId = configuration.credentials.bundleId
-        if let saved = try BackfillCheckpoint.load(options.checkpointPath), !saved.isFinished {
-            guard saved.environment == environment, saved.bundleId == bundleId else {
-                throw SourceError(
-                    "the unfinished backfill in '\(options.checkpointPath)' is of \(saved.bundleId) (\(saved.environment)), not \(bundleId) (\(environment)); remove it (or use --restart) to start over")
-            }
+        let plan: BackfillPlan
+        do {
+            plan = try BackfillPlan.make(
+                checkpointPath: options.checkpointPath, start: options.start, end: options.end, onlyFailures: options.onlyFailures,
+                subWindows: options.subWindows, configuration: client.configuration, now: now)
+        } catch let error as SourceError {
+            throw SourceError("appstore_history: \(error.description)")
+        }
+        let saved = plan.checkpoint
+        if plan.resumed {
             logger.notice(
                 "resuming the unfinished backfill of \(saved.window) (\(saved.pages) pages, \(saved.notifications) notifications done)")
-            return saved
         }
-        guard let start = BackfillWindow.instant(options.start, now: now) else {
-            throw SourceError("appstore_history: start '\(options.start)' is not \(BackfillWindow.instantForms)")
-        }
-        var end = now
-        if let text = options.end {
-            guard let instant = BackfillWindow.instant(text, now: now) else {
-                throw SourceError("appstore_history: end '\(text)' is not \(BackfillWindow.instantForms)")
-            }
-            end = min(instant, now)
-        }
-        var window = BackfillWindow(start: start, end: end)
-        if let clamped = window.clamped(lookback: configuration.notificationHistoryLookback, now: now) {
-            logger.warning(
-                "the backfill window starts \(BackfillWindow.iso(start)), older than Apple keeps notification history (\(configuration.notificationHistoryLookback.clampedNanoseconds / 86_400_000_000_000) days in \(environment)); clamped to \(clamped)")
-            window = clamped
-        }
-        guard window.start < window.end else {
-            throw SourceError("appstore_history: the window \(window) is empty (its start must come before its end and lie within Apple's lookback)")
-        }
-        return BackfillCheckpoint(
-            window: window, onlyFailures: options.onlyFailures, environment: environment, bundleId: bundleId,
-            subWindowCount: options.subWindows, startedAt: now)
+        if let warning = plan.clampWarning(configuration: client.configuration) { logger.warning("\(warning)") }
+        return saved
     }
 
     /// Pages through every unfinished sub-window, `parallelism` at a time, into ``buffer``.
@@ -224,10 +205,16 @@ public final class AppStoreHistorySource: Source {
                                     guard await buffer.send(.init(subWindow: index, page: page)) else { return }
                                 }
                             } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast {
-                                // A resumed checkpoint aged past Apple's lookback (the client clamps a window
-                                // that still reaches into it): Apple has nothing of this part any more. An
-                                // empty last page records it as done, in order with its committed pages.
+                                // Done without its pages only when Apple can have nothing of it any
+                                // more: the part ends before the lookback's edge. Anything else (the
+                                // client's clamps ran out, the clocks disagree) stops the run; the
+                                // checkpoint keeps what was committed, and the next run resumes.
                                 let part = BackfillWindow(start: sub.request.startDate, end: sub.request.endDate)
+                                let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
+                                guard lookback.verdict(start: part.start, end: part.end, now: WallClock.milliseconds()) == .gone else {
+                                    throw SourceError(
+                                        "appstore_history: part \(index) of the backfill (\(part)) ends inside Apple's lookback (\(lookback.days) days in \(client.configuration.environment.rawValue)), but Apple refused its start as too old (4000012) and it cannot be clamped further (at most \(NotificationHistoryLookback.maximumClamps) clamps, never into its last \(NotificationHistoryLookback.minimumSpan / 60_000) minutes); nothing of it was recorded as done: run the backfill again to resume (check this machine's clock if it happens again)")
+                                }
                                 logger.warning(
                                     "part \(index) of the backfill (\(part)) now lies entirely beyond Apple's lookback: skipped, Apple no longer has its notifications")
                                 let gone = NotificationHistoryPage(

@@ -24,17 +24,6 @@ public struct BackfillWindow: Codable, Sendable, Hashable, CustomStringConvertib
         }
     }
 
-    /// This window with its start moved inside Apple's lookback (`lookback` before `now`, plus
-    /// `margin` so clock skew and the time the backfill takes do not put it back on the
-    /// edge), or nil when it needs no clamping. A window that ends before the lookback keeps
-    /// its end: Apple then has nothing, and the caller says so.
-    public func clamped(lookback: Duration, now: Int64, margin: Int64 = 60 * 60 * 1000) -> BackfillWindow? {
-        let oldest = now - lookback.clampedNanoseconds / 1_000_000 + margin
-        // Half the margin of slack: a window clamped a moment ago is not clamped again.
-        guard start < oldest - margin / 2 else { return nil }
-        return BackfillWindow(start: min(oldest, end), end: end)
-    }
-
     public var description: String { "\(Self.iso(start)) ..< \(Self.iso(end))" }
 
     /// `milliseconds` as ISO-8601 (UTC, seconds).

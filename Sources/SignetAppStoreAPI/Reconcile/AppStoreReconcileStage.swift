@@ -13,6 +13,9 @@ import Synchronization
 /// `signet reconcile` does: verified, then applied by `transition` as Apple's current view,
 /// silent where the state already agrees.
 ///
+/// Each purchase is asked about in the store it was bought in (Production, or Sandbox for
+/// TestFlight and App Review purchases when the key is Production's).
+///
 /// Put it first in `stages:`, before `decode`. Each stale period is asked about once per run
 /// (a purchase whose period Apple did not extend stays stale, and is asked again only after a
 /// restart); fetching runs beside the pipeline within the process-wide rate limit, and the
@@ -80,23 +83,34 @@ public final class AppStoreReconcileStage: TickingStage {
             sweep: { [self] client in await sweep(client: client) })
     }
 
+    /// Stale purchases read from the store per query.
+    static let pageSize = 500
+
     /// One sweep; false when the stage is closing.
+    ///
+    /// Pages through the stale purchases in SQL (keyset, by id), past those asked about
+    /// already: a thousand purchases Apple leaves stale must not hide the ones after them.
     private func sweep(client: AppStoreServerAPIClient) async -> Bool {
         let now = WallClock.milliseconds()
+        var asked = 0, statuses = 0, after: String?
         do {
-            let stale = try await withTaskExecutorPreference(storeReads) { [store, options] in
-                try store.store().staleSubscriptions(
-                    endedAfter: now - options.window.milliseconds, endedBefore: now - options.leeway.milliseconds,
-                    limit: options.limit)
-            }
-            var asked = 0, statuses = 0
-            for (id, end) in stale {
-                guard state.withLock({ $0.asked[id] != end }) else { continue }
-                let lines = try await records(for: id, client: client)
-                state.withLock { $0.asked[id] = end }
-                asked += 1
-                statuses += lines.count
-                guard await buffer.send(lines) else { return false }
+            pages: while asked < options.limit {
+                let page = try await withTaskExecutorPreference(storeReads) { [store, options, after] in
+                    try store.store().staleSubscriptions(
+                        endedAfter: now - options.window.milliseconds, endedBefore: now - options.leeway.milliseconds,
+                        after: after, limit: Self.pageSize)
+                }
+                for purchase in page {
+                    guard asked < options.limit else { break pages }
+                    guard state.withLock({ $0.asked[purchase.originalTransactionId] != purchase.periodEnd }) else { continue }
+                    let lines = try await records(for: purchase, client: client)
+                    state.withLock { $0.asked[purchase.originalTransactionId] = purchase.periodEnd }
+                    asked += 1
+                    statuses += lines.count
+                    guard await buffer.send(lines) else { return false }
+                }
+                guard page.count == Self.pageSize, let last = page.last else { break }
+                after = last.originalTransactionId
             }
             if asked > 0 {
                 logger.notice("reconcile sweep: asked Apple about \(asked) stale subscriptions, \(statuses) statuses")
@@ -111,12 +125,23 @@ public final class AppStoreReconcileStage: TickingStage {
         return true
     }
 
-    /// Apple's statuses of `id` as record bodies; none for a purchase Apple does not know.
-    private func records(for id: String, client: AppStoreServerAPIClient) async throws -> [[UInt8]] {
+    /// Apple's statuses of `purchase` as record bodies, asked of the store it was bought in
+    /// (none recorded: Production, then Sandbox); none for a purchase Apple does not know.
+    private func records(for purchase: StalePurchase, client: AppStoreServerAPIClient) async throws -> [[UInt8]] {
+        let id = purchase.originalTransactionId
+        let configured = client.configuration.environment
         do {
-            return AppStoreStatusSource.records(of: try await client.subscriptionStatuses(transactionId: id))
-        } catch let error as AppStoreAPIError where error.errorCode == 4_040_010 {
-            logger.warning("Apple knows no purchase with transaction id \(id) in \(client.configuration.environment.rawValue): skipped")
+            guard let recorded = purchase.environment.map(AppStoreEnvironment.init(rawValue:)) else {
+                return AppStoreStatusSource.records(of: try await client.lookUpSubscriptionStatuses(transactionId: id).0)
+            }
+            guard recorded == configured || (recorded == .sandbox && configured == .production) else {
+                logger.warning(
+                    "purchase \(id) was made in \(recorded.rawValue), which this \(configured.rawValue) API key does not reach: not reconciled")
+                return []
+            }
+            return AppStoreStatusSource.records(of: try await client.subscriptionStatuses(transactionId: id, in: recorded))
+        } catch let error as AppStoreAPIError where error.isTransactionIdNotFound {
+            logger.warning("Apple knows no purchase with transaction id \(id) in \(purchase.environment ?? "Production or Sandbox"): skipped")
             return []
         }
     }

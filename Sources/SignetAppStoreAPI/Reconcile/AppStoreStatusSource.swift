@@ -207,13 +207,15 @@ public final class AppStoreStatusSource: Source {
         }
     }
 
-    /// Get All Subscription Statuses for id `index`, as record bodies.
+    /// Get All Subscription Statuses for id `index`, as record bodies: in whichever store knows
+    /// it (a bare id may be a TestFlight or App Review purchase, in Sandbox).
     private func answer(_ index: Int, id: String, client: AppStoreServerAPIClient) async throws -> Answer {
         let response: SubscriptionStatusesResponse
         do {
-            response = try await client.subscriptionStatuses(transactionId: id)
-        } catch let error as AppStoreAPIError where error.errorCode == 4_040_010 {
-            logger.warning("Apple knows no purchase with transaction id \(id) in \(client.configuration.environment.rawValue): skipped")
+            (response, _) = try await client.lookUpSubscriptionStatuses(transactionId: id)
+        } catch let error as AppStoreAPIError where error.isTransactionIdNotFound {
+            let stores = client.configuration.environment == .production ? "Production nor Sandbox" : "Sandbox"
+            logger.warning("Apple knows no purchase with transaction id \(id) in \(stores): skipped")
             return Answer(index: index, lines: [], notFound: true)
         }
         return Answer(index: index, lines: Self.records(of: response), notFound: false)

@@ -191,12 +191,14 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         contents.withLock { contents in
             // A scan: the memory store serves embedding and tests.
-            let stale = contents.subscriptions.values.compactMap { snapshot -> (originalTransactionId: String, periodEnd: Int64)? in
-                guard snapshot.expectsRenewal, let end = snapshot.periodEnd, end > endedAfter, end <= endedBefore else { return nil }
-                return (snapshot.originalTransactionId, end)
+            let stale = contents.subscriptions.values.compactMap { snapshot -> StalePurchase? in
+                guard snapshot.expectsRenewal, let end = snapshot.periodEnd, end > endedAfter, end <= endedBefore,
+                    after.map({ snapshot.originalTransactionId > $0 }) ?? true
+                else { return nil }
+                return StalePurchase(originalTransactionId: snapshot.originalTransactionId, periodEnd: end, environment: snapshot.environment)
             }
             return Array(stale.sorted { $0.originalTransactionId < $1.originalTransactionId }.prefix(max(0, limit)))
         }

@@ -64,15 +64,17 @@ enum SQLiteSchema {
         """
 
     /// ``SubscriptionSnapshot/expectsRenewal`` and a period end (``SubscriptionSnapshot/periodEnd``)
-    /// in (?1, ?2]. A scan of the subscriptions, run every few hours by `appstore_reconcile`.
+    /// in (?1, ?2], ids after ?3 (keyset paging, so purchases asked already never hide the
+    /// rest). A scan of the subscriptions, run every few hours by `appstore_reconcile`.
     static let selectStale = SQLiteQuery("""
-        SELECT original_transaction_id, max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date))
+        SELECT original_transaction_id, max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)), environment
         FROM subscriptions
         WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew = 1 AND expiration_intent IS NULL
           AND COALESCE(billing_retry, 0) = 0 AND revocation_date IS NULL
           AND max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)) > ?1
           AND max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)) <= ?2
-        ORDER BY original_transaction_id LIMIT ?3
+          AND original_transaction_id > ?3
+        ORDER BY original_transaction_id LIMIT ?4
         """)
 
     /// A purchase's history (`signet state history`): its kept outbox rows in order.

@@ -149,16 +149,20 @@ public final class SQLiteStateStore: StateStore {
         return EntitlementNames(pairs: pairs)
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)] {
+    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectStale)
             defer { statement.reset() }
             try statement.bind(1, endedAfter)
             try statement.bind(2, endedBefore)
-            try statement.bind(3, Int64(max(0, limit)))
-            var stale: [(originalTransactionId: String, periodEnd: Int64)] = []
+            // Every text sorts after the empty one.
+            try statement.bind(3, after ?? "")
+            try statement.bind(4, Int64(max(0, limit)))
+            var stale: [StalePurchase] = []
             while try statement.step() {
-                if let id = statement.string(0), let end = statement.int64(1) { stale.append((id, end)) }
+                if let id = statement.string(0), let end = statement.int64(1) {
+                    stale.append(StalePurchase(originalTransactionId: id, periodEnd: end, environment: statement.string(2)))
+                }
             }
             return stale
         }

@@ -35,12 +35,13 @@ public protocol StateStore: AnyObject, Sendable {
     /// store's outbox retention), oldest first; the newest `limit` when there are more.
     func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry]
 
-    /// Up to `limit` auto-renewable subscriptions (with their period's end), by originalTransactionId, whose period ended
-    /// after `endedAfter` and at or before `endedBefore` (ms since 1970) although Signet expects
-    /// them to renew: auto-renew on, no expiration intent, not in billing retry, not revoked.
-    /// Apple renewed them and the notification never came, or they lapsed unannounced: the
-    /// purchases `appstore_reconcile` asks Apple about.
-    func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, limit: Int) throws -> [(originalTransactionId: String, periodEnd: Int64)]
+    /// Up to `limit` auto-renewable subscriptions, in ascending originalTransactionId after
+    /// `after` (nil: from the first), whose period ended after `endedAfter` and at or before
+    /// `endedBefore` (ms since 1970) although Signet expects them to renew: auto-renew on, no
+    /// expiration intent, not in billing retry, not revoked. Apple renewed them and the
+    /// notification never came, or they lapsed unannounced: the purchases `appstore_reconcile`
+    /// asks Apple about, paging with `after` past those it asked already.
+    func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase]
 
     /// Which entitlement names each product or subscription group grants, as stored (what the
     /// store had at open, or the last ``replaceEntitlementNames(_:)``); on every event and answer.
