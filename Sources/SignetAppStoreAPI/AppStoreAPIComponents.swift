@@ -27,7 +27,7 @@ extension ComponentRegistry {
             options.subWindows = try config.int("sub_windows")
             options.parallelism = try config.int("parallelism")
             return AppStoreHistorySource(options: options, logger: context.logger) {
-                try settings.makeClient(environment, logger: context.logger)
+                try settings.makeClient(environment, context: context)
             }
         }
         registerStage(.appStoreCatchUpStage) { config, context in
@@ -38,7 +38,7 @@ extension ComponentRegistry {
             options.overlap = try config.duration("overlap")
             options.onlyFailures = try config.bool("only_failures")
             return AppStoreCatchUpStage(options: options, logger: context.logger) {
-                try settings.makeClient(ProcessInfo.processInfo.environment, logger: context.logger)
+                try settings.makeClient(ProcessInfo.processInfo.environment, context: context)
             }
         }
         registerStage(.appStoreReconcileStage) { config, context in
@@ -50,7 +50,7 @@ extension ComponentRegistry {
             options.limit = try config.int("limit")
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreReconcileStage(options: options, store: store, logger: context.logger) {
-                try settings.makeClient(ProcessInfo.processInfo.environment, logger: context.logger)
+                try settings.makeClient(ProcessInfo.processInfo.environment, context: context)
             }
         }
         registerSource(.appStoreStatusSource) { config, context in
@@ -65,7 +65,7 @@ extension ComponentRegistry {
             }
             options.parallelism = try config.int("parallelism")
             return AppStoreStatusSource(options: options, logger: context.logger) {
-                try settings.makeClient(environment, logger: context.logger)
+                try settings.makeClient(environment, context: context)
             }
         }
     }

@@ -1,4 +1,6 @@
 public import AppStoreModels
+public import Logging
+public import SignetCore
 import Synchronization
 
 /// Apple's rate-limit classes: each endpoint has its own per-app budget; these are the
@@ -74,6 +76,9 @@ public final class AppStoreAPIRateLimiter: Sendable {
         }
 
         public var description: String { "\(bundleId) \(environment.rawValue) \(endpointClass.label)" }
+
+        /// Its name in a ``SharedRateBudget`` (`appstore:<bundle id>:<environment>:<class>`).
+        var sharedName: String { "appstore:\(bundleId):\(environment.rawValue):\(endpointClass.label)" }
     }
 
     private struct State {
@@ -95,14 +100,36 @@ public final class AppStoreAPIRateLimiter: Sendable {
     }
 
     private let buckets = Mutex<[Bucket: State]>([:])
+    /// Where the budget is kept across processes (nil: this process only), and the thread its
+    /// blocking calls run on.
+    private let sharedBudget: (budget: any SharedRateBudget, calls: BlockingExecutor)?
+    private let logger: Logger
+    /// Slots booked for one request at most when each was missed by a late wake-up.
+    static let maximumBookings = 3
+    /// Whether the shared budget failed and this process spends its own meanwhile (said once).
+    private let fallenBack = Atomic<Bool>(false)
 
-    public init() {}
+    /// A limiter of this process's own budget.
+    public init() {
+        sharedBudget = nil
+        logger = Logger(label: "signet.appstore-api")
+    }
+
+    /// A limiter whose budgets every process using `sharedBudget` spends together (instances
+    /// on one PostgreSQL): each request books its slot there, one round trip. When the store
+    /// cannot be reached, the process spends its own budget (said once, at error level) until
+    /// it answers again.
+    public init(sharedBudget: any SharedRateBudget, logger: Logger = Logger(label: "signet.appstore-api")) {
+        self.sharedBudget = (sharedBudget, BlockingExecutor(label: "signet.appstore-api.budget"))
+        self.logger = logger
+    }
 
     /// Waits for this bucket's next slot. Throws only `CancellationError`.
     /// - Parameter requestsPerSecond: the caller's rate; the bucket goes at the lowest rate
     ///   any caller asked for.
     public func acquire(_ bucket: Bucket, requestsPerSecond: Double) async throws {
         let asked = Duration.seconds(1 / requestsPerSecond)
+        if let sharedBudget, try await acquireShared(bucket, interval: asked, from: sharedBudget) { return }
         var slot = buckets.withLock { buckets in
             let now = ContinuousClock.now
             var state = buckets[bucket] ?? State(interval: asked, pausedUntil: now)
@@ -129,12 +156,48 @@ public final class AppStoreAPIRateLimiter: Sendable {
         }
     }
 
-    /// No request of `bucket` goes before `instant` (a later pause already set wins).
-    /// Returns whether this pause ends later than the one already set: the caller that
-    /// extended it reports it, the others that got the same 429 stay quiet.
-    @discardableResult
-    package func pause(_ bucket: Bucket, until instant: ContinuousClock.Instant) -> Bool {
-        buckets.withLock { buckets in
+    /// A slot booked in the shared budget, waited for; false when the budget failed (the
+    /// caller then spaces by this process's own budget).
+    private func acquireShared(
+        _ bucket: Bucket, interval: Duration, from shared: (budget: any SharedRateBudget, calls: BlockingExecutor)
+    ) async throws -> Bool {
+        // A pause this process knows of is waited out here, booking nothing meanwhile.
+        let paused = buckets.withLock { $0[bucket]?.pausedUntil }
+        if let paused, paused > .now { try await Task.sleep(until: paused, clock: .continuous) }
+        do {
+            for attempt in 1...Self.maximumBookings {
+                let wait = try await withTaskExecutorPreference(shared.calls) {
+                    try shared.budget.bookSlot(bucket: bucket.sharedName, interval: interval)
+                }
+                if fallenBack.exchange(false, ordering: .relaxed) {
+                    logger.notice("App Store Server API: the budget shared in \(shared.budget.budgetDescription) answers again")
+                }
+                let slot = ContinuousClock.now + wait
+                if wait > .zero { try await Task.sleep(until: slot, clock: .continuous) }
+                // Woken more than half an interval late (a busy machine), this request would go
+                // together with another instance's next one: book a later slot instead, a few
+                // times at most (the missed slot is lost, never spent twice).
+                if ContinuousClock.now - slot <= interval / 2 || attempt == Self.maximumBookings { break }
+            }
+            return true
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            if !fallenBack.exchange(true, ordering: .relaxed) {
+                logger.error(
+                    "App Store Server API: cannot book requests in the budget shared in \(shared.budget.budgetDescription) (\(error)); this process spends its own budget until it answers, so instances together may exceed Apple's limit meanwhile")
+            }
+            return false
+        }
+    }
+
+    /// No request of `bucket` goes before `delay` from now, in this process and, with a shared
+    /// budget, in every process sharing it (a later pause already set wins). Returns whether
+    /// this pause ends later than the one already set here: the caller that extended it
+    /// reports it, the others that got the same 429 stay quiet.
+    package func pause(_ bucket: Bucket, for delay: Duration) async -> Bool {
+        let instant = ContinuousClock.now + delay
+        let extended = buckets.withLock { buckets in
             var state = buckets[bucket] ?? State(interval: .zero, pausedUntil: .now)
             // Two 429s a moment apart ask for the same instant give or take a millisecond.
             let extended = instant > state.pausedUntil + .seconds(1)
@@ -142,5 +205,15 @@ public final class AppStoreAPIRateLimiter: Sendable {
             buckets[bucket] = state
             return extended
         }
+        if extended, let sharedBudget {
+            do {
+                try await withTaskExecutorPreference(sharedBudget.calls) {
+                    try sharedBudget.budget.pause(bucket: bucket.sharedName, for: delay)
+                }
+            } catch {
+                logger.warning("App Store Server API: could not share Apple's pause through \(sharedBudget.budget.budgetDescription): \(error)")
+            }
+        }
+        return extended
     }
 }

@@ -51,10 +51,14 @@ struct AppStoreAPISettings: Sendable {
         }
     }
 
-    /// A client for these settings under `env`. Components call it when they open, so a missing
-    /// key or variable is reported then, not when the pipeline file is loaded.
-    func makeClient(_ env: [String: String], logger: Logger) throws -> AppStoreServerAPIClient {
-        try AppStoreServerAPIClient(configuration: configuration(env), logger: logger)
+    /// A client for these settings under `env`, spending the budgets of the pipeline's shared
+    /// store when it has one (``AppStoreAPIRateLimiter/forPipeline(_:logger:)``). Components
+    /// call it when they open, so a missing key or variable is reported then, not when the
+    /// pipeline file is loaded.
+    func makeClient(_ env: [String: String], context: ComponentContext) throws -> AppStoreServerAPIClient {
+        try AppStoreServerAPIClient(
+            configuration: configuration(env),
+            rateLimiter: .forPipeline(Array(context.resources.values), logger: context.logger), logger: context.logger)
     }
 
     /// The client's configuration, with the defaults' variables expanded from `env`.

@@ -89,7 +89,7 @@ struct AppStoreAPITransport: Sendable {
                 if pauseBucket {
                     // Every caller of this bucket waits, not only this one (Apple counts per app);
                     // the caller that set the pause says so, once.
-                    if limiter.pause(bucket, until: .now + delay) { reportPause(bucket, delay: delay, cause: error) }
+                    if await limiter.pause(bucket, for: delay) { reportPause(bucket, delay: delay, cause: error) }
                 } else {
                     logger.warning(
                         "App Store Server API: \(error.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")

@@ -123,6 +123,18 @@ public enum PostgresMigrations {
                 """,
             ]),
         ]),
+        Migration(version: 3, summary: "App Store Server API rate budgets shared by every instance (signet_rate_budgets)", statements: [
+            // One row per (app, environment, endpoint class); times are microseconds of the
+            // database's clock, so the instances' own clocks need not agree.
+            """
+            CREATE TABLE signet_rate_budgets (
+                bucket TEXT PRIMARY KEY,
+                next_slot_us BIGINT NOT NULL,
+                interval_us BIGINT NOT NULL,
+                paused_until_us BIGINT NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// `signet_entitlements`: state and entitlement as of now() (time-driven changes, a period or

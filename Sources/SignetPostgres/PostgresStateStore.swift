@@ -132,7 +132,7 @@ public final class PostgresStateStore: StateStore {
     /// - Parameter waitingOutOutages: false for lookups that answer someone now (the
     ///   entitlement API, `signet state show`): during an outage they fail at once instead
     ///   of holding their caller for up to `outage_timeout`.
-    private func withSession<Result>(
+    func withSession<Result>(
         _ what: String, waitingOutOutages: Bool = true, _ body: (PostgresSession) throws -> Result
     ) throws -> Result {
         let deadline = ContinuousClock.now + (waitingOutOutages ? options.outageTimeout : .zero)

@@ -81,8 +81,10 @@ struct BackfillCommand: AsyncParsableCommand {
         var options = AppStoreHistorySource.Options(start: String(window.start), end: String(window.end), checkpointPath: checkpointPath)
         options.onlyFailures = onlyFailures
         let logger = Logger(label: "signet.backfill")
+        let resources = built.resources.map(\.resource)
         let source = AppStoreHistorySource(options: options, logger: logger) {
-            AppStoreServerAPIClient(configuration: api, logger: logger)
+            // The budget is shared with every instance on the pipeline's PostgreSQL store, if it has one.
+            AppStoreServerAPIClient(configuration: api, rateLimiter: .forPipeline(resources, logger: logger), logger: logger)
         }
         built.source = source
         let started = ContinuousClock.now

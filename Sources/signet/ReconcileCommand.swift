@@ -91,10 +91,12 @@ struct ReconcileCommand: AsyncParsableCommand {
         Terminal.note("reconciling \(ids.count) purchases with \(api.baseURL) (\(api.environment.rawValue))")
 
         let logger = Logger(label: "signet.reconcile")
+        let resources = built.resources.map(\.resource)
         var options = AppStoreStatusSource.Options(ids: ids, checkpointPath: checkpointPath)
         options.ascending = all
         let source = AppStoreStatusSource(options: options, logger: logger) {
-            AppStoreServerAPIClient(configuration: api, logger: logger)
+            // The budget is shared with every instance on the pipeline's PostgreSQL store, if it has one.
+            AppStoreServerAPIClient(configuration: api, rateLimiter: .forPipeline(resources, logger: logger), logger: logger)
         }
         built.source = source
         let started = ContinuousClock.now
