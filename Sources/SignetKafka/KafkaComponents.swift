@@ -17,7 +17,8 @@ extension ComponentRegistry {
             return KafkaSource(
                 options: KafkaSource.Options(
                     properties: properties, topics: topics, pollTimeout: try config.duration("poll_timeout"),
-                    commitTimeout: try config.duration("commit_timeout")),
+                    commitTimeout: try config.duration("commit_timeout"),
+                    maxUncommittedPerPartition: try config.int("max_uncommitted_per_partition")),
                 logger: context.logger)
         }
         registerSink(.kafkaSink) { config, context in

@@ -8,7 +8,7 @@ import SignetCore
 import Synchronization
 
 /// The part of a consumer that librdkafka's callbacks reach through the handle's
-/// opaque pointer: the offset tracker and the logger.
+/// opaque pointer: the offset tracker, the logger, and what lost partitions left to redo.
 ///
 /// A separate object (not ``KafkaConsumerClient`` itself) so that it outlives the
 /// `rd_kafka_t`: the client destroys the handle in its deinit, which can still invoke
@@ -19,9 +19,16 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
     let logger: Logger
     /// Counts rebalance events (assign + revoke), for tests and diagnostics.
     let rebalances = Atomic<Int>(0)
+    /// Commit points of partitions lost (no clean revoke) with finished records uncommitted,
+    /// and how many records: the close reports them as left to redo.
+    let lost = Mutex<(points: [TopicPartition: Int64], records: Int)>(([:], 0))
+    /// A commit's answer arrived since the poll last looked: the bound's holds may change.
+    let commitAnswered = Atomic<Bool>(false)
+    private let redoMetrics: KafkaRedoMetrics
 
-    init(logger: Logger) {
+    init(logger: Logger, redoMetrics: KafkaRedoMetrics = KafkaRedoMetrics()) {
         self.logger = logger
+        self.redoMetrics = redoMetrics
     }
 
 
@@ -50,9 +57,18 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
             let lost = rd_kafka_assignment_lost(handle) != 0
             // From here on, acknowledgements of these partitions' handed-out records are
             // ignored and nothing polled for them earlier in this poll is handed out.
-            let finished = tracker.withLock { $0.revoke(partitions) }
+            let (finished, records, held) = tracker.withLock { tracker in
+                let records = tracker.unacknowledgedRecords(partitions)
+                let held = tracker.held.intersection(partitions)
+                return (tracker.revoke(partitions), records, held)
+            }
+            // Paused for the bound on work redone: a pause outlives the assignment in
+            // librdkafka, and the partition may come back.
+            if !held.isEmpty {
+                _ = PartitionList(held.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
+            }
             if lost {
-                logger.warning("kafka: lost \(partitions.map(\.description).joined(separator: ", ")) without a clean revoke; not committing")
+                lostWithoutRevoke(partitions, finished: finished, records: records)
             } else if !finished.isEmpty {
                 // Synchronously, so the next owner starts right after what we finished
                 // (librdkafka documents a sync commit in the revoke callback); a retriable
@@ -60,7 +76,7 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
                 let result = KafkaConsumerClient.commitSync(handle, finished, until: .now + Self.revokeCommitTimeout)
                 if result != RD_KAFKA_RESP_ERR_NO_ERROR {
                     // Sent again if the partitions come straight back to this member.
-                    tracker.withLock { $0.carryOver(finished) }
+                    tracker.withLock { $0.carryOver(finished, records: records) }
                     logger.error(
                         "kafka: could not commit before giving up \(KafkaConsumerClient.describe(finished)): \(KafkaError("commit", error: result)); the next owner reads those records again")
                 }
@@ -85,6 +101,26 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
     /// rebalance waits for this member meanwhile).
     static let revokeCommitTimeout = Duration.seconds(3)
 
+    /// Partitions lost without a clean revoke (session timeout, fenced member): another member
+    /// may own them already, so nothing is committed, and the finished records behind the last
+    /// acknowledged commit will be processed again. Never silent: logged at error level,
+    /// counted, and kept for the close, which makes the stop exit non-zero.
+    private func lostWithoutRevoke(_ partitions: [TopicPartition], finished: [TopicPartition: Int64], records: [TopicPartition: Int]) {
+        let names = partitions.map(\.description).joined(separator: ", ")
+        guard !finished.isEmpty else {
+            logger.warning("kafka: lost \(names) without a clean revoke; no finished record was waiting for a commit")
+            return
+        }
+        let count = records.values.reduce(0, +)
+        lost.withLock { lost in
+            lost.points.merge(finished) { max($0, $1) }
+            lost.records += count
+        }
+        redoMetrics.add(records)
+        logger.error(
+            "kafka: lost \(names) without a clean revoke (session timeout or fenced member): \(count) finished records were not committed (\(KafkaConsumerClient.describe(finished))); whoever owns those partitions next processes them again")
+    }
+
     /// Result of an asynchronous commit. On failure the points count as unsent again: a
     /// retriable failure is sent again after a backoff by ``KafkaConsumerClient/poll``,
     /// even if no more records arrive; a final one goes with the next commit or the close.
@@ -92,6 +128,7 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
         guard error != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
         let entries = PartitionList.entries(of: list)
         let now = ContinuousClock.now
+        defer { commitAnswered.store(true, ordering: .relaxed) }
         // The request's error, or a partition's own.
         var failed: [(TopicPartition, Int64, rd_kafka_resp_err_t)] = []
         tracker.withLock { tracker in
@@ -158,9 +195,11 @@ final class KafkaConsumerClient: @unchecked Sendable {
     private let pausedByKeepAlive = Atomic<Bool>(false)
     /// A fatal error a keep-alive poll met, thrown by the next poll.
     private let keepAliveFailure = Mutex<(any Error)?>(nil)
+    /// Finished records a partition may have waiting for a refused commit before it is paused.
+    private let maxUncommittedPerPartition: Int
 
     /// Creates the consumer and subscribes. Blocking only briefly (no network wait).
-    init(properties: [KafkaProperty], topics: [String], logger: Logger) throws {
+    init(properties: [KafkaProperty], topics: [String], maxUncommittedPerPartition: Int = .max, logger: Logger) throws {
         let callbacks = ConsumerCallbacks(logger: logger)
         let conf = KafkaConf()
         try conf.set(properties)
@@ -180,6 +219,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
         }
         self.handle = handle
         self.callbacks = callbacks
+        self.maxUncommittedPerPartition = maxUncommittedPerPartition
         self.group = properties.last { $0.name == "group.id" }?.value ?? "?"
     }
 
@@ -261,19 +301,49 @@ final class KafkaConsumerClient: @unchecked Sendable {
     /// Whether a keep-alive has the partitions paused now.
     var isPausedByKeepAlive: Bool { pausedByKeepAlive.load(ordering: .relaxed) }
 
+    // The keep-alive's pause and resume, and the bound's (``applyHolds(_:)``), are made under
+    // the tracker's lock, so that one never undoes the other: a resume computed before a hold
+    // and sent after it would fetch a held partition again.
+
     private func pauseAssignment() {
-        let assigned = callbacks.tracker.withLock { $0.assignment }
-        guard !assigned.isEmpty else { return }
-        // Pausing a paused partition changes nothing; a partition assigned since is paused too.
-        _ = PartitionList(assigned.map { ($0, nil) }).withList { rd_kafka_pause_partitions(handle, $0) }
-        pausedByKeepAlive.store(true, ordering: .relaxed)
+        callbacks.tracker.withLock { tracker in
+            let assigned = tracker.assignment
+            guard !assigned.isEmpty else { return }
+            // Pausing a paused partition changes nothing; a partition assigned since is paused too.
+            _ = PartitionList(assigned.map { ($0, nil) }).withList { rd_kafka_pause_partitions(handle, $0) }
+            pausedByKeepAlive.store(true, ordering: .relaxed)
+        }
     }
 
     private func resumeAfterKeepAlive() {
-        guard pausedByKeepAlive.exchange(false, ordering: .relaxed) else { return }
-        let assigned = callbacks.tracker.withLock { $0.assignment }
-        guard !assigned.isEmpty else { return }
-        _ = PartitionList(assigned.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
+        callbacks.tracker.withLock { tracker in
+            guard pausedByKeepAlive.exchange(false, ordering: .relaxed) else { return }
+            // Partitions held for the bound stay paused until a commit passes.
+            let resumed = tracker.assignment.subtracting(tracker.held)
+            guard !resumed.isEmpty else { return }
+            _ = PartitionList(resumed.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
+        }
+    }
+
+    /// Pauses the partitions that reached the bound on finished records waiting for a refused
+    /// commit (`max_uncommitted_per_partition`), so a member whose commits the coordinator
+    /// refuses stops piling up work its next owner would do again; resumes those whose commit
+    /// passed. Call under the tracker's lock.
+    private func applyHolds(_ tracker: inout OffsetTracker) {
+        let (hold, release) = tracker.updateHolds(limit: maxUncommittedPerPartition)
+        if !hold.isEmpty {
+            _ = PartitionList(hold.map { ($0, nil) }).withList { rd_kafka_pause_partitions(handle, $0) }
+            let counts = tracker.unacknowledgedRecords(hold).sorted { $0.key.description < $1.key.description }
+            callbacks.logger.warning(
+                "kafka: commits of \(counts.map { "\($0.key) (\($0.value) finished records)" }.joined(separator: ", ")) are refused; not fetching more of them until a commit passes (max_uncommitted_per_partition \(maxUncommittedPerPartition))")
+        }
+        // While the keep-alive has everything paused, its own resume takes these along.
+        if !release.isEmpty, !pausedByKeepAlive.load(ordering: .relaxed) {
+            _ = PartitionList(release.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
+        }
+        if !release.isEmpty {
+            callbacks.logger.info("kafka: a commit of \(release.map(\.description).sorted().joined(separator: ", ")) passed; fetching again")
+        }
     }
 
     /// Up to `maxRecords` messages with their partition's epoch when polled; not yet handed out.
@@ -285,7 +355,13 @@ final class KafkaConsumerClient: @unchecked Sendable {
         while polled.count < maxRecords {
             let remaining = deadline - ContinuousClock.now
             let wait = polled.isEmpty ? milliseconds(remaining) : 0
-            guard let message = rd_kafka_consumer_poll(handle, wait) else {
+            let message = rd_kafka_consumer_poll(handle, wait)
+            // A refusal served by this poll holds its partitions before more of them are
+            // taken (a held partition's queued messages are not returned any more).
+            if callbacks.commitAnswered.exchange(false, ordering: .relaxed) {
+                callbacks.tracker.withLock { applyHolds(&$0) }
+            }
+            guard let message else {
                 if polled.isEmpty, ContinuousClock.now < deadline { continue }
                 break
             }
@@ -339,6 +415,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
     func finish(_ positions: [SourcePosition]) {
         callbacks.tracker.withLock { tracker in
             let moved = tracker.finish(positions)
+            applyHolds(&tracker)
             guard !moved.isEmpty else { return }
             // Under the lock so a revoke cannot slip between computing and enqueueing:
             // librdkafka then sends this commit before the revoke's own.
@@ -407,9 +484,20 @@ final class KafkaConsumerClient: @unchecked Sendable {
         let left = commitFinished(until: .now + commitTimeout)
         settleJoin()
         let result = rd_kafka_consumer_close(handle)
-        if let left {
-            let positions = Dictionary(uniqueKeysWithValues: left.points.map { ($0.key.description, $0.value) })
-            throw UncommittedPositions(positions: positions, reason: "\(KafkaError("commit", error: left.error))")
+        // After the close: its final revoke may find the assignment lost too.
+        let lost = callbacks.lost.withLock { $0 }
+        if left != nil || !lost.points.isEmpty {
+            var positions: [String: Int64] = [:]
+            var reasons: [String] = []
+            if !lost.points.isEmpty {
+                for (partition, point) in lost.points { positions[partition.description] = point }
+                reasons.append("\(lost.records) finished records of \(Self.describe(lost.points)) were lost with their partitions (no clean revoke)")
+            }
+            if let left {
+                for (partition, point) in left.points { positions[partition.description] = point }
+                reasons.append("\(KafkaError("commit", error: left.error))")
+            }
+            throw UncommittedPositions(positions: positions, reason: reasons.joined(separator: "; "))
         }
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError("consumer close failed", error: result) }
     }
@@ -450,6 +538,9 @@ final class KafkaConsumerClient: @unchecked Sendable {
 
     /// The currently assigned partitions.
     var assignment: Set<TopicPartition> { callbacks.tracker.withLock { $0.assignment } }
+
+    /// Partitions paused for the bound on finished records waiting for a refused commit.
+    var held: Set<TopicPartition> { callbacks.tracker.withLock { $0.held } }
 
     /// What the tracker would commit now (for tests).
     var uncommitted: [TopicPartition: Int64] { callbacks.tracker.withLock { $0.uncommitted() } }

@@ -12,7 +12,12 @@ import Synchronization
 /// - Rebalances (eager or cooperative): before partitions go, what is finished is
 ///   committed synchronously; records polled for them but not yet handed out are
 ///   dropped; acknowledgements of records handed out before the revoke are ignored
-///   (the new owner reads them again).
+///   (the new owner reads them again). Partitions *lost* (session timeout, fenced member)
+///   cannot be committed: their finished records are logged at error level, counted
+///   (`signet_kafka_records_to_redo_total`) and reported by ``close()`` as left to redo.
+/// - Bounded redo: while the coordinator refuses a partition's commits, the partition stops
+///   fetching once ``Options/maxUncommittedPerPartition`` of its records are finished but
+///   uncommitted, and resumes when a commit passes or the partition moves.
 /// - Backpressure: librdkafka fetches into its bounded queue
 ///   (`queued.max.messages.kbytes`); this source takes from it only when the runner asks.
 /// - Blocking librdkafka calls run on a dedicated serial queue, never on Swift's
@@ -35,15 +40,25 @@ public final class KafkaSource: Source {
         /// rebalance in progress or a coordinator move before it gives up (and throws
         /// ``UncommittedPositions``). Keep it below the pipeline's `shutdown_timeout`.
         public var commitTimeout: Duration
+        /// While commits of a partition are refused, how many of its records may be finished
+        /// but uncommitted before the source stops fetching it (the most work a lost
+        /// partition leaves to redo, plus the records in flight); fetching resumes when a
+        /// commit is acknowledged or the partition moves.
+        public var maxUncommittedPerPartition: Int
+
+        /// The default of ``maxUncommittedPerPartition``: a few seconds of one busy partition,
+        /// so an ordinary rebalance (commits refused for about as long) never pauses anything.
+        public static let defaultMaxUncommittedPerPartition = 1000
 
         public init(
             properties: [KafkaProperty], topics: [String], pollTimeout: Duration = .milliseconds(100),
-            commitTimeout: Duration = .seconds(10)
+            commitTimeout: Duration = .seconds(10), maxUncommittedPerPartition: Int = Options.defaultMaxUncommittedPerPartition
         ) {
             self.properties = properties
             self.topics = topics
             self.pollTimeout = pollTimeout
             self.commitTimeout = commitTimeout
+            self.maxUncommittedPerPartition = maxUncommittedPerPartition
         }
     }
 
@@ -81,9 +96,10 @@ public final class KafkaSource: Source {
     public func open() async throws {
         let properties = Self.defaultProperties + options.properties
         let topics = options.topics
+        let limit = max(1, options.maxUncommittedPerPartition)
         let logger = logger
         let consumer = try await queue.run {
-            try KafkaConsumerClient(properties: properties, topics: topics, logger: logger)
+            try KafkaConsumerClient(properties: properties, topics: topics, maxUncommittedPerPartition: limit, logger: logger)
         }
         client.withLock { $0 = consumer }
         lastAsked.withLock { $0 = .now }
@@ -135,7 +151,8 @@ public final class KafkaSource: Source {
 
     /// Commits synchronously what is finished (retrying through a rebalance up to
     /// ``Options/commitTimeout``), leaves the group and frees the consumer. Throws
-    /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted.
+    /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted,
+    /// including those of partitions lost during the run with finished records uncommitted.
     public func close() async throws {
         keepAliveTimer.withLock { $0.take() }?.cancel()
         guard let consumer = client.withLock({ $0.take() }) else { return }
@@ -163,6 +180,12 @@ public final class KafkaSource: Source {
 
     /// Finished commit points not yet sent to the broker (empty after each commit, unless one failed).
     var pendingCommits: [TopicPartition: Int64] { client.withLock { $0?.uncommitted ?? [:] } }
+
+    /// Finished records whose partitions were lost before a commit covered them, so far.
+    var recordsToRedo: Int { client.withLock { $0?.callbacks.lost.withLock { $0.records } ?? 0 } }
+
+    /// Partitions paused because their refused commits reached ``Options/maxUncommittedPerPartition``.
+    var heldPartitions: Set<TopicPartition> { client.withLock { $0?.held ?? [] } }
 
     private func openClient() throws -> KafkaConsumerClient {
         guard let consumer = client.withLock({ $0 }) else { throw KafkaError("the Kafka source is not open") }

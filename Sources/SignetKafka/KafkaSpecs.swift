@@ -22,6 +22,10 @@ extension ComponentSpec {
                 "commit_timeout", .duration(.milliseconds(100)...(.seconds(600))), .default("10s"),
                 "how long a clean stop keeps committing finished offsets through a rebalance or a coordinator move (keep it below settings.shutdown_timeout); what stays uncommitted is logged, listed in --summary-json and exits 1",
                 advanced: true),
+            ConfigField(
+                "max_uncommitted_per_partition", .int(1...10_000_000), .default(String(KafkaSource.Options.defaultMaxUncommittedPerPartition)),
+                "while the group coordinator refuses a partition's commits, how many of its records may be finished but uncommitted before it stops fetching that partition (resumed when a commit passes or the partition moves); bounds what a lost partition leaves to redo",
+                advanced: true),
             kafkaPropertiesField,
         ],
         examples: ["source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group: signet\n  topics: [appstore-notifications]"])

@@ -50,12 +50,28 @@ struct OffsetTracker: Sendable {
         /// After a commit failed with an error that can pass (a rebalance in progress, the
         /// coordinator moving): when to send it again, and the wait after that.
         var retry: (due: ContinuousClock.Instant, backoff: Duration)?
+        /// Finished offsets the commit point has passed but no acknowledged commit has yet, in
+        /// order, from `acknowledgedHead` on: what the partition's next owner would read again.
+        var awaitingAck: [Int64] = []
+        var acknowledgedHead = 0
+        /// Records finished in the previous assignment behind a carried-over commit point
+        /// (see ``OffsetTracker/assign(_:)``), until a commit up to `carriedPoint` passes.
+        var carriedRecords = 0
+        var carriedPoint: Int64?
+        /// A commit failed since the broker last acknowledged one.
+        var refused = false
+        /// Fetching is paused to bound the work redone (see ``OffsetTracker/updateHolds(limit:)``).
+        var held = false
+
+        /// Finished records no acknowledged commit covers yet.
+        var unacknowledged: Int { awaitingAck.count - acknowledgedHead + carriedRecords }
 
         mutating func advance() {
             while head < handedOut.count, finished.contains(handedOut[head]) {
                 let offset = handedOut[head]
                 finished.remove(offset)
                 pending.remove(offset)
+                awaitingAck.append(offset)
                 // Never backwards: a point carried over from the previous assignment may lie ahead.
                 commitPoint = max(commitPoint ?? offset + 1, offset + 1)
                 head += 1
@@ -81,8 +97,9 @@ struct OffsetTracker: Sendable {
 
     var assignment: Set<TopicPartition> { Set(assigned.keys) }
 
-    /// Points whose commit failed when their partitions were revoked (see ``carryOver(_:)``).
-    private(set) var carriedOver: [TopicPartition: Int64] = [:]
+    /// Points whose commit failed when their partitions were revoked (see ``carryOver(_:records:)``),
+    /// with the number of finished records behind each.
+    private(set) var carriedOver: [TopicPartition: (point: Int64, records: Int)] = [:]
 
     /// Starts tracking newly assigned partitions (a fresh epoch each time). A partition that
     /// comes straight back after a revoke whose commit failed gets that point as its commit
@@ -91,8 +108,10 @@ struct OffsetTracker: Sendable {
     mutating func assign(_ partitions: [TopicPartition]) {
         for partition in partitions {
             var state = PartitionState(epoch: nextEpoch)
-            if let point = carriedOver[partition] {
-                state.commitPoint = point
+            if let carried = carriedOver[partition] {
+                state.commitPoint = carried.point
+                state.carriedPoint = carried.point
+                state.carriedRecords = carried.records
                 state.retry = (.now, Self.initialRetryBackoff)
             }
             assigned[partition] = state
@@ -103,9 +122,23 @@ struct OffsetTracker: Sendable {
         carriedOver = [:]
     }
 
-    /// Remembers points that a revoke could not commit, for ``assign(_:)``.
-    mutating func carryOver(_ points: [TopicPartition: Int64]) {
-        carriedOver.merge(points) { max($0, $1) }
+    /// Remembers points that a revoke could not commit, for ``assign(_:)``, with the finished
+    /// records behind each (``unacknowledgedRecords(_:)`` before the revoke).
+    mutating func carryOver(_ points: [TopicPartition: Int64], records: [TopicPartition: Int] = [:]) {
+        for (partition, point) in points {
+            let entry = (point: point, records: records[partition] ?? 0)
+            carriedOver[partition] = carriedOver[partition].map { $0.point >= point ? $0 : entry } ?? entry
+        }
+    }
+
+    /// Per partition among `partitions`, the finished records no acknowledged commit covers
+    /// (what a new owner reads again if the partitions go now); partitions with none are absent.
+    func unacknowledgedRecords(_ partitions: [TopicPartition]) -> [TopicPartition: Int] {
+        var result: [TopicPartition: Int] = [:]
+        for partition in partitions {
+            if let count = assigned[partition]?.unacknowledged, count > 0 { result[partition] = count }
+        }
+        return result
     }
 
     /// Stops tracking revoked partitions and returns their commit points that the broker
@@ -205,7 +238,13 @@ extension OffsetTracker {
     /// again by itself (``dueRetries(at:)``) after a backoff, whether or not more records
     /// of the partition finish; a final one waits for the next commit or the close.
     mutating func commitFailed(_ partition: TopicPartition, offset: Int64, retriable: Bool, at now: ContinuousClock.Instant) {
-        guard var state = assigned[partition], state.committed == offset else { return }
+        guard var state = assigned[partition] else { return }
+        // Any refusal past the acknowledged point counts, also of a commit a newer one replaced.
+        if offset > (state.confirmed ?? .min) {
+            state.refused = true
+            assigned[partition] = state
+        }
+        guard state.committed == offset else { return }
         state.committed = nil
         if retriable {
             let backoff = state.retry.map { min($0.backoff * 2, Self.maximumRetryBackoff) } ?? Self.initialRetryBackoff
@@ -219,10 +258,41 @@ extension OffsetTracker {
     /// A commit of `offset` reached the broker: the partition's backoff starts afresh.
     mutating func commitSucceeded(_ partition: TopicPartition, offset: Int64) {
         guard var state = assigned[partition] else { return }
-        state.confirmed = max(state.confirmed ?? offset, offset)
+        let confirmed = max(state.confirmed ?? offset, offset)
+        state.confirmed = confirmed
         if state.committed == offset { state.retry = nil }
+        state.refused = false
+        while state.acknowledgedHead < state.awaitingAck.count, state.awaitingAck[state.acknowledgedHead] < confirmed {
+            state.acknowledgedHead += 1
+        }
+        if state.acknowledgedHead > 1024, state.acknowledgedHead * 2 > state.awaitingAck.count {
+            state.awaitingAck.removeFirst(state.acknowledgedHead)
+            state.acknowledgedHead = 0
+        }
+        if let carried = state.carriedPoint, confirmed >= carried {
+            state.carriedPoint = nil
+            state.carriedRecords = 0
+        }
         assigned[partition] = state
     }
+
+    /// Holds or releases partitions for the bound on work redone: a partition whose commits
+    /// are refused is held (its fetching paused by the caller) once `limit` of its finished
+    /// records wait for an acknowledged commit, and released when a commit passes (revoked,
+    /// it is simply gone). Returns the changes since the last call.
+    mutating func updateHolds(limit: Int) -> (hold: [TopicPartition], release: [TopicPartition]) {
+        var hold: [TopicPartition] = [], release: [TopicPartition] = []
+        for (partition, state) in assigned {
+            let over = state.refused && state.unacknowledged >= limit
+            guard over != state.held else { continue }
+            assigned[partition]?.held = over
+            if over { hold.append(partition) } else { release.append(partition) }
+        }
+        return (hold, release)
+    }
+
+    /// Assigned partitions held for the bound (see ``updateHolds(limit:)``).
+    var held: Set<TopicPartition> { Set(assigned.filter(\.value.held).keys) }
 
     /// Commit points of owned partitions whose retry is due: send them now (and mark them
     /// committed, as any commit sent).

@@ -49,12 +49,22 @@ struct KafkaConfigTests {
         let source = try #require(pipeline.source as? KafkaSource)
         #expect(source.options.topics == ["notifications", "more"])
         #expect(source.options.pollTimeout == .milliseconds(50))
+        #expect(source.options.maxUncommittedPerPartition == KafkaSource.Options.defaultMaxUncommittedPerPartition)
         let properties = source.options.properties.map { "\($0.name)=\($0.value)" }
         #expect(properties == ["bootstrap.servers=127.0.0.1:9092", "group.id=signet", "fetch.wait.max.ms=10", "sasl.password=s3cret"])
         let sink = try #require(pipeline.sinks.first?.sink as? KafkaSink)
         #expect(sink.options.topic == "entitlements")
         #expect(sink.options.properties.contains(KafkaProperty("message.timeout.ms", "5000", location: ConfigLocation(file: "p.yaml", line: 15, column: 23))))
         #expect(pipeline.deadLetter.sink is KafkaSink)
+    }
+
+    @Test func theBoundOnWorkRedoneIsConfigurable() throws {
+        let yaml = { (value: String) in
+            "source:\n  type: kafka\n  brokers: b:9092\n  group: g\n  topics: [t]\n  max_uncommitted_per_partition: \(value)\nsinks: { out: { type: stdout } }\ndead_letter: { type: stdout }\n"
+        }
+        let source = try #require(try load(yaml("250")).source as? KafkaSource)
+        #expect(source.options.maxUncommittedPerPartition == 250)
+        #expect(errors(yaml("0")).count == 1, "below the minimum")
     }
 
     @Test func unknownPropertyIsReportedAtItsLine() {

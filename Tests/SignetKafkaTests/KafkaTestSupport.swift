@@ -111,3 +111,44 @@ extension Record {
 }
 
 func uniqueName(_ prefix: String) -> String { "\(prefix)-\(UInt32.random(in: 0...UInt32.max))" }
+
+/// The group's committed offsets as the broker says, read by a consumer that never joins the
+/// group (``KafkaCommittedOffsets``): partitions without a commit are negative.
+func brokerCommittedOffsets(_ cluster: MockCluster, group: String, _ partitions: [TopicPartition]) throws -> [TopicPartition: Int64] {
+    let properties = [
+        KafkaProperty("bootstrap.servers", cluster.bootstrapServers), KafkaProperty("group.id", group),
+        KafkaProperty("broker.address.family", "v4"),
+    ]
+    return try KafkaCommittedOffsets.read(properties: properties, partitions: partitions, timeout: .seconds(5))
+}
+
+/// A one-partition topic holding `records` messages `k<n>:v<n>`.
+func singlePartitionTopic(_ cluster: MockCluster, _ prefix: String, records: Int) throws -> String {
+    let topic = uniqueName(prefix)
+    try cluster.createTopic(topic, partitions: 1)
+    try kcatProduce(cluster, topic: topic, partition: 0, lines: (0..<records).map { "k\($0):v\($0)" })
+    return topic
+}
+
+/// Kafka protocol API keys and error codes the tests inject on the mock broker.
+enum MockErrors {
+    static let offsetCommit: Int16 = 8
+    static let heartbeat: Int16 = 12
+    static let illegalGeneration: Int32 = 22
+    static let unknownMemberID: Int32 = 25
+    static let rebalanceInProgress: Int32 = 27
+}
+
+/// Makes the coordinator fence `source` (its next Heartbeat answered `error`, ILLEGAL_GENERATION
+/// or UNKNOWN_MEMBER_ID), so librdkafka reports the assignment lost, and polls until the member
+/// has `rejoined` (been assigned again) or only lost it; returns whether that happened in time.
+func fence(_ source: KafkaSource, on cluster: MockCluster, error: Int32, rejoined: Bool = true, maxRecords: Int = 10) async throws -> Bool {
+    let before = source.rebalances
+    try cluster.pushRequestErrors(apiKey: MockErrors.heartbeat, error: error, count: 1)
+    let events = rejoined ? 2 : 1
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline, source.rebalances < before + events || (rejoined && source.assignment.isEmpty) {
+        _ = try await source.nextBatch(maxRecords: maxRecords)
+    }
+    return source.rebalances >= before + events
+}
