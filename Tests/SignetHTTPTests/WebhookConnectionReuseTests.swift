@@ -188,10 +188,13 @@ struct WebhookConnectionReuseTests {
 
     @Test("a burst of copies of one notification: all answered quickly, one event, legitimate requests beside it within 1 s")
     func burstOfCopies() async throws {
-        // Half the issue's 1000: the legitimate requests queue behind the copies ahead of them in
-        // the listen backlog, and CI runs four tests at once on two cores (1000 copies: 1.1-1.7 s
-        // alone, legitimate answers 0.05-0.9 s; docs/webhook.md).
-        let copies = 500
+        // Fewer than the issue's 1000, still past the 256 slots: a legitimate request is accepted
+        // in turn behind the copies queued before it in the listen backlog, so its wait grows
+        // with the burst, and CI runs four tests at once on two cores (debug build, three
+        // busy loops beside it: 300 copies 0.6-0.7 s, legitimate answers up to 0.51 s; 400
+        // copies, up to 0.76 s; 1000 copies alone, 0.05-0.9 s; docs/webhook.md). Before
+        // idle connections gave way, the copies past the slots waited for read_timeout (10 s).
+        let copies = 300
         let run = try await BinaryDriver.run(
             Self.common + Self.burstDriver, prefix: "signet-burst", fixtures: 40, arguments: [String(copies)])
         defer { run.directory.remove() }
@@ -199,7 +202,7 @@ struct WebhookConnectionReuseTests {
         print("burst: \(report)\n\(run.stderr.split(separator: "\n").last ?? "")")
         #expect(report["ok"] as? Int == copies, "\(report)\n\(run.stderr)")
         let burstSeconds = try #require(report["burst_seconds"] as? Double, "\(report)")
-        #expect(burstSeconds < 10, "\(report)")
+        #expect(burstSeconds < 5, "\(report)")
         let legit = (report["legit"] as? [[Any]]) ?? []
         #expect(!legit.isEmpty, "\(report)")
         for answer in legit {

@@ -40,8 +40,9 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
     mutating func connectionOpened() {
         open += 1
         guard open >= maximum else { return }
-        // Frees one for the next client now (never more than `maximum` are open); only
-        // when none is idle do clients wait.
+        // Frees one for the next client now; only when none is idle do clients wait. Called
+        // for each connection at or past the limit: Hummingbird checks the limit only between
+        // reads of the listening socket, and one read may accept several.
         if !idle.freeSlot(), !warned {
             warned = true
             logger.warning(

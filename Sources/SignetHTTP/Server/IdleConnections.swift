@@ -28,9 +28,10 @@ final class IdleConnections: Sendable {
         /// Orders the idle connections: the smallest mark has been idle longest.
         var nextMark: UInt64 = 0
         var idle: [Int: (mark: UInt64, evict: Evict)] = [:]
-        /// The listener is at its limit and there was no idle connection to close: the next
-        /// connection that turns idle closes at once.
-        var slotWanted = false
+        /// Slots asked for when no connection was idle: that many connections close as they
+        /// turn idle. More than one when the accept loop took several connections in one read
+        /// past the limit: each must go before the listener accepts again.
+        var slotsWanted = 0
     }
 
     init(listener: String, metrics: any MetricsFactory = MetricsSystem.factory) {
@@ -49,8 +50,8 @@ final class IdleConnections: Sendable {
     /// The connection's answer is written and no request is open; `evict` closes it.
     func markIdle(_ id: Int, evict: @escaping Evict) {
         let now = state.withLock { state in
-            if state.slotWanted {
-                state.slotWanted = false
+            if state.slotsWanted > 0 {
+                state.slotsWanted -= 1
                 return true
             }
             state.idle[id] = (state.nextMark, evict)
@@ -71,7 +72,7 @@ final class IdleConnections: Sendable {
     func freeSlot() -> Bool {
         let victim = state.withLock { state -> Evict? in
             guard let oldest = state.idle.min(by: { $0.value.mark < $1.value.mark }) else {
-                state.slotWanted = true
+                state.slotsWanted += 1
                 return nil
             }
             state.idle[oldest.key] = nil
@@ -82,9 +83,9 @@ final class IdleConnections: Sendable {
         return true
     }
 
-    /// A slot is free again (a connection closed on its own): no connection needs to go.
+    /// The listener is below its limit again: no connection needs to go.
     func slotFreed() {
-        state.withLock { $0.slotWanted = false }
+        state.withLock { $0.slotsWanted = 0 }
     }
 
     private func run(_ evict: Evict) {
