@@ -150,8 +150,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func becomeIdle(context: ChannelHandlerContext) {
         idle = true
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        idleConnections.markIdle(id) { [eventLoop = context.eventLoop] in
-            eventLoop.submit { bound.value.handler.evict(context: bound.value.context) }
+        idleConnections.markIdle(id) { [eventLoop = context.eventLoop] done in
+            eventLoop.execute { done(bound.value.handler.evict(context: bound.value.context)) }
         }
     }
 

@@ -1,5 +1,4 @@
 import Metrics
-import NIOCore
 import Synchronization
 
 /// One listener's keep-alive connections that sit between requests, so that a listener
@@ -14,8 +13,8 @@ import Synchronization
 /// loop; the lock makes both sides agree on which connections may go.
 final class IdleConnections: Sendable {
     /// Closes the connection on its own event loop if it is still idle there (a request head
-    /// may have arrived since it was chosen) and answers whether it did.
-    typealias Evict = @Sendable () -> EventLoopFuture<Bool>
+    /// may have arrived since it was chosen) and calls `done` with whether it did.
+    typealias Evict = @Sendable (_ done: @escaping @Sendable (Bool) -> Void) -> Void
 
     /// Names the listener in the metric (`webhook`, `http`).
     let listener: String
@@ -89,7 +88,7 @@ final class IdleConnections: Sendable {
     }
 
     private func run(_ evict: Evict) {
-        evict().whenSuccess { [self] closed in
+        evict { [self] closed in
             // One that took a request meanwhile stays; the next longest-idle goes instead.
             if closed { evictions.increment() } else { freeSlot() }
         }
