@@ -6,17 +6,18 @@ import Logging
 /// listen backlog (the server stops accepting, so no descriptor is spent on them). Once all
 /// are open, the longest-idle keep-alive connection is closed (``IdleConnections``), so a
 /// waiting client gets its slot at once rather than after that connection's idle timeout;
-/// only connections with a request in flight hold slots for longer.
+/// only connections with a request in flight, or none sent yet, hold slots for longer.
 ///
 /// Hummingbird calls it on the server's accept loop only.
 ///
 /// Each listener has its own, so idle connections to the admin listener cannot use up the
-/// descriptors the webhook needs to answer Apple. Reaching the limit is logged once, with
-/// the count, when no idle connection can make room, and again only after the connections fell below half of it.
+/// descriptors the webhook needs to answer Apple. Reaching the limit when no idle
+/// connection can make room is logged once, with the count, and again only after the
+/// connections fell below half of it.
 struct ConnectionLimit: AvailableConnectionsDelegate {
     /// The listen backlog of every listener. Hummingbird's 256 overflowed in a burst of 1000
     /// clients: the kernel dropped the SYNs past it, and each such client (a legitimate one
-    /// among them) waited one or more SYN retransmissions, 1 s, 3 s, ..., before it was even
+    /// among them) waited for SYN retransmissions (after 1 s, then 2 s more, ...) before it was even
     /// queued. Queued clients are cheap (no descriptor until accepted) and, with idle
     /// connections giving way, served within milliseconds. Linux caps it at
     /// `net.core.somaxconn` (4096 by default since 5.4).
