@@ -27,8 +27,9 @@ struct BinaryDriver {
     }
 
     /// Python both drivers start with: `binary` and `folder` from the arguments (the rest in
-    /// `sys.argv[3:]`), `free_port()`, and `start(pipeline, env, port)`, which runs
-    /// `signet run --pipeline` (stderr to `signet.err`) and waits until `port` accepts.
+    /// `sys.argv[3:]`), `free_port()`, `start(pipeline, env, port)`, which runs
+    /// `signet run --pipeline` (stderr to `signet.err`) and waits until `port` accepts, and
+    /// `webhook_pipeline(port, admin, ...)`, a webhook pipeline file in the folder.
     static let prelude = #"""
         import http.client, json, os, socket, subprocess, sys, threading, time
         binary, folder = sys.argv[1], sys.argv[2]
@@ -43,6 +44,25 @@ struct BinaryDriver {
                     socket.create_connection(("127.0.0.1", port), timeout=1).close(); break
                 except OSError: time.sleep(0.05)
             return process
+        def webhook_pipeline(port, admin, source_keys="", admin_keys=""):
+            # webhook.yaml in the folder: the webhook on `port` (plus `source_keys`, ", key: value"
+            # pairs) through the full chain to events.ndjson, and the admin listener on `admin`.
+            path = os.path.join(folder, "webhook.yaml")
+            open(path, "w").write(f"""
+        stores: {{ default: {{ type: sqlite, path: {folder}/data/signet.sqlite }} }}
+        source: {{ type: http, address: 127.0.0.1:{port}{source_keys} }}
+        stages:
+          - type: decode
+          - {{ type: verify, roots: {folder}/root.pem, environment: Sandbox, bundle_id: com.example.signet }}
+          - type: dedupe
+          - type: transition
+          - {{ type: fanout, default_sinks: [events] }}
+        sinks: {{ events: {{ type: file, path: {folder}/events.ndjson }} }}
+        dead_letter: {{ type: file, path: {folder}/dead.ndjson }}
+        http: {{ address: 127.0.0.1:{admin}{admin_keys} }}
+        settings: {{ progress_interval: 0s }}
+        """)
+            return path
 
         """#
 

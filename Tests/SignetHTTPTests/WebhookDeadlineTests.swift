@@ -11,21 +11,7 @@ struct WebhookDeadlineTests {
     static let driver = #"""
         body = open(os.path.join(folder, "notifications.ndjson")).read().splitlines()[0].encode()
         port, admin = free_port(), free_port()
-        pipeline = os.path.join(folder, "webhook.yaml")
-        open(pipeline, "w").write(f"""
-        stores: {{ default: {{ type: sqlite, path: {folder}/data/signet.sqlite }} }}
-        source: {{ type: http, address: 127.0.0.1:{port}, max_body_bytes: 65536 }}
-        stages:
-          - type: decode
-          - {{ type: verify, roots: {folder}/root.pem, environment: Sandbox, bundle_id: com.example.signet }}
-          - type: dedupe
-          - type: transition
-          - {{ type: fanout, default_sinks: [events] }}
-        sinks: {{ events: {{ type: file, path: {folder}/events.ndjson }} }}
-        dead_letter: {{ type: file, path: {folder}/dead.ndjson }}
-        http: {{ address: 127.0.0.1:{admin}, max_connections: 16, idle_timeout: 1s }}
-        settings: {{ progress_interval: 0s }}
-        """)
+        pipeline = webhook_pipeline(port, admin, ", max_body_bytes: 65536", ", max_connections: 16, idle_timeout: 1s")
         process = start(pipeline, {}, port)
 
         def wait_closed(s, seconds):

@@ -72,7 +72,8 @@ extension ComponentSpec {
             ConfigField("store", .string, .default("default"), "the store the /v1 API reads"),
             ConfigField(
                 "max_connections", .int(1...65_536), .default("64"),
-                "open connections at most (more wait in the backlog): its own budget, apart from the webhook's",
+                "open connections at most (at the limit the longest-idle keep-alive one is closed for the next client; "
+                    + "with none idle, more wait in the backlog): its own budget, apart from the webhook's",
                 advanced: true),
             ConfigField(
                 "idle_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("30s"),

@@ -85,13 +85,15 @@ public final class AdminServer: Service {
                 return await withTaskExecutorPreference(reads) { api.history(request, originalTransactionId: id) }
             }
         }
+        let idle = IdleConnections(listener: "http")
         let app = Application(
             router: router,
             server: GuardedHTTP1Channel.builder(
-                idleTimeout: configuration.idleTimeout, limits: .init(linger: .seconds(1), maxDiscardBytes: 64 << 10)),
+                idleTimeout: configuration.idleTimeout, limits: .init(linger: .seconds(1), maxDiscardBytes: 64 << 10),
+                idle: idle),
             configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil,
-                availableConnectionsDelegate: ConnectionLimit(configuration.maxConnections, listener: "http", logger: logger)),
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil, backlog: ConnectionLimit.backlog,
+                availableConnectionsDelegate: ConnectionLimit(configuration.maxConnections, idle: idle, logger: logger)),
             onServerRunning: { [listening, logger] channel in
                 logger.info("http: listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
                 listening.announce(channel.localAddress?.port ?? 0)

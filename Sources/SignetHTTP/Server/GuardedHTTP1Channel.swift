@@ -7,21 +7,24 @@ import SignetCore
 
 /// Hummingbird's HTTP/1 channel with a ``ConnectionGuardHandler`` in its pipeline: every
 /// listener of Signet (the webhook, the admin listener) closes a connection that cannot be
-/// reused right after its answer, instead of reading an unread body without a deadline.
+/// reused right after its answer, instead of reading an unread body without a deadline,
+/// and offers its idle keep-alive connections to the listener's ``IdleConnections``.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     let channel: HTTP1Channel
     let limits: ConnectionGuardHandler.Limits
+    let idle: IdleConnections
 
     /// A server builder for `Application(server:)`.
-    static func builder(idleTimeout: Duration, limits: ConnectionGuardHandler.Limits) -> HTTPServerBuilder {
+    /// - Parameter idle: the listener's, shared with its ``ConnectionLimit``.
+    static func builder(idleTimeout: Duration, limits: ConnectionGuardHandler.Limits, idle: IdleConnections) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             GuardedHTTP1Channel(
                 channel: HTTP1Channel(
                     responder: responder,
                     configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds))),
-                limits: limits)
+                limits: limits, idle: idle)
         }
     }
 
@@ -29,7 +32,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         self.channel.setup(channel: channel, logger: logger).flatMapThrowing { value in
             // Right after NIOHTTP1's decoder, where the request's version is still known.
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuardHandler(limits: limits), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuardHandler(limits: limits, idleConnections: idle), position: .after(decoder))
             return value
         }
     }

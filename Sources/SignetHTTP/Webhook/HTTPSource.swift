@@ -103,15 +103,18 @@ public final class HTTPSource: OutcomeReportingSource {
         }
         let responder = WebhookResponder(
             intake: intake, options: options, purchases: purchases, deadlines: deadlines, logger: logger)
+        // One per listener: its connections' guards and its connection limit share it.
+        let idle = IdleConnections(listener: "webhook")
         let application = Application(
             responder: responder,
             server: GuardedHTTP1Channel.builder(
                 idleTimeout: options.readTimeout,
-                limits: .init(linger: .seconds(1), maxDiscardBytes: options.maxBodyBytes)),
+                limits: .init(linger: .seconds(1), maxDiscardBytes: options.maxBodyBytes), idle: idle),
             configuration: ApplicationConfiguration(
                 address: .hostname(options.address.host, port: options.address.port),
                 serverName: "signet",
-                availableConnectionsDelegate: ConnectionLimit(options.maxConnections, listener: "webhook", logger: logger)),
+                backlog: ConnectionLimit.backlog,
+                availableConnectionsDelegate: ConnectionLimit(options.maxConnections, idle: idle, logger: logger)),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? options.address.port
                 serverStarted(ListenAddress(host: options.address.host, port: port))

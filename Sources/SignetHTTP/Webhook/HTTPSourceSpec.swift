@@ -30,7 +30,8 @@ extension ComponentSpec {
                 "a body not complete this long after its headers closes the connection (slowloris)", advanced: true),
             ConfigField(
                 "max_connections", .int(1...100_000), .default("256"),
-                "open connections at most; more wait in the listen backlog", advanced: true),
+                "open connections at most; at the limit the longest-idle keep-alive connection is closed for the next client, "
+                    + "and only when none is idle do more wait in the listen backlog", advanced: true),
             ConfigField(
                 "max_in_flight", .int(1...1_000_000), .default("4096"),
                 "records accepted and not yet committed at most; beyond it requests get 503", advanced: true),
