@@ -19,9 +19,15 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
     let logger: Logger
     /// Counts rebalance events (assign + revoke), for tests and diagnostics.
     let rebalances = Atomic<Int>(0)
-    /// Commit points of partitions lost (no clean revoke) with finished records uncommitted,
-    /// and how many records: the close reports them as left to redo.
+    /// Commit points of partitions lost (no clean revoke) with finished records uncommitted
+    /// while the consumer was closing, and how many records: the close reports them as left
+    /// to redo, and the stop exits non-zero.
     let lost = Mutex<(points: [TopicPartition: Int64], records: Int)>(([:], 0))
+    /// Finished records lost with their partitions over the whole run (the close included).
+    let recordsToRedo = Atomic<Int>(0)
+    /// Set when the close begins: a loss from then on is the stop's (it exits non-zero); one
+    /// before is the run's (error log and metric; the run goes on, as the group does).
+    let closing = Atomic<Bool>(false)
     /// A commit's answer arrived since the poll last looked: the bound's holds may change.
     let commitAnswered = Atomic<Bool>(false)
     private let redoMetrics: KafkaRedoMetrics
@@ -103,8 +109,10 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
 
     /// Partitions lost without a clean revoke (session timeout, fenced member): another member
     /// may own them already, so nothing is committed, and the finished records behind the last
-    /// acknowledged commit will be processed again. Never silent: logged at error level,
-    /// counted, and kept for the close, which makes the stop exit non-zero.
+    /// acknowledged commit will be processed again. Never silent: logged at error level and
+    /// counted; lost while closing, they are kept for the close, which makes the stop exit
+    /// non-zero (during a long run the metric shows them: a rebalance under load is no reason
+    /// for a service's stop, days later, to report failure).
     private func lostWithoutRevoke(_ partitions: [TopicPartition], finished: [TopicPartition: Int64], records: [TopicPartition: Int]) {
         let names = partitions.map(\.description).joined(separator: ", ")
         guard !finished.isEmpty else {
@@ -112,13 +120,17 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
             return
         }
         let count = records.values.reduce(0, +)
-        lost.withLock { lost in
-            lost.points.merge(finished) { max($0, $1) }
-            lost.records += count
+        let atStop = closing.load(ordering: .acquiring)
+        if atStop {
+            lost.withLock { lost in
+                lost.points.merge(finished) { max($0, $1) }
+                lost.records += count
+            }
         }
+        recordsToRedo.add(count, ordering: .relaxed)
         redoMetrics.add(records)
         logger.error(
-            "kafka: lost \(names) without a clean revoke (session timeout or fenced member): \(count) finished records were not committed (\(KafkaConsumerClient.describe(finished))); whoever owns those partitions next processes them again")
+            "kafka: lost \(names) without a clean revoke (session timeout or fenced member): \(count) finished records were not committed (\(KafkaConsumerClient.describe(finished))); whoever owns those partitions next processes them again\(atStop ? "" : " (signet_kafka_records_to_redo_total counts them; the run goes on)")")
     }
 
     /// Result of an asynchronous commit. On failure the points count as unsent again: a
@@ -481,6 +493,7 @@ final class KafkaConsumerClient: @unchecked Sendable {
             return !closed
         }
         guard first else { return }
+        callbacks.closing.store(true, ordering: .releasing)
         let left = commitFinished(until: .now + commitTimeout)
         settleJoin()
         let result = rd_kafka_consumer_close(handle)

@@ -152,7 +152,7 @@ public final class KafkaSource: Source {
     /// Commits synchronously what is finished (retrying through a rebalance up to
     /// ``Options/commitTimeout``), leaves the group and frees the consumer. Throws
     /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted,
-    /// including those of partitions lost during the run with finished records uncommitted.
+    /// including those of partitions lost during the close with finished records uncommitted.
     public func close() async throws {
         keepAliveTimer.withLock { $0.take() }?.cancel()
         guard let consumer = client.withLock({ $0.take() }) else { return }
@@ -182,7 +182,7 @@ public final class KafkaSource: Source {
     var pendingCommits: [TopicPartition: Int64] { client.withLock { $0?.uncommitted ?? [:] } }
 
     /// Finished records whose partitions were lost before a commit covered them, so far.
-    var recordsToRedo: Int { client.withLock { $0?.callbacks.lost.withLock { $0.records } ?? 0 } }
+    var recordsToRedo: Int { client.withLock { $0?.callbacks.recordsToRedo.load(ordering: .relaxed) ?? 0 } }
 
     /// Partitions paused because their refused commits reached ``Options/maxUncommittedPerPartition``.
     var heldPartitions: Set<TopicPartition> { client.withLock { $0?.held ?? [] } }

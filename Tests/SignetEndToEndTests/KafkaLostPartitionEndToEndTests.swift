@@ -7,11 +7,13 @@ extension KafkaEndToEndTests {
     /// A `signet run` member whose commits the coordinator refuses (OffsetCommit answered
     /// REBALANCE_IN_PROGRESS) goes on processing; then the coordinator fences it (a Heartbeat
     /// answered ILLEGAL_GENERATION), so librdkafka reports its assignment lost and the finished
-    /// records can never be committed by it. The commits pass again before the stop, so the
-    /// close itself commits cleanly: only the lost partitions make this stop unclean. It must
-    /// say so at error level, list them under "uncommitted" in --summary-json and exit 1.
+    /// records can never be committed by it. It must say so at error level, with the offsets,
+    /// and go on (the group rebalances; the records are read again by the next owner). The
+    /// commits pass again before the stop, so the stop is clean: a loss during the run is the
+    /// log's and signet_kafka_records_to_redo_total's, only one while closing fails the stop
+    /// (KafkaLostPartitionTests).
     @Test(.timeLimit(.minutes(10)))
-    func aStopAfterPartitionsWereLostWithFinishedWorkExitsOne() async throws {
+    func partitionsLostDuringTheRunAreReportedAndTheRunGoesOn() async throws {
         let input = try KafkaInput.get()
         let scope = try KafkaScope("lost")
         defer { scope.close() }
@@ -54,11 +56,8 @@ extension KafkaEndToEndTests {
 
         try cluster.clearRequestErrors(apiKey: 8)
         member.send(SIGTERM)
-        #expect(try await member.waitForExit(timeout: .seconds(40)) == 1, "a stop after a lost partition exited 0: \(member.stderrTail())")
+        #expect(try await member.waitForExit(timeout: .seconds(40)) == 0, "a loss during the run failed the stop: \(member.stderrTail())")
         let summary = try scope.summary("member")
-        let uncommitted = summary["uncommitted"] as? [String: Any] ?? [:]
-        #expect(!uncommitted.isEmpty, "--summary-json lists nothing left to redo: \(summary)")
-        #expect(uncommitted.keys.allSatisfy { $0.hasPrefix("\(settings.input)[") }, "\(uncommitted)")
-        #expect((summary["failure"] as? String)?.contains("lost with their partitions") == true, "\(summary["failure"] ?? "")")
+        #expect((summary["uncommitted"] as? [String: Any] ?? [:]).isEmpty, "\(summary)")
     }
 }

@@ -27,7 +27,7 @@ struct KafkaRedoBoundTests {
         let limit = 30, batch = 10, total = 300
         var options = consumerOptions(cluster, group: group, topics: [topic])
         options.maxUncommittedPerPartition = limit
-        let log = LogCapture()
+        let log = CapturedLog()
         let source = KafkaSource(options: options, logger: log.logger)
         try await source.open()
         let p0 = TopicPartition(topic, 0)

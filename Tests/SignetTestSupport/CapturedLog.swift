@@ -23,6 +23,9 @@ public final class CapturedLog: Sendable {
     /// Every line so far, in order.
     public var all: [Line] { lines.withLock { $0 } }
 
+    /// The messages logged at `level`.
+    public func messages(at level: Logger.Level) -> [String] { all.filter { $0.level == level }.map(\.message) }
+
     /// The messages containing `text`.
     public func messages(containing text: String) -> [String] { all.map(\.message).filter { $0.contains(text) } }
 
