@@ -64,37 +64,35 @@ struct AppStoreAPITransport: Sendable {
         var attempt = 0
         while true {
             try await limiter.acquire(bucket, requestsPerSecond: rate)
-            var outcome = await exchange(call, baseURL: baseURL)
-            if case .success(let body) = outcome {
+            let (cause, wait, pauseBucket): (AppStoreAPIError, Duration?, Bool)
+            switch await exchange(call, baseURL: baseURL) {
+            case .success(let body):
                 do {
                     return try AppStoreJSON.decode(Answer.self, from: body)
                 } catch {
-                    outcome = .retry(
-                        AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)"),
-                        wait: nil, pauseBucket: false)
+                    // A proxy's `{}`, a truncated body: worth another try, like a 5xx.
+                    (cause, wait, pauseBucket) = (
+                        AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)"), nil, false)
                 }
+            case .fail(let failure):
+                throw failure
+            case .retry(let failure, let asked, let pause):
+                (cause, wait, pauseBucket) = (failure, asked, pause)
             }
-            switch outcome {
-            case .success:
-                preconditionFailure("a success returned above")
-            case .fail(let error):
-                throw error
-            case .retry(let error, let wait, let pauseBucket):
-                // A cancelled call stops here with CancellationError, not with the transport error it caused.
-                try Task.checkCancellation()
-                guard attempt < configuration.maxRetries else { throw error }
-                let delay = wait ?? Self.jittered(backoff)
-                backoff = min(backoff * 2, configuration.maxBackoff)
-                attempt += 1
-                if pauseBucket {
-                    // Every caller of this bucket waits, not only this one (Apple counts per app);
-                    // the caller that set the pause says so, once.
-                    if await limiter.pause(bucket, for: delay) { reportPause(bucket, delay: delay, cause: error) }
-                } else {
-                    logger.warning(
-                        "App Store Server API: \(error.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")
-                    try await Task.sleep(for: delay)
-                }
+            // A cancelled call stops here with CancellationError, not with the transport error it caused.
+            try Task.checkCancellation()
+            guard attempt < configuration.maxRetries else { throw cause }
+            let delay = wait ?? Self.jittered(backoff)
+            backoff = min(backoff * 2, configuration.maxBackoff)
+            attempt += 1
+            if pauseBucket {
+                // Every caller of this bucket waits, not only this one (Apple counts per app);
+                // the caller that set the pause says so, once.
+                if await limiter.pause(bucket, for: delay) { reportPause(bucket, delay: delay, cause: cause) }
+            } else {
+                logger.warning(
+                    "App Store Server API: \(cause.summary); retrying in \(Int(delay / .milliseconds(1))) ms (retry \(attempt) of \(configuration.maxRetries))")
+                try await Task.sleep(for: delay)
             }
         }
     }

@@ -15,10 +15,13 @@ public struct InAppOwnershipType: RawRepresentable, Hashable, Sendable, Codable,
     public static let familyShared = InAppOwnershipType(rawValue: "FAMILY_SHARED")
     /// `PURCHASED`: The customer bought the item.
     public static let purchased = InAppOwnershipType(rawValue: "PURCHASED")
+    /// `ASSIGNED`: the customer's organization assigned them a seat of a multiseat purchase
+    /// (App Store Server API 1.22).
+    public static let assigned = InAppOwnershipType(rawValue: "ASSIGNED")
 
     /// Every value Apple documents today, in documentation order.
     public static let documentedValues: [InAppOwnershipType] = [
-        .familyShared, .purchased,
+        .familyShared, .purchased, .assigned,
     ]
 
     /// Whether Apple documents this value (false for values added after this code was written).

@@ -17,11 +17,18 @@ public struct RevocationType: RawRepresentable, Hashable, Sendable, Codable, JSO
     public static let refundProrated = RevocationType(rawValue: "REFUND_PRORATED")
     /// `FAMILY_REVOKE`: Family Sharing access was revoked.
     public static let familyRevoke = RevocationType(rawValue: "FAMILY_REVOKE")
+    /// `ASSIGNMENT_REVOKE`: the organization's administrator revoked an assigned seat of a
+    /// multiseat purchase (App Store Server API 1.22). Not a refund.
+    public static let assignmentRevoke = RevocationType(rawValue: "ASSIGNMENT_REVOKE")
 
     /// Every value Apple documents today, in documentation order.
     public static let documentedValues: [RevocationType] = [
-        .refundFull, .refundProrated, .familyRevoke,
+        .refundFull, .refundProrated, .familyRevoke, .assignmentRevoke,
     ]
+
+    /// Whether access was taken away rather than paid back: a Family Sharing or an assigned
+    /// seat's revocation (`revoked`), not a refund (`refunded`).
+    public var isAccessRevocation: Bool { self == .familyRevoke || self == .assignmentRevoke }
 
     /// Whether Apple documents this value (false for values added after this code was written).
     public var isDocumented: Bool { Self.documentedValues.contains(self) }

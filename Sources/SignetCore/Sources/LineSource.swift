@@ -162,10 +162,11 @@ struct Checkpoint: Codable {
         }
     }
 
-    /// Writes atomically (temp file + rename) so a crash leaves the old or the new checkpoint.
+    /// Writes atomically and durably (``AtomicFile``) so a crash or a power loss leaves the
+    /// old or the new checkpoint (Foundation's `.atomic` renames without an fsync: after a
+    /// power loss the file could be empty).
     func save(to path: String) throws {
-        let data = try JSONEncoder().encode(self)
-        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        try AtomicFile.write(try JSONEncoder().encode(self), to: path, what: "the checkpoint")
     }
 }
 

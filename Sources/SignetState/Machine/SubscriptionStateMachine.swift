@@ -100,7 +100,9 @@ public enum SubscriptionStateMachine {
         let periodCurrent = snapshot.isPeriodCurrent(at: instant)
         let state: SubscriptionState
         if snapshot.revocationDate != nil {
-            state = snapshot.revocationType == RevocationType.familyRevoke.rawValue ? .revoked : .refunded
+            // Access taken away (Family Sharing, an organization's seat) is `revoked`; a full or
+            // prorated refund, or an unknown type, `refunded`.
+            state = snapshot.revocationType.map { RevocationType(rawValue: $0).isAccessRevocation } == true ? .revoked : .refunded
         } else {
             switch snapshot.productType.map(TransactionType.init(rawValue:)) {
             case .consumable?: state = .consumed

@@ -1,12 +1,13 @@
-import Foundation
-import SignetCore
+package import Foundation
 
-/// Replaces a small file so that a crash at any point leaves the old or the new content: a
-/// temporary file beside it, fsync, rename over, fsync of the folder (the checkpoints of
-/// `signet backfill` and `signet reconcile`). Blocking: call it on a ``BlockingExecutor``.
-enum AtomicFile {
+/// Replaces a small file so that a crash at any point, power loss included, leaves the old or
+/// the new content: a temporary file beside it, fsync, rename over, fsync of the folder. The
+/// one way Signet writes a checkpoint (the file sources', `signet backfill`'s and `signet
+/// reconcile`'s). Blocking: call it on a ``BlockingExecutor``.
+package enum AtomicFile {
     /// - Parameter what: names the file in errors ("the backfill checkpoint").
-    static func write(_ data: Data, to path: String, what: String) throws {
+    /// - Throws: ``SourceError`` naming the step, the file and the system's reason.
+    package static func write(_ data: Data, to path: String, what: String) throws {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot create", what, temporary) }

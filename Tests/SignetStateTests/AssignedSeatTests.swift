@@ -1,0 +1,54 @@
+import AppStoreModels
+import Foundation
+import SignetCore
+import SignetJWS
+@testable import SignetState
+import Testing
+
+/// Multiseat purchases (App Store Server API 1.22): an organization assigns seats
+/// (`inAppOwnershipType` ASSIGNED) and its administrator revokes them (REVOKE with
+/// `revocationType` ASSIGNMENT_REVOKE). A revoked seat is `revoked`, not `refunded`
+/// (developer.apple.com/documentation/appstoreservernotifications/revocationtype).
+@Suite struct AssignedSeatTests {
+    typealias F = Fixture
+    let t0 = Fixture.t0, day = Fixture.day
+
+    @Test(arguments: StoreKind.available)
+    func aRevokedSeatIsRevokedNotRefunded(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        let assigned = F.notification(
+            .subscribed, .initialBuy, uuid: "seat-1", signed: t0,
+            transaction: F.transaction(otid: "s1", id: "s1", purchase: t0, expires: t0 + 30 * day, signed: t0, ownership: .assigned),
+            renewal: F.renewal(otid: "s1", signed: t0))
+        let granted = try await harness.runEach([assigned])
+        #expect(granted.map(\.type) == ["granted"], "\(kind)")
+        #expect(granted.first?.json["ownership"] as? String == "ASSIGNED", "\(kind)")
+
+        let revoke = F.notification(
+            .revoke, uuid: "seat-2", signed: t0 + 3 * day,
+            transaction: F.transaction(
+                otid: "s1", id: "s1", purchase: t0, expires: t0 + 30 * day, signed: t0 + 3 * day, ownership: .assigned,
+                revoked: t0 + 3 * day, revocationType: .assignmentRevoke))
+        let revoked = try await harness.runEach([revoke])
+        #expect(revoked.map(\.type) == ["revoked"], "\(kind)")
+        #expect(revoked.first?.entitled == false, "\(kind)")
+        #expect(revoked.first?.json["revocationType"] as? String == "ASSIGNMENT_REVOKE", "\(kind)")
+        #expect(try store.subscription(originalTransactionId: "s1")?.state == .revoked, "\(kind)")
+
+        // A full refund of another purchase stays `refunded`.
+        let refunded = try await harness.runEach([
+            F.notification(
+                .subscribed, .initialBuy, uuid: "p-1", signed: t0,
+                transaction: F.transaction(otid: "p1", id: "p1", purchase: t0, expires: t0 + 30 * day, signed: t0),
+                renewal: F.renewal(otid: "p1", signed: t0)),
+            F.notification(
+                .refund, uuid: "p-2", signed: t0 + day,
+                transaction: F.transaction(
+                    otid: "p1", id: "p1", purchase: t0, expires: t0 + 30 * day, signed: t0 + day, revoked: t0 + day,
+                    revocationType: .refundFull)),
+        ])
+        #expect(refunded.map(\.type) == ["granted", "refunded"], "\(kind)")
+    }
+}
