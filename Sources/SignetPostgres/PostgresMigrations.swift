@@ -135,6 +135,9 @@ public enum PostgresMigrations {
             )
             """,
         ]),
+        Migration(version: 4, summary: "revocation_percentage (REFUND_PRORATED's share, milliunits)", statements: [
+            "ALTER TABLE signet_subscriptions ADD COLUMN revocation_percentage BIGINT",
+        ]),
     ]
 
     /// `signet_entitlements`: state and entitlement as of now() (time-driven changes, a period or

@@ -15,7 +15,7 @@ enum PostgresSchema {
         billing_retry boolean, grace_period_expires_date bigint, expiration_intent bigint, \
         renewal_signed_date bigint, evaluated_at bigint, last_notification_type text, last_subtype text, \
         last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint, \
-        subscription_group_id text
+        subscription_group_id text, revocation_percentage bigint
         """
 
     /// The names of ``subscriptionRecordType``, in order.
@@ -74,6 +74,7 @@ enum PostgresSchema {
         // Persisted (indexed) so the expiry sweep finds due purchases without a scan.
         json.field("next_boundary", snapshot.nextBoundary)
         json.field("subscription_group_id", snapshot.subscriptionGroupIdentifier)
+        json.field("revocation_percentage", snapshot.revocationPercentage)
         json.field("expected", expected)
         json.endObject()
     }
@@ -115,7 +116,8 @@ enum PostgresSchema {
         snapshot.expiresDateSource = try text(26)
         snapshot.renewalDate = try int(27)
         snapshot.subscriptionGroupIdentifier = try text(29)
-        return (snapshot, try int(30) ?? 1)
+        snapshot.revocationPercentage = try int(30)
+        return (snapshot, try int(31) ?? 1)
     }
 
     /// Reads a row selected with ``outboxColumns``.

@@ -50,5 +50,30 @@ import Testing
                     revocationType: .refundFull)),
         ])
         #expect(refunded.map(\.type) == ["granted", "refunded"], "\(kind)")
+        #expect(refunded.last?.json["revocationPercentage"] is NSNull, "\(kind)")
+    }
+
+    /// REFUND_PRORATED (2025-12): access ends like any refund, and the event and the stored
+    /// purchase carry Apple's revocationPercentage, so a consumer can tell a prorated refund.
+    @Test(arguments: StoreKind.available)
+    func aProratedRefundCarriesItsPercentage(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        var prorated = F.transaction(
+            otid: "q1", id: "q1", purchase: t0, expires: t0 + 30 * day, signed: t0 + day, revoked: t0 + day,
+            revocationType: .refundProrated)
+        prorated.revocationPercentage = 37_500
+        let events = try await harness.runEach([
+            F.notification(
+                .subscribed, .initialBuy, uuid: "q-1", signed: t0,
+                transaction: F.transaction(otid: "q1", id: "q1", purchase: t0, expires: t0 + 30 * day, signed: t0),
+                renewal: F.renewal(otid: "q1", signed: t0)),
+            F.notification(.refund, uuid: "q-2", signed: t0 + day, transaction: prorated),
+        ])
+        #expect(events.map(\.type) == ["granted", "refunded"], "\(kind)")
+        #expect(events.last?.json["revocationType"] as? String == "REFUND_PRORATED", "\(kind)")
+        #expect(events.last?.json["revocationPercentage"] as? Int == 37_500, "\(kind)")
+        #expect(try store.subscription(originalTransactionId: "q1")?.revocationPercentage == 37_500, "\(kind): stored")
     }
 }

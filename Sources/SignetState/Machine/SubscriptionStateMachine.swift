@@ -225,6 +225,7 @@ public enum SubscriptionStateMachine {
         next.revocationDate = transaction.revocationDate?.millisecondsSince1970
         next.revocationReason = transaction.revocationReason.map { Int64($0.rawValue) }
         next.revocationType = transaction.revocationType?.rawValue
+        next.revocationPercentage = transaction.revocationPercentage.map(Int64.init)
         // A REFUND naming a transaction that Apple's own signed status and renewal info show is
         // not the current period (a renewal Signet never saw): the refund ends that older
         // period, not the subscription. The renewal info's renewalDate then carries the period.
@@ -232,6 +233,7 @@ public enum SubscriptionStateMachine {
             next.revocationDate = nil
             next.revocationReason = nil
             next.revocationType = nil
+            next.revocationPercentage = nil
             return
         }
         // A REFUND or REVOKE whose transaction lacks revocationDate still ends access.
@@ -344,6 +346,7 @@ public enum SubscriptionStateMachine {
             revocationDate: snapshot.revocationDate,
             revocationReason: snapshot.revocationReason,
             revocationType: snapshot.revocationType,
+            revocationPercentage: snapshot.revocationPercentage,
             source: cause.source,
             notificationType: cause.notificationType,
             subtype: cause.subtype,
@@ -379,6 +382,7 @@ public enum SubscriptionStateMachine {
             revocationDate: previous?.revocationDate,
             revocationReason: previous?.revocationReason,
             revocationType: previous?.revocationType,
+            revocationPercentage: previous?.revocationPercentage,
             source: input.source,
             notificationType: input.notificationType?.rawValue,
             subtype: input.subtype?.rawValue,

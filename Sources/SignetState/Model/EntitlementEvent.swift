@@ -53,6 +53,8 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var revocationDate: Int64?
     public var revocationReason: Int64?
     public var revocationType: String?
+    /// With `REFUND_PRORATED`: the share Apple refunded, in milliunits (50000 is 50%).
+    public var revocationPercentage: Int64? = nil
     public var source: Source
     public var notificationType: String?
     public var subtype: String?
@@ -92,6 +94,7 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.nullable("revocationDate", revocationDate)
         out.nullable("revocationReason", revocationReason)
         out.nullable("revocationType", revocationType)
+        out.nullable("revocationPercentage", revocationPercentage)
         out.key("source"); out.string(source.rawValue)
         out.nullable("notificationType", notificationType)
         out.nullable("subtype", subtype)

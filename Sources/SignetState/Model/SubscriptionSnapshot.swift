@@ -33,8 +33,12 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var transactionSignedDate: Int64?
     public var revocationDate: Int64?
     public var revocationReason: Int64?
-    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE` (also set for a `REVOKE` notification).
+    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`, `ASSIGNMENT_REVOKE` (`FAMILY_REVOKE`
+    /// is also set for a `REVOKE` notification without one).
     public var revocationType: String?
+    /// Apple's `revocationPercentage` with `REFUND_PRORATED`: the share refunded, in
+    /// milliunits (50000 is 50%).
+    public var revocationPercentage: Int64?
 
     // The newest renewal info (auto-renewable subscriptions).
     public var autoRenewEnabled: Bool?

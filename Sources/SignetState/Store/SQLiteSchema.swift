@@ -37,7 +37,8 @@ enum SQLiteSchema {
             expires_date_source TEXT,
             renewal_date INTEGER,
             next_boundary INTEGER,
-            subscription_group_id TEXT
+            subscription_group_id TEXT,
+            revocation_percentage INTEGER
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
             ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
@@ -93,7 +94,7 @@ enum SQLiteSchema {
     /// Columns added after the first release: (name, SQL type), added to older databases on open.
     static let addedSubscriptionColumns = [
         ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
-        ("subscription_group_id", "TEXT"),
+        ("subscription_group_id", "TEXT"), ("revocation_percentage", "INTEGER"),
     ]
 
     /// Run once the added columns exist. `next_boundary` of rows written before it existed
@@ -119,7 +120,7 @@ enum SQLiteSchema {
         "revocation_date", "revocation_reason", "revocation_type", "auto_renew", "auto_renew_product_id", "billing_retry",
         "grace_period_expires_date", "expiration_intent", "renewal_signed_date", "evaluated_at", "last_notification_type",
         "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
-        "subscription_group_id",
+        "subscription_group_id", "revocation_percentage",
     ]
     static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
     /// Positions in ``subscriptionColumnNames`` (0-based, as a row is read) of the columns the
@@ -202,6 +203,7 @@ enum SQLiteSchema {
         try statement.bind(28, snapshot.renewalDate)
         if !keepingIndexedColumns { try statement.bind(29, snapshot.nextBoundary) }
         try statement.bind(30, snapshot.subscriptionGroupIdentifier)
+        try statement.bind(31, snapshot.revocationPercentage)
     }
 
     /// Reads a row selected with ``outboxColumns``.
@@ -245,6 +247,7 @@ enum SQLiteSchema {
         snapshot.expiresDateSource = row.string(26)
         snapshot.renewalDate = row.int64(27)
         snapshot.subscriptionGroupIdentifier = row.string(29)
+        snapshot.revocationPercentage = row.int64(30)
         return snapshot
     }
 }
