@@ -25,6 +25,10 @@ import Testing
         let granted = try await harness.runEach([assigned])
         #expect(granted.map(\.type) == ["granted"], "\(kind)")
         #expect(granted.first?.json["ownership"] as? String == "ASSIGNED", "\(kind)")
+        // The entitlement API's answer says it too: an app can tell an assigned seat from a purchase.
+        let answer = try StateJSON.entitlements(.originalTransactionId("s1"), in: store, at: t0 + day)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(answer)) as? [[String: Any]])
+        #expect(rows.first?["ownership"] as? String == "ASSIGNED", "\(kind): \(rows)")
 
         let revoke = F.notification(
             .revoke, uuid: "seat-2", signed: t0 + 3 * day,
