@@ -117,6 +117,24 @@ public struct AppStoreAPIConfiguration: Sendable {
         .milliseconds(NotificationHistoryLookback(environment: environment).milliseconds)
     }
 
+    /// The settings Signet's commands and pipeline components give a client, by what they are.
+    public enum Setting: String, Sendable, CaseIterable {
+        case keyId = "key_id", issuerId = "issuer_id", privateKey = "private_key", bundleId = "bundle_id"
+        case environment, apiURL = "api_url"
+
+        /// The variable the commands read it from.
+        public var variable: String {
+            switch self {
+            case .keyId: "SIGNET_APPSTORE_KEY_ID"
+            case .issuerId: "SIGNET_APPSTORE_ISSUER_ID"
+            case .privateKey: "SIGNET_APPSTORE_PRIVATE_KEY"
+            case .bundleId: "SIGNET_BUNDLE_ID"
+            case .environment: "SIGNET_ENVIRONMENT"
+            case .apiURL: "SIGNET_APPSTORE_API_URL"
+            }
+        }
+    }
+
     /// Reads the settings Signet's commands use:
     ///
     /// | variable | meaning |
@@ -130,35 +148,45 @@ public struct AppStoreAPIConfiguration: Sendable {
     ///
     /// Throws an error naming the first missing or invalid variable.
     public static func fromEnvironment(_ env: [String: String]) throws(AppStoreAPIConfigurationError) -> AppStoreAPIConfiguration {
-        func required(_ name: String) throws(AppStoreAPIConfigurationError) -> String {
-            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
-                throw AppStoreAPIConfigurationError("\(name) is not set (needed for the App Store Server API)")
+        try from({ env[$0.variable] }, naming: \.variable)
+    }
+
+    /// A configuration from each setting's `value` (nil or blank: not given), checked and
+    /// explained the same way wherever the values come from; errors name the first missing
+    /// or invalid setting as `name` gives it (a variable, a pipeline key).
+    public static func from(
+        _ value: (Setting) -> String?, naming name: (Setting) -> String
+    ) throws(AppStoreAPIConfigurationError) -> AppStoreAPIConfiguration {
+        func required(_ setting: Setting) throws(AppStoreAPIConfigurationError) -> String {
+            guard let text = value(setting)?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+                throw AppStoreAPIConfigurationError("\(name(setting)) is not set (needed for the App Store Server API)")
             }
-            return value
+            return text
         }
-        let keyId = try required("SIGNET_APPSTORE_KEY_ID")
-        let issuerId = try required("SIGNET_APPSTORE_ISSUER_ID")
-        let keyPath = try required("SIGNET_APPSTORE_PRIVATE_KEY")
-        let bundleId = try required("SIGNET_BUNDLE_ID")
+        let keyId = try required(.keyId)
+        let issuerId = try required(.issuerId)
+        let keyPath = try required(.privateKey)
+        let bundleId = try required(.bundleId)
         // A pipeline taking both environments (`Production,Sandbox`) asks Apple about
-        // Production, where what is missed costs money; Sandbox is one `SIGNET_ENVIRONMENT=Sandbox` away.
-        let listed = (env["SIGNET_ENVIRONMENT"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        // Production, where what is missed costs money; Sandbox is one `Sandbox` away.
+        let written = value(.environment) ?? ""
+        let listed = written.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard listed.allSatisfy({ ["", "Sandbox", "Production"].contains($0) }) else {
             throw AppStoreAPIConfigurationError(
-                "SIGNET_ENVIRONMENT must be Sandbox or Production (or both, comma-separated), not \"\(env["SIGNET_ENVIRONMENT"] ?? "")\"")
+                "\(name(.environment)) must be Sandbox or Production (or both, comma-separated), not \"\(written)\"")
         }
         let environment: AppStoreEnvironment = listed.contains("Production") ? .production : .sandbox
         let credentials: AppStoreAPICredentials
         do {
             credentials = try AppStoreAPICredentials(keyId: keyId, issuerId: issuerId, bundleId: bundleId, privateKeyFile: keyPath)
         } catch {
-            throw AppStoreAPIConfigurationError("SIGNET_APPSTORE_PRIVATE_KEY: \(error.message)")
+            throw AppStoreAPIConfigurationError("\(name(.privateKey)): \(error.message)")
         }
-        let override = env["SIGNET_APPSTORE_API_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        let override = value(.apiURL).flatMap { $0.isEmpty ? nil : $0 }
         do {
             return try AppStoreAPIConfiguration(credentials: credentials, environment: environment, baseURL: override)
         } catch {
-            throw AppStoreAPIConfigurationError("SIGNET_APPSTORE_API_URL: \(error.message)")
+            throw AppStoreAPIConfigurationError("\(name(.apiURL)): \(error.message)")
         }
     }
 

@@ -4,18 +4,12 @@ import Logging
 import SignetCore
 
 /// The API settings of a component that calls the App Store Server API (`appstore_history`,
-/// `appstore_catch_up`) as written, with the defaults that name
-/// environment variables (`${SIGNET_APPSTORE_KEY_ID}`) expanded only when the component opens.
+/// `appstore_catch_up`, ...) as written, with the defaults that name environment variables
+/// (`${SIGNET_APPSTORE_KEY_ID}`) expanded only when the component opens.
 struct AppStoreAPISettings: Sendable {
-    /// Each API key of the spec and the variable of ``AppStoreAPIConfiguration/fromEnvironment(_:)``
-    /// it stands for, so the source's settings get the same checks and messages as the commands'.
-    static let variables = [
-        ("key_id", "SIGNET_APPSTORE_KEY_ID"), ("issuer_id", "SIGNET_APPSTORE_ISSUER_ID"),
-        ("private_key", "SIGNET_APPSTORE_PRIVATE_KEY"), ("bundle_id", "SIGNET_BUNDLE_ID"),
-        ("environment", "SIGNET_ENVIRONMENT"), ("api_url", "SIGNET_APPSTORE_API_URL"),
-    ]
-
-    /// The spec fields of these settings, shared by every component that calls the API.
+    /// The spec fields of these settings, shared by every component that calls the API. Each
+    /// key is an ``AppStoreAPIConfiguration/Setting``; its default names the variable the
+    /// commands read, so a pipeline and `signet backfill` are configured alike.
     static let fields: [ConfigField] = [
         ConfigField("key_id", .string, .default("${SIGNET_APPSTORE_KEY_ID}"), "the In-App Purchase key's id (App Store Connect: Users and Access > Integrations > In-App Purchase)"),
         ConfigField("issuer_id", .string, .default("${SIGNET_APPSTORE_ISSUER_ID}"), "the issuer id shown above the key list"),
@@ -29,18 +23,21 @@ struct AppStoreAPISettings: Sendable {
             advanced: true),
     ]
 
-    /// The values as written (or the spec's defaults), by variable name.
-    var values: [String: String] = [:]
-    var requestsPerSecond: Int?
+    /// The values as written (or the spec's defaults), not yet expanded.
+    private var values: [AppStoreAPIConfiguration.Setting: String] = [:]
+    private var requestsPerSecond: Int?
+    /// Where the component sits (`stages[0]`), to name a key in errors.
+    private let path: String
 
     /// - Parameter env: what the environment setting's variables expand to, so a rate above
     ///   Sandbox's limit is reported at its line when the file is loaded (or linted), not
     ///   only when the component opens.
     init(_ config: ParsedConfig, env: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) {
-        for (key, variable) in Self.variables { values[variable] = try config.string(key) }
+        path = config.path
+        for setting in AppStoreAPIConfiguration.Setting.allCases { values[setting] = try config.string(setting.rawValue) }
         requestsPerSecond = try config.optionalInt("requests_per_second")
-        if let requestsPerSecond, let written = try? resolved(values["SIGNET_ENVIRONMENT"] ?? "", env) {
-            // As fromEnvironment reads it: Production when listed, else Sandbox.
+        if let requestsPerSecond, let written = try? resolved(values[.environment] ?? "", env) {
+            // As the configuration reads it: Production when listed, else Sandbox.
             let environment: AppStoreEnvironment = written.contains("Production") ? .production : .sandbox
             let limit = AppStoreAPIEndpointClass.standard.appleLimit(in: environment)
             if Double(requestsPerSecond) > limit {
@@ -61,12 +58,13 @@ struct AppStoreAPISettings: Sendable {
             rateLimiter: .forPipeline(Array(context.resources.values), logger: context.logger), logger: context.logger)
     }
 
-    /// The client's configuration, with the defaults' variables expanded from `env`.
+    /// The client's configuration: each key's value expanded from `env`, checked as the
+    /// commands' variables are, errors naming the key (`source.issuer_id`).
     func configuration(_ env: [String: String]) throws -> AppStoreAPIConfiguration {
-        var resolved: [String: String] = [:]
-        // In the spec's order, so the first missing variable named is always the same one.
-        for (_, variable) in Self.variables { resolved[variable] = try self.resolved(values[variable] ?? "", env) }
-        var configuration = try AppStoreAPIConfiguration.fromEnvironment(resolved)
+        var expanded: [AppStoreAPIConfiguration.Setting: String] = [:]
+        // In the spec's order, so the first unset variable named is always the same one.
+        for setting in AppStoreAPIConfiguration.Setting.allCases { expanded[setting] = try resolved(values[setting] ?? "", env) }
+        var configuration = try AppStoreAPIConfiguration.from({ expanded[$0] }, naming: { "'\(path).\($0.rawValue)'" })
         if let requestsPerSecond {
             configuration.requestsPerSecond = Double(requestsPerSecond)
             if let problem = configuration.rateProblem(.standard) { throw AppStoreAPIConfigurationError(problem) }
@@ -74,26 +72,9 @@ struct AppStoreAPISettings: Sendable {
         return configuration
     }
 
-    /// `text` with `${NAME}` and `${NAME:default}` expanded from `env` (what a default of
-    /// the spec may hold; values written in the file were expanded by the loader already).
-    func resolved(_ text: String, _ env: [String: String]) throws(AppStoreAPIConfigurationError) -> String {
-        var result = ""
-        var rest = Substring(text)
-        while let open = rest.range(of: "${") {
-            result += rest[..<open.lowerBound]
-            guard let close = rest[open.upperBound...].firstIndex(of: "}") else { break }
-            let body = rest[open.upperBound..<close]
-            let name = String(body.prefix { $0 != ":" })
-            let fallback = body.contains(":") ? String(body.drop { $0 != ":" }.dropFirst()) : nil
-            if let value = env[name], !value.isEmpty {
-                result += value
-            } else if let fallback {
-                result += fallback
-            } else {
-                throw AppStoreAPIConfigurationError("\(name) is not set (needed for the App Store Server API)")
-            }
-            rest = rest[rest.index(after: close)...]
-        }
-        return result + rest
+    /// `text` with `${NAME}` and `${NAME:default}` expanded from `env` by Signet's one expander
+    /// (a spec default; values written in the file were expanded when it was loaded).
+    func resolved(_ text: String, _ env: [String: String]) throws(ConfigError) -> String {
+        try Interpolator.expand(text, environment: env, path: path)
     }
 }

@@ -113,4 +113,21 @@ struct ConfigurationTests {
             #expect(error?.message.contains("encrypted") == true, "\(error?.message ?? "")")
         }
     }
+
+    @Test("the commands' variables and a pipeline's keys are read by one function: the same checks, errors naming the setting as given")
+    func oneReaderForBothSources() throws {
+        let (env, file) = try Self.environment()
+        defer { try? FileManager.default.removeItem(at: file) }
+        var keys = [String: String](uniqueKeysWithValues: AppStoreAPIConfiguration.Setting.allCases.compactMap { setting in
+            env[setting.variable].map { (setting.rawValue, $0) }
+        })
+        let fromKeys = try AppStoreAPIConfiguration.from({ keys[$0.rawValue] }, naming: { "'source.\($0.rawValue)'" })
+        let fromVariables = try AppStoreAPIConfiguration.fromEnvironment(env)
+        #expect(fromKeys.credentials.keyId == fromVariables.credentials.keyId && fromKeys.baseURL == fromVariables.baseURL)
+        keys["issuer_id"] = " "
+        let error = #expect(throws: AppStoreAPIConfigurationError.self) {
+            try AppStoreAPIConfiguration.from({ keys[$0.rawValue] }, naming: { "'source.\($0.rawValue)'" })
+        }
+        #expect(error?.message == "'source.issuer_id' is not set (needed for the App Store Server API)", "\(error?.message ?? "")")
+    }
 }

@@ -2,8 +2,11 @@
 ///
 /// `$${` writes a literal `${`. A variable that is unset and has no default is an
 /// error at the scalar's position, never a silent empty string: an empty bundle id
-/// must not quietly disable a check.
-final class Interpolator {
+/// must not quietly disable a check. A variable set to the empty string is set: its value
+/// is used, not the default. The one expander of Signet's configuration: values in a file
+/// when it is loaded, and spec defaults that name variables when their component opens
+/// (``expand(_:environment:path:)``).
+package final class Interpolator {
     let environment: [String: String]
     /// When set, an unset variable without default expands to this value and is
     /// recorded in ``unset`` instead of failing (`signet lint` without the deployment's environment).
@@ -15,7 +18,13 @@ final class Interpolator {
         self.unsetPlaceholder = unsetPlaceholder
     }
 
-    func interpolate(_ text: String, at location: ConfigLocation, path: String) throws(ConfigError) -> String {
+    /// `text` expanded outside a file: a component's default that names variables
+    /// (`${SIGNET_APPSTORE_KEY_ID}`), expanded when the component opens; errors name `path`.
+    package static func expand(_ text: String, environment: [String: String], path: String) throws(ConfigError) -> String {
+        try Interpolator(environment: environment).interpolate(text, at: nil, path: path)
+    }
+
+    func interpolate(_ text: String, at location: ConfigLocation?, path: String) throws(ConfigError) -> String {
         guard text.contains("$") else { return text }
         var output = ""
         var rest = Substring(text)
@@ -55,7 +64,7 @@ final class Interpolator {
                 output += value
             } else if let fallback {
                 output += fallback
-            } else if let unsetPlaceholder {
+            } else if let unsetPlaceholder, let location {
                 unset.append(UnsetVariable(name: String(name), location: location))
                 output += unsetPlaceholder
             } else {
