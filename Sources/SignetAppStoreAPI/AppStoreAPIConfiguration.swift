@@ -82,8 +82,8 @@ public struct AppStoreAPIConfiguration: Sendable {
 
     /// Why the rate set for `endpointClass` cannot be used, nil when it can.
     package func rateProblem(_ endpointClass: AppStoreAPIEndpointClass) -> String? {
-        let (rate, name) = endpointClass == .standard
-            ? (requestsPerSecond, "requests per second") : (testNotificationRequestsPerSecond, "test-notification requests per second")
+        let rate = configuredRate(endpointClass)
+        let name = endpointClass == .standard ? "requests per second" : "test-notification requests per second"
         guard rate > 0, rate.isFinite else { return "App Store Server API \(name) must be greater than 0" }
         let limit = endpointClass.appleLimit(in: environment)
         guard !enforcesAppleLimits || rate <= limit else {
@@ -97,9 +97,13 @@ public struct AppStoreAPIConfiguration: Sendable {
     /// fallback) that store's default, never the configured store's rate. Held to Apple's
     /// limit even when a caller set the property above it after the checks of the initializer.
     func rate(for endpointClass: AppStoreAPIEndpointClass, in environment: AppStoreEnvironment) -> Double {
-        let configured = endpointClass == .standard ? requestsPerSecond : testNotificationRequestsPerSecond
-        let rate = environment == self.environment ? configured : endpointClass.defaultRate(in: environment)
+        let rate = environment == self.environment ? configuredRate(endpointClass) : endpointClass.defaultRate(in: environment)
         return enforcesAppleLimits ? min(rate, endpointClass.appleLimit(in: environment)) : rate
+    }
+
+    /// The property that sets `endpointClass`'s rate in ``environment``.
+    private func configuredRate(_ endpointClass: AppStoreAPIEndpointClass) -> Double {
+        endpointClass == .standard ? requestsPerSecond : testNotificationRequestsPerSecond
     }
 
     /// Where requests for `environment` go: ``baseURL`` for the configured store,

@@ -46,9 +46,9 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
 /// after a 429 until Apple's `Retry-After`.
 ///
 /// One bucket per (bundle id, environment, endpoint class): Apple's limits are per app, per
-/// environment and per endpoint, whichever host (Apple's, a proxy) the requests go through. ``shared`` is the process-wide instance every
-/// client uses unless given another, so several clients of one app in one process share
-/// the budget. Spacing (one request every `1/rate` s, no burst) never exceeds the rate in
+/// environment and per endpoint, whichever host (Apple's, a proxy) the requests go through.
+/// ``shared`` is the process-wide instance every client uses unless given another, so
+/// several clients of one app in one process share the budget. Spacing (one request every `1/rate` s, no burst) never exceeds the rate in
 /// any window, which also keeps Apple's hourly accounting happy. The rate belongs to the
 /// bucket: clients that ask with different rates all get the lowest one asked for, so they
 /// never work against each other's spacing.

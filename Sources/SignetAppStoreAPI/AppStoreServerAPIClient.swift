@@ -169,15 +169,21 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
+    /// Whether this client can ask `environment`'s store: the configured one, or Sandbox (its
+    /// fallback host) from a Production client.
+    public func reaches(_ environment: AppStoreEnvironment) -> Bool {
+        environment == configuration.environment || (environment == .sandbox && configuration.environment == .production)
+    }
+
     /// The store to ask: the configured one, or Sandbox from a Production client.
     private func store(_ environment: AppStoreEnvironment?) throws -> AppStoreEnvironment {
-        guard let environment, environment != configuration.environment else { return configuration.environment }
-        guard environment == .sandbox else {
+        guard let environment else { return configuration.environment }
+        guard reaches(environment) else {
             throw AppStoreAPIError(
                 .permanent, endpoint: "App Store Server API",
                 errorMessage: "a client configured for \(configuration.environment.rawValue) cannot ask \(environment.rawValue)")
         }
-        return .sandbox
+        return environment
     }
 
     /// One page of Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`);
@@ -196,8 +202,8 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Throws ``AppStoreAPIError``, or the `RecordRejection` of the first transaction that
     /// fails verification (nothing unverified is returned).
     public func transactionHistory(transactionId: String, verifier: AppStoreVerifier) async throws -> [VerifiedTransaction] {
-        var order: [Int] = []
-        var latest: [Int: VerifiedTransaction] = [:]
+        var kept: [VerifiedTransaction] = []
+        /// Where each transactionId's version is in `kept`.
         var positions: [String: Int] = [:]
         var revision: String?
         repeat {
@@ -206,20 +212,13 @@ public final class AppStoreServerAPIClient: Sendable {
                 let transaction = try verifier.verifyTransaction(signed)
                 // The signed payload carries the id; only a verified one is trusted to. One
                 // without an id is kept on its own, never merged with another such one.
-                let id: Int
-                if let key = transaction.payload.transactionId {
-                    id = positions[key] ?? latest.count
-                    positions[key] = id
-                } else {
-                    id = latest.count
+                guard let id = transaction.payload.transactionId, let index = positions[id] else {
+                    if let id = transaction.payload.transactionId { positions[id] = kept.count }
+                    kept.append(transaction)
+                    continue
                 }
-                if let seen = latest[id] {
-                    let seenDate = seen.payload.signedDate?.millisecondsSince1970 ?? .min
-                    if (transaction.payload.signedDate?.millisecondsSince1970 ?? .min) >= seenDate { latest[id] = transaction }
-                } else {
-                    order.append(id)
-                    latest[id] = transaction
-                }
+                let seenDate = kept[index].payload.signedDate?.millisecondsSince1970 ?? .min
+                if (transaction.payload.signedDate?.millisecondsSince1970 ?? .min) >= seenDate { kept[index] = transaction }
             }
             guard page.hasMore else { break }
             guard let next = page.revision, next != revision else {
@@ -228,7 +227,7 @@ public final class AppStoreServerAPIClient: Sendable {
             }
             revision = next
         } while true
-        return order.compactMap { latest[$0] }
+        return kept
     }
 
     // MARK: - Test notifications

@@ -99,7 +99,7 @@ public struct NotificationHistoryPages: AsyncSequence, Sendable {
                     // lookback can be refused on any of them. Clamp again (a few times at most),
                     // and only ever forward; what cannot be clamped is thrown, and a consumer may
                     // take it as "nothing left" only when the window ends before the edge
-                    // (``NotificationHistoryLookback/verdict(start:end:now:clamp:)`` says `.gone`).
+                    // (``NotificationHistoryLookback/verdict(start:end:now:refusals:)`` says `.gone`).
                     clamps += 1
                     let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
                     guard clamps <= NotificationHistoryLookback.maximumClamps,

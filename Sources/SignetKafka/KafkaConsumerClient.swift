@@ -349,13 +349,12 @@ final class KafkaConsumerClient: @unchecked Sendable {
             callbacks.logger.warning(
                 "kafka: commits of \(counts.map { "\($0.key) (\($0.value) finished records)" }.joined(separator: ", ")) are refused; not fetching more of them until a commit passes (max_uncommitted_per_partition \(maxUncommittedPerPartition))")
         }
+        guard !release.isEmpty else { return }
         // While the keep-alive has everything paused, its own resume takes these along.
-        if !release.isEmpty, !pausedByKeepAlive.load(ordering: .relaxed) {
+        if !pausedByKeepAlive.load(ordering: .relaxed) {
             _ = PartitionList(release.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
         }
-        if !release.isEmpty {
-            callbacks.logger.info("kafka: a commit of \(release.map(\.description).sorted().joined(separator: ", ")) passed; fetching again")
-        }
+        callbacks.logger.info("kafka: a commit of \(release.map(\.description).sorted().joined(separator: ", ")) passed; fetching again")
     }
 
     /// Up to `maxRecords` messages with their partition's epoch when polled; not yet handed out.

@@ -111,7 +111,7 @@ struct BackfillCommand: AsyncParsableCommand {
         do {
             plan = try BackfillPlan.make(
                 checkpointPath: checkpointPath, start: since, end: until, onlyFailures: onlyFailures,
-                subWindows: AppStoreHistorySource.Options(start: since, checkpointPath: checkpointPath).subWindows,
+                subWindows: AppStoreHistorySource.Options.defaultSubWindows,
                 configuration: api, now: WallClock.milliseconds())
         } catch {
             throw ConfigurationFailure(description: "signet backfill: \(error)")

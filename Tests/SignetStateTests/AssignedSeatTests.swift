@@ -13,16 +13,20 @@ import Testing
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
+    /// The first purchase of `otid` at t0, a 30-day period.
+    func bought(_ otid: String, uuid: String, ownership: InAppOwnershipType = .purchased) -> VerifiedPayload {
+        F.notification(
+            .subscribed, .initialBuy, uuid: uuid, signed: t0,
+            transaction: F.transaction(otid: otid, id: otid, purchase: t0, expires: t0 + 30 * day, signed: t0, ownership: ownership),
+            renewal: F.renewal(otid: otid, signed: t0))
+    }
+
     @Test(arguments: StoreKind.available)
     func aRevokedSeatIsRevokedNotRefunded(_ kind: StoreKind) async throws {
         let store = try await kind.makeLocation().open()
         defer { try? store.close() }
         let harness = StateHarness(store: store)
-        let assigned = F.notification(
-            .subscribed, .initialBuy, uuid: "seat-1", signed: t0,
-            transaction: F.transaction(otid: "s1", id: "s1", purchase: t0, expires: t0 + 30 * day, signed: t0, ownership: .assigned),
-            renewal: F.renewal(otid: "s1", signed: t0))
-        let granted = try await harness.runEach([assigned])
+        let granted = try await harness.runEach([bought("s1", uuid: "seat-1", ownership: .assigned)])
         #expect(granted.map(\.type) == ["granted"], "\(kind)")
         #expect(granted.first?.json["ownership"] as? String == "ASSIGNED", "\(kind)")
         // The entitlement API's answer says it too: an app can tell an assigned seat from a purchase.
@@ -43,10 +47,7 @@ import Testing
 
         // A full refund of another purchase stays `refunded`.
         let refunded = try await harness.runEach([
-            F.notification(
-                .subscribed, .initialBuy, uuid: "p-1", signed: t0,
-                transaction: F.transaction(otid: "p1", id: "p1", purchase: t0, expires: t0 + 30 * day, signed: t0),
-                renewal: F.renewal(otid: "p1", signed: t0)),
+            bought("p1", uuid: "p-1"),
             F.notification(
                 .refund, uuid: "p-2", signed: t0 + day,
                 transaction: F.transaction(
@@ -69,10 +70,7 @@ import Testing
             revocationType: .refundProrated)
         prorated.revocationPercentage = 37_500
         let events = try await harness.runEach([
-            F.notification(
-                .subscribed, .initialBuy, uuid: "q-1", signed: t0,
-                transaction: F.transaction(otid: "q1", id: "q1", purchase: t0, expires: t0 + 30 * day, signed: t0),
-                renewal: F.renewal(otid: "q1", signed: t0)),
+            bought("q1", uuid: "q-1"),
             F.notification(.refund, uuid: "q-2", signed: t0 + day, transaction: prorated),
         ])
         #expect(events.map(\.type) == ["granted", "refunded"], "\(kind)")

@@ -26,7 +26,9 @@ public final class AppStoreHistorySource: Source {
         /// Only notifications Apple never delivered successfully (`onlyFailures`).
         public var onlyFailures = false
         /// Sub-windows the window is split into.
-        public var subWindows = 16
+        public var subWindows = Options.defaultSubWindows
+        /// The default of ``subWindows``, for a caller planning the same window (`signet backfill`).
+        public static let defaultSubWindows = 16
         /// Sub-windows fetched at the same time.
         public var parallelism = 4
         /// The checkpoint file.

@@ -19,7 +19,7 @@ extension ComponentSpec {
                 example: "72h"),
             ConfigField("end", .string, .optional, "where the window ends (exclusive), in the same forms; default now", example: "2026-11-01T00:00:00Z"),
             ConfigField("only_failures", .bool, .default("false"), "only notifications Apple never delivered successfully (onlyFailures)"),
-            ConfigField("sub_windows", .int(1...1000), .default("16"), "parts the window is split into (Apple pages one window sequentially)", advanced: true),
+            ConfigField("sub_windows", .int(1...1000), .default(String(AppStoreHistorySource.Options.defaultSubWindows)), "parts the window is split into (Apple pages one window sequentially)", advanced: true),
             ConfigField("parallelism", .int(1...64), .default("4"), "sub-windows fetched at the same time (all within requests_per_second)", advanced: true),
             ConfigField(
                 "checkpoint", .string, .default("${SIGNET_DATA_DIR:signet-data}/backfill.json"),

@@ -134,7 +134,7 @@ public final class AppStoreReconcileStage: TickingStage {
             guard let recorded = purchase.environment.map(AppStoreEnvironment.init(rawValue:)) else {
                 return AppStoreStatusSource.records(of: try await client.lookUpSubscriptionStatuses(transactionId: id).0)
             }
-            guard recorded == configured || (recorded == .sandbox && configured == .production) else {
+            guard client.reaches(recorded) else {
                 logger.warning(
                     "purchase \(id) was made in \(recorded.rawValue), which this \(configured.rawValue) API key does not reach: not reconciled")
                 return []

@@ -74,10 +74,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         }
         switch part {
         case .head(let head):
-            if idle {
-                idle = false
-                idleConnections.markBusy(id)
-            }
+            leaveIdle()
             requests.append(Request(keepAlive: head.isKeepAlive))
         case .end:
             if let last = requests.indices.last {
