@@ -112,16 +112,7 @@ public enum PostgresMigrations {
             // Pruning kept rows (outbox_retention) without reading the whole outbox every minute.
             "CREATE INDEX signet_outbox_delivered_at ON signet_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
             // Version 1's view with two columns appended (a view only ever gains columns).
-            entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: [
-                "s.subscription_group_id",
-                """
-                ARRAY(
-                    SELECT DISTINCT e.entitlement FROM signet_entitlement_names e
-                    WHERE e.granted_by = s.product_id OR e.granted_by = s.subscription_group_id
-                    ORDER BY e.entitlement
-                ) AS entitlements
-                """,
-            ]),
+            entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: ["s.subscription_group_id", entitlementNamesColumn]),
         ]),
         Migration(version: 3, summary: "App Store Server API rate budgets shared by every instance (signet_rate_budgets)", statements: [
             // One row per (app, environment, endpoint class); times are microseconds of the
@@ -138,7 +129,26 @@ public enum PostgresMigrations {
         Migration(version: 4, summary: "revocation_percentage (REFUND_PRORATED's share, milliunits)", statements: [
             "ALTER TABLE signet_subscriptions ADD COLUMN revocation_percentage BIGINT",
         ]),
+        Migration(version: 5, summary: "migrated purchases linked both ways (MIGRATION), appTransactionId", statements: [
+            """
+            ALTER TABLE signet_subscriptions ADD COLUMN previous_original_transaction_id TEXT,
+                ADD COLUMN migrated_to_original_transaction_id TEXT, ADD COLUMN app_transaction_id TEXT
+            """,
+            entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: [
+                "s.subscription_group_id", entitlementNamesColumn,
+                "s.previous_original_transaction_id", "s.migrated_to_original_transaction_id",
+            ]),
+        ]),
     ]
+
+    /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.
+    private static let entitlementNamesColumn = """
+        ARRAY(
+            SELECT DISTINCT e.entitlement FROM signet_entitlement_names e
+            WHERE e.granted_by = s.product_id OR e.granted_by = s.subscription_group_id
+            ORDER BY e.entitlement
+        ) AS entitlements
+        """
 
     /// `signet_entitlements`: state and entitlement as of now() (time-driven changes, a period or
     /// grace period ending, are applied here; what the stored row says otherwise was decided by

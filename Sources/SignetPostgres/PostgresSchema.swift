@@ -15,7 +15,8 @@ enum PostgresSchema {
         billing_retry boolean, grace_period_expires_date bigint, expiration_intent bigint, \
         renewal_signed_date bigint, evaluated_at bigint, last_notification_type text, last_subtype text, \
         last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint, \
-        subscription_group_id text, revocation_percentage bigint
+        subscription_group_id text, revocation_percentage bigint, previous_original_transaction_id text, \
+        migrated_to_original_transaction_id text, app_transaction_id text
         """
 
     /// The names of ``subscriptionRecordType``, in order.
@@ -75,6 +76,9 @@ enum PostgresSchema {
         json.field("next_boundary", snapshot.nextBoundary)
         json.field("subscription_group_id", snapshot.subscriptionGroupIdentifier)
         json.field("revocation_percentage", snapshot.revocationPercentage)
+        json.field("previous_original_transaction_id", snapshot.previousOriginalTransactionId)
+        json.field("migrated_to_original_transaction_id", snapshot.migratedToOriginalTransactionId)
+        json.field("app_transaction_id", snapshot.appTransactionId)
         json.field("expected", expected)
         json.endObject()
     }
@@ -117,7 +121,10 @@ enum PostgresSchema {
         snapshot.renewalDate = try int(27)
         snapshot.subscriptionGroupIdentifier = try text(29)
         snapshot.revocationPercentage = try int(30)
-        return (snapshot, try int(31) ?? 1)
+        snapshot.previousOriginalTransactionId = try text(31)
+        snapshot.migratedToOriginalTransactionId = try text(32)
+        snapshot.appTransactionId = try text(33)
+        return (snapshot, try int(34) ?? 1)
     }
 
     /// Reads a row selected with ``outboxColumns``.

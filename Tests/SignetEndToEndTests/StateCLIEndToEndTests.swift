@@ -133,6 +133,19 @@ struct StateCLIEndToEndTests {
             ["entitlements", "--app-account-token", granted.appAccountToken], corpus: corpus, extra: env)) as? [[String: Any]])
         #expect(tokenList.count == 2 && tokenList.allSatisfy { $0["entitled"] as? Bool == true }, "\(tokenList)")
 
+        // A migration links the two purchases: the history of either names the other.
+        let old = try #require(corpus.customers.first { $0.name == "migrated" })
+        let new = try #require(corpus.customers.first { $0.name == "migrated to" })
+        for (customer, key, other) in [(old, "migratedToOriginalTransactionId", new), (new, "previousOriginalTransactionId", old)] {
+            let history = try StateE2E.signet(["state", "history", "--original-transaction-id", customer.originalTransactionId], corpus: corpus, extra: env)
+            try #require(history.exitCode == 0, "\(history.stderr)")
+            let answer = try #require(try Self.json(history) as? [String: Any])
+            #expect(answer[key] as? String == other.originalTransactionId, "\(customer.name): \(answer)")
+        }
+        let oldAnswer = try #require(try Self.json(try StateE2E.signet(
+            ["entitlements", "--original-transaction-id", old.originalTransactionId], corpus: corpus, extra: env)) as? [[String: Any]])
+        #expect(oldAnswer.first?["migratedToOriginalTransactionId"] as? String == new.originalTransactionId, "\(oldAnswer)")
+
         // Unknown ids.
         let unknownShow = try StateE2E.signet(["state", "show", "--original-transaction-id", "1999999999999999"], corpus: corpus, extra: env)
         #expect(unknownShow.exitCode == 1, "state show of an unknown id: \(unknownShow.exitCode)")

@@ -628,6 +628,33 @@ struct TimelineBuilder {
             all.append(TimelineCustomer(name: "late initial buy", originalTransactionId: otid, appAccountToken: token, expectedState: "active",
                                         expectedEntitled: true, expectedProductId: monthly, lines: lines, expectedEvents: ["granted"]))
         }
+
+        // Migrated (MIGRATION, Advanced Commerce): a new purchase names the old one as its
+        // previousOriginalTransactionId. The old one ends (`migrated`), and its own renewal, signed
+        // before the migration and delivered after it, does not bring it back.
+        do {
+            let old = id(), new = id(), token = "08080808-0000-4000-8000-000000000008"
+            let first = Period(transactionId: old, productId: monthly, purchase: ago(40), expires: ago(10))
+            var second = Period(transactionId: id(), productId: monthly, purchase: ago(10), expires: ago(10) + 30 * day)
+            second.reason = "RENEWAL"
+            let migrated = Period(transactionId: new, productId: monthly, purchase: ago(5), expires: ago(5) + 30 * day)
+            var lines: [String] = []
+            lines.append(try notification("SUBSCRIBED", "INITIAL_BUY", signed: first.purchase + 1000,
+                transaction: transaction(old, token, first, signed: first.purchase + 1000, originalPurchase: first.purchase),
+                renewal: renewal(old, token, product: monthly, autoRenew: true, signed: first.purchase + 1000, expires: first.expires), status: 1))
+            var moved = transaction(new, token, migrated, signed: migrated.purchase + 1000, originalPurchase: migrated.purchase)
+            moved.set("previousOriginalTransactionId", old)
+            lines.append(try notification("MIGRATION", nil, signed: migrated.purchase + 1000, transaction: moved,
+                renewal: renewal(new, token, product: monthly, autoRenew: true, signed: migrated.purchase + 1000, expires: migrated.expires), status: 1))
+            lines.append(try notification("DID_RENEW", nil, signed: second.purchase + 1000,
+                transaction: transaction(old, token, second, signed: second.purchase + 1000, originalPurchase: first.purchase),
+                renewal: renewal(old, token, product: monthly, autoRenew: true, signed: second.purchase + 1000, expires: second.expires), status: 1))
+            all.append(TimelineCustomer(name: "migrated", originalTransactionId: old, appAccountToken: token, expectedState: "migrated",
+                                        expectedEntitled: false, expectedProductId: monthly, lines: lines, expectedEvents: ["granted", "migrated"]))
+            // Its lines are the old purchase's timeline above (they must keep their order).
+            all.append(TimelineCustomer(name: "migrated to", originalTransactionId: new, appAccountToken: token, expectedState: "active",
+                                        expectedEntitled: true, expectedProductId: monthly, lines: [], expectedEvents: ["granted"]))
+        }
         return all
     }
 }

@@ -99,7 +99,11 @@ public enum SubscriptionStateMachine {
     public static func derive(_ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy) -> (SubscriptionState, Bool) {
         let periodCurrent = snapshot.isPeriodCurrent(at: instant)
         let state: SubscriptionState
-        if snapshot.revocationDate != nil {
+        if snapshot.migratedToOriginalTransactionId != nil {
+            // Whatever arrives about it later (a renewal signed before the migration, a refund of
+            // an old period), access comes from the purchase it moved to.
+            state = .migrated
+        } else if snapshot.revocationDate != nil {
             // Access taken away (Family Sharing, an organization's seat) is `revoked`; a full or
             // prorated refund, or an unknown type, `refunded`.
             state = snapshot.revocationType.map { RevocationType(rawValue: $0).isAccessRevocation } == true ? .revoked : .refunded
@@ -122,7 +126,7 @@ public enum SubscriptionStateMachine {
         case .active, .owned, .consumed: entitled = true
         case .gracePeriod: entitled = policy.gracePeriodEntitled || (snapshot.periodEnd != nil && periodCurrent)
         case .billingRetry: entitled = policy.billingRetryEntitled || (snapshot.periodEnd != nil && periodCurrent)
-        case .expired, .refunded, .revoked: entitled = false
+        case .expired, .refunded, .revoked, .migrated: entitled = false
         }
         if snapshot.ownership == InAppOwnershipType.familyShared.rawValue, !policy.familySharedEntitled {
             entitled = false
@@ -136,6 +140,33 @@ public enum SubscriptionStateMachine {
         guard snapshot.isInBillingRetryPeriod == true else { return false }
         guard let purchase = snapshot.purchaseDate, let renewalSigned = snapshot.renewalSignedDate else { return true }
         return renewalSigned >= purchase
+    }
+
+    /// Ends the purchase `previousId` because `successor` names it as its
+    /// `previousOriginalTransactionId` (MIGRATION): `previous` becomes `migrated`, naming the
+    /// successor, with a `migrated` event caused by the successor's input. Nil when there is
+    /// nothing to change: the link exists, or the two purchases are of different environments
+    /// (Apple's ids do not repeat across them, so that is no migration).
+    ///
+    /// A purchase Signet never saw is recorded all the same, already `migrated` and without an
+    /// event, so its own notifications, arriving later, cannot grant what the successor grants.
+    static func migrate(
+        _ previous: SubscriptionSnapshot?, previousId: String, to successor: SubscriptionSnapshot, input: TransitionInput,
+        policy: TransitionPolicy
+    ) -> (snapshot: SubscriptionSnapshot, events: [EntitlementEvent])? {
+        guard previous?.migratedToOriginalTransactionId != successor.originalTransactionId else { return nil }
+        if let stored = previous?.environment, let claimed = successor.environment, stored != claimed { return nil }
+        guard var next = previous else {
+            var placeholder = SubscriptionSnapshot(originalTransactionId: previousId, state: .migrated, entitled: false)
+            placeholder.migratedToOriginalTransactionId = successor.originalTransactionId
+            placeholder.environment = successor.environment
+            placeholder.bundleId = successor.bundleId
+            return (placeholder, [])
+        }
+        next.migratedToOriginalTransactionId = successor.originalTransactionId
+        next.evaluatedAt = max(next.evaluatedAt, successor.evaluatedAt)
+        (next.state, next.entitled) = derive(next, at: next.evaluatedAt, policy: policy)
+        return (next, events(from: previous, to: next, cause: EventCause(input)))
     }
 
     // MARK: Merging
@@ -164,6 +195,7 @@ public enum SubscriptionStateMachine {
                 next.renewalDate = renewal.renewalDate?.millisecondsSince1970
                 next.renewalSignedDate = signed
                 if next.appAccountToken == nil { next.appAccountToken = renewal.appAccountToken }
+                if next.appTransactionId == nil { next.appTransactionId = renewal.appTransactionId }
                 if next.environment == nil { next.environment = renewal.environment?.rawValue }
             }
         }
@@ -209,6 +241,7 @@ public enum SubscriptionStateMachine {
         next.bundleId = transaction.bundleId ?? input.bundleId ?? next.bundleId
         next.environment = transaction.environment?.rawValue ?? input.environment?.rawValue ?? next.environment
         next.appAccountToken = transaction.appAccountToken ?? next.appAccountToken
+        next.appTransactionId = transaction.appTransactionId ?? next.appTransactionId
         next.ownership = transaction.inAppOwnershipType?.rawValue ?? next.ownership
         next.purchaseDate = transaction.purchaseDate?.millisecondsSince1970
         next.expiresDate = transaction.expiresDate?.millisecondsSince1970
@@ -226,6 +259,9 @@ public enum SubscriptionStateMachine {
         next.revocationReason = transaction.revocationReason.map { Int64($0.rawValue) }
         next.revocationType = transaction.revocationType?.rawValue
         next.revocationPercentage = transaction.revocationPercentage.map(Int64.init)
+        if let previous = transaction.previousOriginalTransactionId, !previous.isEmpty, previous != next.originalTransactionId {
+            next.previousOriginalTransactionId = previous
+        }
         // A REFUND naming a transaction that Apple's own signed status and renewal info show is
         // not the current period (a renewal Signet never saw): the refund ends that older
         // period, not the subscription. The renewal info's renewalDate then carries the period.
@@ -262,6 +298,8 @@ public enum SubscriptionStateMachine {
 
     private static func events(from previous: SubscriptionSnapshot?, to next: SubscriptionSnapshot, cause: EventCause) -> [EntitlementEvent] {
         var types: [EntitlementEventType] = []
+        // A migrated purchase stays so: what arrives about it later is kept, and says nothing new.
+        if previous?.state == .migrated, next.state == .migrated { return [] }
         let productChanged = previous.map { $0.productId != nil && next.productId != nil && $0.productId != next.productId } ?? false
         if let previous, previous.state == next.state {
             if previous.transactionId != next.transactionId {
@@ -306,6 +344,7 @@ public enum SubscriptionStateMachine {
         switch next {
         case .refunded: return .refunded
         case .revoked: return .revoked
+        case .migrated: return .migrated
         case .expired: return .expired
         case .gracePeriod: return .gracePeriodEntered
         case .billingRetry: return .billingRetryEntered
@@ -347,6 +386,8 @@ public enum SubscriptionStateMachine {
             revocationReason: snapshot.revocationReason,
             revocationType: snapshot.revocationType,
             revocationPercentage: snapshot.revocationPercentage,
+            previousOriginalTransactionId: snapshot.previousOriginalTransactionId,
+            migratedToOriginalTransactionId: snapshot.migratedToOriginalTransactionId,
             source: cause.source,
             notificationType: cause.notificationType,
             subtype: cause.subtype,
@@ -383,6 +424,8 @@ public enum SubscriptionStateMachine {
             revocationReason: previous?.revocationReason,
             revocationType: previous?.revocationType,
             revocationPercentage: previous?.revocationPercentage,
+            previousOriginalTransactionId: previous?.previousOriginalTransactionId,
+            migratedToOriginalTransactionId: previous?.migratedToOriginalTransactionId,
             source: input.source,
             notificationType: input.notificationType?.rawValue,
             subtype: input.subtype?.rawValue,

@@ -23,6 +23,10 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     public var expiresDateSource: String?
     public var gracePeriodExpiresDate: Int64?
     public var autoRenewEnabled: Bool?
+    /// The purchase this one was migrated from (Apple's `previousOriginalTransactionId`).
+    public var previousOriginalTransactionId: String?
+    /// The purchase this one was migrated to (then ``state`` is `migrated`): ask about that one.
+    public var migratedToOriginalTransactionId: String?
     /// The instant (ms since 1970) the answer holds for.
     public var evaluatedAt: Int64
 
@@ -45,6 +49,8 @@ public struct Entitlement: Sendable, Hashable, Encodable {
         expiresDateSource = snapshot.periodEndSource
         gracePeriodExpiresDate = snapshot.gracePeriodExpiresDate
         autoRenewEnabled = snapshot.autoRenewEnabled
+        previousOriginalTransactionId = snapshot.previousOriginalTransactionId
+        migratedToOriginalTransactionId = snapshot.migratedToOriginalTransactionId
         self.evaluatedAt = evaluatedAt
     }
 }

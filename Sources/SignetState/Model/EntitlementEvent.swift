@@ -48,13 +48,17 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var expiresDateSource: String?
     public var gracePeriodExpiresDate: Int64?
     public var autoRenewEnabled: Bool?
-    /// `PURCHASED` or `FAMILY_SHARED`.
+    /// `PURCHASED`, `FAMILY_SHARED` or `ASSIGNED`.
     public var ownership: String?
     public var revocationDate: Int64?
     public var revocationReason: Int64?
     public var revocationType: String?
     /// With `REFUND_PRORATED`: the share Apple refunded, in milliunits (50000 is 50%).
     public var revocationPercentage: Int64? = nil
+    /// The purchase this one was migrated from (Apple's `previousOriginalTransactionId`).
+    public var previousOriginalTransactionId: String? = nil
+    /// The purchase this one was migrated to: set on a `migrated` event and after it.
+    public var migratedToOriginalTransactionId: String? = nil
     public var source: Source
     public var notificationType: String?
     public var subtype: String?
@@ -95,6 +99,8 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.nullable("revocationReason", revocationReason)
         out.nullable("revocationType", revocationType)
         out.nullable("revocationPercentage", revocationPercentage)
+        out.nullable("previousOriginalTransactionId", previousOriginalTransactionId)
+        out.nullable("migratedToOriginalTransactionId", migratedToOriginalTransactionId)
         out.key("source"); out.string(source.rawValue)
         out.nullable("notificationType", notificationType)
         out.nullable("subtype", subtype)

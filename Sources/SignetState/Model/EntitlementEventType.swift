@@ -26,8 +26,11 @@ public enum EntitlementEventType: String, Sendable, Hashable, Codable, CaseItera
     case expired
     /// The transaction granting access was refunded.
     case refunded
-    /// Access was revoked (Family Sharing).
+    /// Access was revoked (Family Sharing, or an organization took back an assigned seat).
     case revoked
+    /// The subscription moved to a new purchase (MIGRATION, Advanced Commerce): this one ends,
+    /// and `migratedToOriginalTransactionId` names the purchase that grants access from now on.
+    case migrated
     /// REFUND_REVERSED, and only it, gave access back while the period still runs.
     case restored
     /// `entitled` flipped without a state change (e.g. a paid-up period ended during billing retry).

@@ -24,7 +24,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?
-    /// `PURCHASED` or `FAMILY_SHARED`.
+    /// `PURCHASED`, `FAMILY_SHARED` or `ASSIGNED`.
     public var ownership: String?
     public var purchaseDate: Int64?
     /// The transaction's expiresDate, or for a non-renewing subscription without one, the
@@ -63,6 +63,15 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     /// saw that renewal's transaction.
     public var renewalDate: Int64?
 
+    /// Apple's `appTransactionId` (2025): the customer's download of the app this purchase was
+    /// made in, which app-level notifications (RESCIND_CONSENT) name.
+    public var appTransactionId: String?
+    /// The purchase this one was migrated from: Apple's `previousOriginalTransactionId`.
+    public var previousOriginalTransactionId: String?
+    /// The purchase this one was migrated to (its transaction named this one as its
+    /// `previousOriginalTransactionId`): set, this purchase is `migrated` and grants nothing.
+    public var migratedToOriginalTransactionId: String?
+
     public init(originalTransactionId: String, state: SubscriptionState = .active, entitled: Bool = false, evaluatedAt: Int64 = 0) {
         self.originalTransactionId = originalTransactionId
         self.state = state
@@ -97,7 +106,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     /// The expiry sweep visits exactly the snapshots whose boundary has passed, so a store keeps
     /// this value in an indexed column (``StateTransaction/subscriptionsDue(atOrBefore:limit:)``).
     public var nextBoundary: Int64? {
-        guard revocationDate == nil else { return nil }
+        guard revocationDate == nil, migratedToOriginalTransactionId == nil else { return nil }
         switch productType.map(TransactionType.init(rawValue:)) {
         case .consumable?, .nonConsumable?: return nil
         default: break
@@ -107,10 +116,11 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
 
     /// Whether Signet expects this purchase to renew at the end of its period: an
     /// auto-renewable subscription with auto-renew on, no expiration intent, not in billing
-    /// retry and not revoked (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``).
+    /// retry, not revoked and not migrated (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``).
     public var expectsRenewal: Bool {
         productType == TransactionType.autoRenewableSubscription.rawValue && autoRenewEnabled == true
             && expirationIntent == nil && isInBillingRetryPeriod != true && revocationDate == nil
+            && migratedToOriginalTransactionId == nil
     }
 
     /// Whether a period with an expiry is still running at `instant`.

@@ -1,7 +1,7 @@
 /// Where one purchase (one `originalTransactionId`) stands.
 ///
 /// Auto-renewable subscriptions move between `active`, `grace_period`, `billing_retry`,
-/// `expired`, `refunded` and `revoked`; non-renewing subscriptions between `active` and
+/// `expired`, `refunded`, `revoked` and `migrated`; non-renewing subscriptions between `active` and
 /// `expired`; non-consumables are `owned` and consumables `consumed` until refunded.
 /// The raw values are part of the event contract (see docs/state-machine.md).
 public enum SubscriptionState: String, Sendable, Hashable, Codable, CaseIterable {
@@ -21,4 +21,8 @@ public enum SubscriptionState: String, Sendable, Hashable, Codable, CaseIterable
     case owned
     /// A consumable that was bought (deliver it once); `entitled` means "not refunded".
     case consumed
+    /// The subscription moved to another purchase (Advanced Commerce's Migrate a Subscription:
+    /// a new originalTransactionId whose transaction names this one as its
+    /// `previousOriginalTransactionId`); access comes from the new purchase now, never this one.
+    case migrated
 }

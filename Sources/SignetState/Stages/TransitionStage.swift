@@ -101,7 +101,11 @@ public final class TransitionStage: TickingStage {
         let names = store.entitlementNames
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
-            try transaction.prefetch(keys: keys, originalTransactionIds: inputs.compactMap(\.originalTransactionId))
+            // With the purchases migrations end (taken in one sorted pass with the rest: no lock
+            // order for two instances to disagree on).
+            try transaction.prefetch(
+                keys: keys,
+                originalTransactionIds: inputs.compactMap(\.originalTransactionId) + inputs.compactMap(\.transaction?.previousOriginalTransactionId))
             var seen = Set<String>(minimumCapacity: keys.count)
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(keys.count)
@@ -126,9 +130,12 @@ public final class TransitionStage: TickingStage {
                     outcomes.append(.applied([], []))
                 case .rejected(let rejection):
                     outcomes.append(.rejected(rejection))
-                case .applied(let snapshot, let events):
-                    let events = names.annotated(events)
+                case .applied(let snapshot, var events):
                     if let snapshot { try transaction.save(snapshot) }
+                    if let current = snapshot ?? previous {
+                        events += try Self.endMigratedPurchase(of: current, input: input, policy: policy, in: transaction)
+                    }
+                    let events = names.annotated(events)
                     try transaction.recordKey(key, seenAt: now)
                     outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
                 }
@@ -156,6 +163,21 @@ public final class TransitionStage: TickingStage {
                 batch.records[index].outputs = entries.map(Self.message(for:))
             }
         }
+    }
+
+    /// When `purchase` was migrated from another one (its transaction's
+    /// `previousOriginalTransactionId`), ends that one in the same transaction: it becomes
+    /// `migrated`, and its `migrated` event joins the input's. Nothing once the link is stored.
+    private static func endMigratedPurchase(
+        of purchase: SubscriptionSnapshot, input: TransitionInput, policy: TransitionPolicy, in transaction: any StateTransaction
+    ) throws -> [EntitlementEvent] {
+        guard let previousId = purchase.previousOriginalTransactionId else { return [] }
+        let previous = try transaction.subscription(originalTransactionId: previousId)
+        guard let (ended, events) = SubscriptionStateMachine.migrate(
+            previous, previousId: previousId, to: purchase, input: input, policy: policy)
+        else { return [] }
+        try transaction.save(ended)
+        return events
     }
 
     /// The message for an outbox row; first delivery and redelivery both build it here,

@@ -38,7 +38,10 @@ enum SQLiteSchema {
             renewal_date INTEGER,
             next_boundary INTEGER,
             subscription_group_id TEXT,
-            revocation_percentage INTEGER
+            revocation_percentage INTEGER,
+            previous_original_transaction_id TEXT,
+            migrated_to_original_transaction_id TEXT,
+            app_transaction_id TEXT
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
             ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
@@ -95,6 +98,8 @@ enum SQLiteSchema {
     static let addedSubscriptionColumns = [
         ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
         ("subscription_group_id", "TEXT"), ("revocation_percentage", "INTEGER"),
+        ("previous_original_transaction_id", "TEXT"), ("migrated_to_original_transaction_id", "TEXT"),
+        ("app_transaction_id", "TEXT"),
     ]
 
     /// Run once the added columns exist. `next_boundary` of rows written before it existed
@@ -120,7 +125,8 @@ enum SQLiteSchema {
         "revocation_date", "revocation_reason", "revocation_type", "auto_renew", "auto_renew_product_id", "billing_retry",
         "grace_period_expires_date", "expiration_intent", "renewal_signed_date", "evaluated_at", "last_notification_type",
         "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
-        "subscription_group_id", "revocation_percentage",
+        "subscription_group_id", "revocation_percentage", "previous_original_transaction_id",
+        "migrated_to_original_transaction_id", "app_transaction_id",
     ]
     static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
     /// Positions in ``subscriptionColumnNames`` (0-based, as a row is read) of the columns the
@@ -204,6 +210,9 @@ enum SQLiteSchema {
         if !keepingIndexedColumns { try statement.bind(29, snapshot.nextBoundary) }
         try statement.bind(30, snapshot.subscriptionGroupIdentifier)
         try statement.bind(31, snapshot.revocationPercentage)
+        try statement.bind(32, snapshot.previousOriginalTransactionId)
+        try statement.bind(33, snapshot.migratedToOriginalTransactionId)
+        try statement.bind(34, snapshot.appTransactionId)
     }
 
     /// Reads a row selected with ``outboxColumns``.
@@ -248,6 +257,9 @@ enum SQLiteSchema {
         snapshot.renewalDate = row.int64(27)
         snapshot.subscriptionGroupIdentifier = row.string(29)
         snapshot.revocationPercentage = row.int64(30)
+        snapshot.previousOriginalTransactionId = row.string(31)
+        snapshot.migratedToOriginalTransactionId = row.string(32)
+        snapshot.appTransactionId = row.string(33)
         return snapshot
     }
 }

@@ -66,7 +66,8 @@ public enum StateJSON {
 
     /// The kept events of one purchase, oldest first (the newest `limit`), as JSON:
     /// `{"originalTransactionId", "events": [{"sequence", "createdAt", "deliveredAt", "event"}]}`
-    /// with each event exactly as published; nil when the store knows neither the purchase nor
+    /// with each event exactly as published, and the purchases a migration links it to
+    /// (`previousOriginalTransactionId`, `migratedToOriginalTransactionId`) when there are any; nil when the store knows neither the purchase nor
     /// any event of it.
     public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any StateStore) throws -> [UInt8]? {
         try history(originalTransactionId, events: try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit), in: store)
@@ -74,7 +75,8 @@ public enum StateJSON {
 
     /// The same for events already read from `store`, for a caller that also looks at them.
     public static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any StateStore) throws -> [UInt8]? {
-        if entries.isEmpty, try store.subscription(originalTransactionId: originalTransactionId) == nil { return nil }
+        let snapshot = try store.subscription(originalTransactionId: originalTransactionId)
+        if entries.isEmpty, snapshot == nil { return nil }
         let events: [[String: Any]] = try entries.map { entry in
             [
                 "sequence": entry.sequence, "createdAt": entry.createdAt,
@@ -82,7 +84,10 @@ public enum StateJSON {
                 "event": try JSONSerialization.jsonObject(with: Data(entry.payload)),
             ]
         }
-        let answer: [String: Any] = ["originalTransactionId": originalTransactionId, "events": events]
+        var answer: [String: Any] = ["originalTransactionId": originalTransactionId, "events": events]
+        // A migration links two purchases: the history of either names the other.
+        if let previous = snapshot?.previousOriginalTransactionId { answer["previousOriginalTransactionId"] = previous }
+        if let next = snapshot?.migratedToOriginalTransactionId { answer["migratedToOriginalTransactionId"] = next }
         return Array(try JSONSerialization.data(withJSONObject: answer, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
     }
 }
