@@ -48,6 +48,7 @@ public final class AppStoreVerifier: Sendable {
     private let notificationClaims: ClaimsPolicy<ResponseBodyV2DecodedPayload>
     private let transactionClaims: ClaimsPolicy<JWSTransactionDecodedPayload>
     private let renewalInfoClaims: ClaimsPolicy<JWSRenewalInfoDecodedPayload>
+    private let appTransactionClaims: ClaimsPolicy<JWSAppTransactionDecodedPayload>
 
     /// Validates `configuration` and builds the trust store.
     ///
@@ -102,6 +103,7 @@ public final class AppStoreVerifier: Sendable {
         self.notificationClaims = ClaimsPolicy(configuration: configuration)
         self.transactionClaims = ClaimsPolicy(configuration: configuration)
         self.renewalInfoClaims = ClaimsPolicy(configuration: configuration)
+        self.appTransactionClaims = ClaimsPolicy(configuration: configuration)
     }
 
     // MARK: - Public entry points
@@ -121,6 +123,13 @@ public final class AppStoreVerifier: Sendable {
     /// Verifies a notification's `signedPayload` given as UTF-8 bytes.
     public func verifyNotification(_ jws: some Collection<UInt8>) throws(RecordRejection) -> VerifiedNotification {
         try withBytes(jws) { verifyNotificationResult($0) }.get()
+    }
+
+    /// Verifies an `appData.signedAppTransactionInfo` (an app transaction; claims as a
+    /// notification's: bundle id, app Apple id in Production, environment from `receiptType`).
+    public func verifyAppTransaction(_ jws: String) throws(RecordRejection) -> VerifiedAppTransaction {
+        var jws = jws
+        return try jws.withUTF8 { raw in Result { () throws(RecordRejection) in try appTransaction(UnsafeRawBufferPointer(raw)) } }.get()
     }
 
     /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
@@ -221,9 +230,10 @@ public final class AppStoreVerifier: Sendable {
         let (jws, payload, instant) = try verified(
             raw, as: ResponseBodyV2DecodedPayload.self, role: .notification, claims: notificationClaims,
             fallback: nestedInstant)
-        let (transaction, renewal) = try nested(payload)                                     // 7
+        let (transaction, renewal, appTransaction) = try nested(payload)                     // 7
         return VerifiedNotification(
             payload: payload, payloadJSON: jws.payloadJSON, transaction: transaction, renewalInfo: renewal,
+            appTransaction: appTransaction,
             effectiveDate: instant.date, effectiveDateSource: instant.source, signingCertificate: jws.header.leaf)
     }
 
@@ -241,6 +251,15 @@ public final class AppStoreVerifier: Sendable {
         return VerifiedRenewalInfo(
             payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date,
             effectiveDateSource: instant.source, signingCertificate: jws.header.leaf)
+    }
+
+    private func appTransaction(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedAppTransaction {
+        // Apple's libraries judge an app transaction at its receiptCreationDate.
+        let (jws, payload, instant) = try verified(
+            raw, as: JWSAppTransactionDecodedPayload.self, role: .appTransaction, claims: appTransactionClaims,
+            fallback: { $0.receiptCreationDate.map { ValidationInstant(milliseconds: $0.millisecondsSince1970, source: .signedDate) } })
+        return VerifiedAppTransaction(
+            payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date, signingCertificate: jws.header.leaf)
     }
 
     /// A notification without `signedDate` (early V2 notifications) is judged at its nested
@@ -271,9 +290,12 @@ public final class AppStoreVerifier: Sendable {
     }
 
     /// Step 7: the nested JWS, each verified in full on its own.
-    private func nested(_ payload: ResponseBodyV2DecodedPayload) throws(RecordRejection) -> (VerifiedTransaction?, VerifiedRenewalInfo?) {
+    private func nested(
+        _ payload: ResponseBodyV2DecodedPayload
+    ) throws(RecordRejection) -> (VerifiedTransaction?, VerifiedRenewalInfo?, VerifiedAppTransaction?) {
         var transaction: VerifiedTransaction?
         var renewal: VerifiedRenewalInfo?
+        var appTransaction: VerifiedAppTransaction?
         if let signed = payload.data?.signedTransactionInfo {
             do {
                 transaction = try verifyTransaction(signed)
@@ -288,7 +310,14 @@ public final class AppStoreVerifier: Sendable {
                 throw RecordRejection(.nestedJWSInvalid, "data.signedRenewalInfo failed verification: \(error.reason): \(error.detail)")
             }
         }
-        return (transaction, renewal)
+        if let signed = payload.appData?.signedAppTransactionInfo {
+            do {
+                appTransaction = try verifyAppTransaction(signed)
+            } catch {
+                throw RecordRejection(.nestedJWSInvalid, "appData.signedAppTransactionInfo failed verification: \(error.reason): \(error.detail)")
+            }
+        }
+        return (transaction, renewal, appTransaction)
     }
 
     private func withBytes<R>(_ bytes: some Collection<UInt8>, _ body: (UnsafeRawBufferPointer) -> R) -> R {

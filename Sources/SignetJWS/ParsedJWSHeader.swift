@@ -128,6 +128,7 @@ enum JWSRole: Sendable {
     case notification
     case transaction
     case renewalInfo
+    case appTransaction
     /// A chain checked on its own (``AppStoreVerifier/checkCertificateChain(leaf:intermediate:at:)``).
     case certificateChain
 
@@ -136,6 +137,7 @@ enum JWSRole: Sendable {
         case .notification: "signedPayload"
         case .transaction: "signedTransactionInfo"
         case .renewalInfo: "signedRenewalInfo"
+        case .appTransaction: "signedAppTransactionInfo"
         case .certificateChain: "certificate chain"
         }
     }

@@ -16,6 +16,8 @@ public final class VerifiedNotification: Sendable {
     public let transaction: VerifiedTransaction?
     /// `data.signedRenewalInfo`, verified (nil when the notification has none).
     public let renewalInfo: VerifiedRenewalInfo?
+    /// `appData.signedAppTransactionInfo`, verified (app-level notifications such as RESCIND_CONSENT).
+    public let appTransaction: VerifiedAppTransaction?
     /// The instant the notification's certificate chain was validated at.
     public let effectiveDate: Date
     /// Where ``effectiveDate`` came from (see ``VerificationDateRule/signedDate``).
@@ -28,6 +30,7 @@ public final class VerifiedNotification: Sendable {
         payloadJSON: [UInt8],
         transaction: VerifiedTransaction?,
         renewalInfo: VerifiedRenewalInfo?,
+        appTransaction: VerifiedAppTransaction? = nil,
         effectiveDate: Date,
         effectiveDateSource: VerificationDateSource,
         signingCertificate: X509Certificate
@@ -36,6 +39,7 @@ public final class VerifiedNotification: Sendable {
         self.payloadJSON = payloadJSON
         self.transaction = transaction
         self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
         self.effectiveDate = effectiveDate
         self.effectiveDateSource = effectiveDateSource
         self.signingCertificate = signingCertificate

@@ -139,6 +139,30 @@ public enum PostgresMigrations {
                 "s.previous_original_transaction_id", "s.migrated_to_original_transaction_id",
             ]),
         ]),
+        Migration(version: 6, summary: "consent restrictions (RESCIND_CONSENT) and the view's restricted column", statements: [
+            """
+            CREATE TABLE signet_consent_restrictions (
+                app_transaction_id TEXT PRIMARY KEY,
+                bundle_id TEXT,
+                environment TEXT,
+                rescinded_at BIGINT NOT NULL,
+                notification_uuid TEXT,
+                cleared_at BIGINT,
+                cleared_by TEXT
+            )
+            """,
+            "CREATE INDEX signet_subscriptions_app_transaction_id ON signet_subscriptions (app_transaction_id) WHERE app_transaction_id IS NOT NULL",
+            entitlementsView(creating: "CREATE OR REPLACE VIEW", appending: [
+                "s.subscription_group_id", entitlementNamesColumn,
+                "s.previous_original_transaction_id", "s.migrated_to_original_transaction_id",
+                """
+                EXISTS (
+                    SELECT 1 FROM signet_consent_restrictions r
+                    WHERE r.app_transaction_id = s.app_transaction_id AND r.cleared_at IS NULL
+                ) AS restricted
+                """,
+            ]),
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

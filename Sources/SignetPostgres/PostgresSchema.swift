@@ -127,6 +127,20 @@ enum PostgresSchema {
         return (snapshot, try int(34) ?? 1)
     }
 
+    /// The columns ``consentRestriction(from:)`` reads.
+    static let consentRestrictionColumns =
+        "app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by"
+
+    /// Reads a row selected with ``consentRestrictionColumns``.
+    static func consentRestriction(from row: PostgresRow) throws -> ConsentRestriction {
+        let cells = PostgresRandomAccessRow(row)
+        return ConsentRestriction(
+            appTransactionId: try cells[0].decode(String.self), bundleId: try cells[1].decode(String?.self),
+            environment: try cells[2].decode(String?.self), rescindedAt: try cells[3].decode(Int64.self),
+            notificationUUID: try cells[4].decode(String?.self), clearedAt: try cells[5].decode(Int64?.self),
+            clearedBy: try cells[6].decode(String?.self))
+    }
+
     /// Reads a row selected with ``outboxColumns``.
     static func outboxEntry(from row: PostgresRow) throws -> OutboxEntry {
         let cells = PostgresRandomAccessRow(row)

@@ -253,6 +253,15 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
+    public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+        try withSession("consent restriction lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
+                binds: Self.binds(appTransactionId)))
+            return try rows.first.map(PostgresSchema.consentRestriction(from:))
+        }
+    }
+
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
         try withSession("account lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(

@@ -35,6 +35,9 @@ final class PostgresStateTransaction: StateTransaction {
     private var knownKeys: Set<String> = []
     /// Purchases read (and locked) by the prefetch; nil: no row existed.
     private var prefetched: [String: SubscriptionSnapshot?] = [:]
+    /// Consent restrictions read by ``prefetchConsentRestrictions(appTransactionIds:)`` or
+    /// written here; nil: none recorded.
+    private var restrictions: [String: ConsentRestriction?] = [:]
     /// Outbox rows queued by ``appendEvent(_:payload:inputKey:createdAt:)`` (JSON objects).
     private var pendingEvents: [[UInt8]] = []
     /// Sequence numbers reserved for this transaction's outbox rows, last one next.
@@ -133,6 +136,51 @@ final class PostgresStateTransaction: StateTransaction {
         }
     }
 
+    /// One round trip for every app transaction of the batch (restrictions are rare: most
+    /// batches find none).
+    func prefetchConsentRestrictions(appTransactionIds: [String]) throws {
+        let ids = Array(Set(appTransactionIds).subtracting(restrictions.keys))
+        guard !ids.isEmpty else { return }
+        for id in ids { restrictions[id] = .some(nil) }
+        for row in try session.query(PostgresQuery(
+            unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = ANY($1)",
+            binds: { var binds = PostgresBindings(); binds.append(ids); return binds }()))
+        {
+            let restriction = try PostgresSchema.consentRestriction(from: row)
+            restrictions[restriction.appTransactionId] = restriction
+        }
+    }
+
+    func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+        if let known = restrictions[appTransactionId] { return known }
+        let rows = try session.query(PostgresQuery(
+            unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
+            binds: binds(appTransactionId)))
+        let restriction = try rows.first.map(PostgresSchema.consentRestriction(from:))
+        restrictions[appTransactionId] = .some(restriction)
+        return restriction
+    }
+
+    /// Written at once (rare: one per RESCIND_CONSENT or clearing), not queued for ``flush()``.
+    func save(_ restriction: ConsentRestriction) throws {
+        var binds = PostgresBindings()
+        binds.append(restriction.appTransactionId)
+        binds.append(restriction.bundleId)
+        binds.append(restriction.environment)
+        binds.append(restriction.rescindedAt)
+        binds.append(restriction.notificationUUID)
+        binds.append(restriction.clearedAt)
+        binds.append(restriction.clearedBy)
+        try session.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO signet_consent_restrictions (\(PostgresSchema.consentRestrictionColumns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (app_transaction_id) DO UPDATE SET bundle_id = excluded.bundle_id, environment = excluded.environment,
+                rescinded_at = excluded.rescinded_at, notification_uuid = excluded.notification_uuid,
+                cleared_at = excluded.cleared_at, cleared_by = excluded.cleared_by
+            """, binds: binds))
+        restrictions[restriction.appTransactionId] = .some(restriction)
+    }
+
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
         if let pending = written[originalTransactionId] { return pending }
         if let read = prefetched[originalTransactionId] { return read }
@@ -174,7 +222,7 @@ final class PostgresStateTransaction: StateTransaction {
         json.field("seq", sequence)
         json.field("event_id", event.eventId)
         json.field("event_type", event.type.rawValue)
-        json.field("message_key", event.originalTransactionId ?? "")
+        json.field("message_key", event.messageKey)
         json.field("environment", event.environment)
         json.field("product_id", event.productId)
         json.field("payload", Data(payload).base64EncodedString())

@@ -36,6 +36,10 @@ import Testing
             func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot] {
                 try inner.subscriptionsDue(atOrBefore: cutoff, limit: limit)
             }
+            func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+                try inner.consentRestriction(appTransactionId: appTransactionId)
+            }
+            func save(_ restriction: ConsentRestriction) throws { try inner.save(restriction) }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -57,6 +61,9 @@ import Testing
         var entitlementNames: EntitlementNames { inner.entitlementNames }
         func replaceEntitlementNames(_ names: EntitlementNames) throws { try inner.replaceEntitlementNames(names) }
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
+        func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+            try inner.consentRestriction(appTransactionId: appTransactionId)
+        }
         func close() throws {}
     }
 

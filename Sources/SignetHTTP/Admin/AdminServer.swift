@@ -84,6 +84,14 @@ public final class AdminServer: Service {
                 let id = context.parameters.get("originalTransactionId") ?? ""
                 return await withTaskExecutorPreference(reads) { api.history(request, originalTransactionId: id) }
             }
+            router.get("/v1/consent/:appTransactionId") { request, context in
+                let id = context.parameters.get("appTransactionId") ?? ""
+                return await withTaskExecutorPreference(reads) { api.consent(request, appTransactionId: id) }
+            }
+            router.post("/v1/consent/:appTransactionId/clear") { request, context in
+                let id = context.parameters.get("appTransactionId") ?? ""
+                return await withTaskExecutorPreference(reads) { api.clearConsent(request, appTransactionId: id) }
+            }
         }
         let idle = IdleConnections(listener: "http")
         let app = Application(

@@ -66,6 +66,36 @@ struct EntitlementAPI: Sendable {
         }
     }
 
+    /// `GET /v1/consent/{appTransactionId}`: the consent restriction RESCIND_CONSENT recorded.
+    func consent(_ request: Request, appTransactionId: String) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        return answer(notFound: Self.noConsentRecord) {
+            try StateJSON.consent(appTransactionId, in: try store.store(), at: WallClock.milliseconds())
+        }
+    }
+
+    /// `POST /v1/consent/{appTransactionId}/clear[?by=NAME]`: the app's backend obtained consent
+    /// again; the purchases of the app transaction answer `restricted: false`. A write: only
+    /// with a token configured (a listener without one answers 403), and recorded with `by`.
+    func clearConsent(_ request: Request, appTransactionId: String) -> Response {
+        guard token != nil else {
+            return Self.json(.forbidden, #"{"error":"clearing a consent restriction needs the API token configured (http.api_token)"}"#)
+        }
+        if let refusal = authorize(request) { return refusal }
+        var by = "api"
+        for (name, value) in request.uri.queryParameters {
+            guard name == "by", !value.isEmpty, value.count <= 200 else {
+                return Self.json(.badRequest, #"{"error":"the only parameter is by (who cleared it), up to 200 characters"}"#)
+            }
+            by = "api: " + String(value)
+        }
+        return answer(notFound: Self.noConsentRecord) {
+            try StateJSON.consent(appTransactionId, clearingBy: by, in: try store.store(), at: WallClock.milliseconds())
+        }
+    }
+
+    private static let noConsentRecord = #"{"error":"no consent restriction was ever recorded for this appTransactionId"}"#
+
     private func answer(notFound: String = #"{"error":"no state for this originalTransactionId"}"#, _ body: () throws -> [UInt8]?) -> Response {
         do {
             guard let json = try body() else { return Self.json(.notFound, notFound) }

@@ -48,6 +48,18 @@ extension JWSTransactionDecodedPayload: ClaimedPayload {
     }
 }
 
+extension JWSAppTransactionDecodedPayload: ClaimedPayload {
+    static var carriesBundleId: Bool { true }
+    static var carriesAppAppleId: Bool { true }
+    var claimedBundleId: String? { bundleId }
+    var claimedAppAppleId: Int64? { appAppleId }
+    var claimedEnvironment: AppStoreEnvironment? { receiptType }
+
+    func claimContext() -> String {
+        "app transaction \(appTransactionId.map { "\"\($0)\"" } ?? "(no appTransactionId)"): "
+    }
+}
+
 extension JWSRenewalInfoDecodedPayload: ClaimedPayload {
     static var carriesBundleId: Bool { false }
     static var carriesAppAppleId: Bool { false }

@@ -19,6 +19,8 @@ public final class TransitionInput: Sendable {
     public let renewalInfo: JWSRenewalInfoDecodedPayload?
     /// The notification's `data.status`: the subscription's status when Apple signed it.
     public let status: SubscriptionStatus?
+    /// The verified app transaction of an app-level notification (RESCIND_CONSENT's `appData`).
+    public let appTransaction: JWSAppTransactionDecodedPayload?
 
     public init(
         source: EntitlementEvent.Source,
@@ -30,7 +32,8 @@ public final class TransitionInput: Sendable {
         bundleId: String? = nil,
         transaction: JWSTransactionDecodedPayload? = nil,
         renewalInfo: JWSRenewalInfoDecodedPayload? = nil,
-        status: SubscriptionStatus? = nil
+        status: SubscriptionStatus? = nil,
+        appTransaction: JWSAppTransactionDecodedPayload? = nil
     ) {
         self.source = source
         self.notificationType = notificationType
@@ -42,6 +45,7 @@ public final class TransitionInput: Sendable {
         self.transaction = transaction
         self.renewalInfo = renewalInfo
         self.status = status
+        self.appTransaction = appTransaction
     }
 
     /// The facts of a verified payload from the `verify` stage.
@@ -59,7 +63,8 @@ public final class TransitionInput: Sendable {
                 bundleId: body.data?.bundleId ?? body.summary?.bundleId ?? body.appData?.bundleId ?? body.externalPurchaseToken?.bundleId,
                 transaction: notification.transaction?.payload,
                 renewalInfo: notification.renewalInfo?.payload,
-                status: body.data?.status)
+                status: body.data?.status,
+                appTransaction: notification.appTransaction?.payload)
         case .transaction(let transaction):
             self.init(
                 source: .appTransaction,
@@ -86,6 +91,12 @@ public final class TransitionInput: Sendable {
                 environment: renewalInfo.payload.environment,
                 renewalInfo: renewalInfo.payload)
         }
+    }
+
+    /// The download of the app this input is about (Apple's `appTransactionId`), from whichever
+    /// signed part carries it.
+    public var appTransactionId: String? {
+        appTransaction?.appTransactionId ?? transaction?.appTransactionId ?? renewalInfo?.appTransactionId
     }
 
     /// The purchase this input is about.

@@ -27,6 +27,10 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     public var previousOriginalTransactionId: String?
     /// The purchase this one was migrated to (then ``state`` is `migrated`): ask about that one.
     public var migratedToOriginalTransactionId: String?
+    /// A parent or guardian withdrew consent for the app download this purchase was made in
+    /// (RESCIND_CONSENT, by its `appTransactionId`): restrict the child's access now, whatever
+    /// ``entitled`` says, until the restriction is cleared (docs/state-machine.md).
+    public var restricted = false
     /// The instant (ms since 1970) the answer holds for.
     public var evaluatedAt: Int64
 

@@ -41,6 +41,9 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var bundleId: String?
     public var environment: String?
     public var appAccountToken: String?
+    /// Apple's `appTransactionId`: the download of the app the purchase was made in; the key
+    /// of the app-level events (`consent_rescinded`, `consent_cleared`).
+    public var appTransactionId: String? = nil
     /// The end of the current period (``SubscriptionSnapshot/periodEnd``).
     public var expiresDate: Int64?
     /// Where ``expiresDate`` comes from: `transaction`, `renewal_info`, `duration_policy`, or
@@ -67,6 +70,9 @@ public struct EntitlementEvent: Sendable, Hashable {
     /// nil for `clock` events.
     public var signedDate: Int64?
 
+    /// The message key: the purchase, or for an app-level event the app transaction.
+    public var messageKey: String { originalTransactionId ?? appTransactionId ?? "" }
+
     /// The event as one line of JSON (no trailing newline).
     public var json: [UInt8] {
         var out = JSONText(reserving: 768)
@@ -89,6 +95,7 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.nullable("bundleId", bundleId)
         out.nullable("environment", environment)
         out.nullable("appAccountToken", appAccountToken)
+        out.nullable("appTransactionId", appTransactionId)
         out.nullable("expiresDate", expiresDate)
         out.nullable("expiresDateSource", expiresDateSource)
         out.nullable("gracePeriodExpiresDate", gracePeriodExpiresDate)

@@ -43,6 +43,12 @@ public enum EntitlementEventType: String, Sendable, Hashable, Codable, CaseItera
     case renewalPreferenceChanged = "renewal_preference_changed"
     /// The customer asked for a refund; Apple wants consumption information within 12 hours.
     case consumptionRequested = "consumption_requested"
+    /// A parent or guardian withdrew consent for a child's use of the app (RESCIND_CONSENT): an
+    /// app-level event keyed by `appTransactionId` (no purchase); every purchase of that app
+    /// transaction answers `restricted: true` until it is cleared.
+    case consentRescinded = "consent_rescinded"
+    /// A later notification about the same app transaction lifted a consent restriction.
+    case consentCleared = "consent_cleared"
     /// A notification type Signet does not know; kept and surfaced, state unchanged.
     case unknownNotification = "unknown_notification"
 }

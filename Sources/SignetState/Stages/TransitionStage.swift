@@ -106,6 +106,8 @@ public final class TransitionStage: TickingStage {
             try transaction.prefetch(
                 keys: keys,
                 originalTransactionIds: inputs.compactMap(\.originalTransactionId) + inputs.compactMap(\.transaction?.previousOriginalTransactionId))
+            try transaction.prefetchConsentRestrictions(
+                appTransactionIds: inputs.lazy.filter { $0.source == .notification }.compactMap(\.appTransactionId))
             var seen = Set<String>(minimumCapacity: keys.count)
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(keys.count)
@@ -121,16 +123,33 @@ public final class TransitionStage: TickingStage {
                     continue
                 }
                 let input = inputs[item]
+                // The app download's consent restriction first: RESCIND_CONSENT concerns no purchase.
+                let consent: ConsentRule.Change?
+                do {
+                    // Only notifications restrict or lift (a status or a forwarded transaction says nothing of consent).
+                    let stored = input.source == .notification
+                        ? try input.appTransactionId.flatMap { try transaction.consentRestriction(appTransactionId: $0) } : nil
+                    consent = try ConsentRule.apply(input, to: stored)
+                } catch let rejection as RecordRejection {
+                    outcomes.append(.rejected(rejection))
+                    continue
+                }
                 let previous = try input.originalTransactionId.flatMap {
                     try transaction.subscription(originalTransactionId: $0)
                 }
                 switch SubscriptionStateMachine.apply(input, to: previous, policy: policy) {
                 case .ignored:
+                    if let consent { try transaction.save(consent.restriction) }
                     try transaction.recordKey(key, seenAt: now)
-                    outcomes.append(.applied([], []))
+                    let events = names.annotated(consent.map { [$0.event] } ?? [])
+                    outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
                 case .rejected(let rejection):
                     outcomes.append(.rejected(rejection))
                 case .applied(let snapshot, var events):
+                    if let consent {
+                        try transaction.save(consent.restriction)
+                        events.insert(consent.event, at: 0)
+                    }
                     if let snapshot { try transaction.save(snapshot) }
                     if let current = snapshot ?? previous {
                         events += try Self.endMigratedPurchase(of: current, input: input, policy: policy, in: transaction)
@@ -251,7 +270,7 @@ public final class TransitionStage: TickingStage {
             let sequence = try transaction.appendEvent(event, payload: payload, inputKey: inputKey, createdAt: createdAt)
             return OutboxEntry(
                 sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
-                key: event.originalTransactionId ?? "", environment: event.environment,
+                key: event.messageKey, environment: event.environment,
                 productId: event.productId, payload: payload)
         }
     }

@@ -18,6 +18,7 @@ public final class InMemoryStateStore: StateStore {
         var nextSequence: Int64 = 1
         var delivered: [(sequence: Int64, at: Int64)] = []
         var entitlementNames = EntitlementNames.none
+        var consentRestrictions: [String: ConsentRestriction] = [:]
     }
 
     /// The most dedupe keys kept.
@@ -37,6 +38,7 @@ public final class InMemoryStateStore: StateStore {
         var keyOrder: [String] = []
         var snapshots: [String: SubscriptionSnapshot] = [:]
         var events: [OutboxEntry] = []
+        var restrictions: [String: ConsentRestriction] = [:]
         var nextSequence: Int64
 
         init(base: Contents) {
@@ -58,12 +60,18 @@ public final class InMemoryStateStore: StateStore {
 
         func save(_ snapshot: SubscriptionSnapshot) throws { snapshots[snapshot.originalTransactionId] = snapshot }
 
+        func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+            restrictions[appTransactionId] ?? base.consentRestrictions[appTransactionId]
+        }
+
+        func save(_ restriction: ConsentRestriction) throws { restrictions[restriction.appTransactionId] = restriction }
+
         func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
             let sequence = nextSequence
             nextSequence += 1
             events.append(OutboxEntry(
                 sequence: sequence, eventId: event.eventId, eventType: event.type.rawValue,
-                key: event.originalTransactionId ?? "", environment: event.environment,
+                key: event.messageKey, environment: event.environment,
                 productId: event.productId, payload: payload, inputKey: inputKey, createdAt: createdAt))
             return sequence
         }
@@ -107,6 +115,7 @@ public final class InMemoryStateStore: StateStore {
             }
             contents.outbox.append(contentsOf: events)
             contents.nextSequence = nextSequence
+            contents.consentRestrictions.merge(transaction.restrictions) { $1 }
             return result
         }
     }
@@ -158,6 +167,10 @@ public final class InMemoryStateStore: StateStore {
 
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
         contents.withLock { $0.subscriptions[originalTransactionId] }
+    }
+
+    public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+        contents.withLock { $0.consentRestrictions[appTransactionId] }
     }
 
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {

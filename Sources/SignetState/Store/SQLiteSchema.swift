@@ -50,6 +50,15 @@ enum SQLiteSchema {
             granted_by TEXT NOT NULL,
             PRIMARY KEY (entitlement, granted_by)
         ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS consent_restrictions (
+            app_transaction_id TEXT PRIMARY KEY,
+            bundle_id TEXT,
+            environment TEXT,
+            rescinded_at INTEGER NOT NULL,
+            notification_uuid TEXT,
+            cleared_at INTEGER,
+            cleared_by TEXT
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
         CREATE TABLE IF NOT EXISTS outbox (
@@ -158,6 +167,15 @@ enum SQLiteSchema {
     static let selectEntitlementNames = SQLiteQuery("SELECT entitlement, granted_by FROM entitlement_names ORDER BY entitlement, granted_by")
     static let deleteEntitlementNames = SQLiteQuery("DELETE FROM entitlement_names")
     static let insertEntitlementName = SQLiteQuery("INSERT OR IGNORE INTO entitlement_names (entitlement, granted_by) VALUES (?1, ?2)")
+    static let selectConsentRestriction = SQLiteQuery(
+        "SELECT app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by FROM consent_restrictions WHERE app_transaction_id = ?1")
+    static let upsertConsentRestriction = SQLiteQuery("""
+        INSERT INTO consent_restrictions (app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        ON CONFLICT (app_transaction_id) DO UPDATE SET bundle_id = excluded.bundle_id, environment = excluded.environment,
+            rescinded_at = excluded.rescinded_at, notification_uuid = excluded.notification_uuid,
+            cleared_at = excluded.cleared_at, cleared_by = excluded.cleared_by
+        """)
     static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
     static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
     static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")

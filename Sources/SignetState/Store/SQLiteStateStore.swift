@@ -79,8 +79,11 @@ public final class SQLiteStateStore: StateStore {
         try self.init(path: path, options: options, lockingWriter: true)
     }
 
-    /// `lockingWriter: false` only for tests that play a second process on one file.
-    init(path: String, options: Options, lockingWriter: Bool) throws {
+    /// `lockingWriter: false` for tests that play a second process on one file, and for a short
+    /// write beside a running pipeline that touches no table the writer caches (`signet consent
+    /// clear`: consent restrictions are read from the database on every use); SQLite's own
+    /// locking orders the two writers.
+    package init(path: String, options: Options, lockingWriter: Bool) throws {
         self.path = path
         self.options = options
         let milliseconds = Int32(clamping: options.busyTimeout.components.seconds * 1000
@@ -334,6 +337,15 @@ public final class SQLiteStateStore: StateStore {
         try withConnection { connection in
             try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
                 .subscription(originalTransactionId: originalTransactionId)
+        }
+    }
+
+    public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+        try withConnection { connection in
+            // A reader of a database from before consent restrictions existed: there are none.
+            guard try connection.database.columnExists(table: "consent_restrictions", column: "app_transaction_id") else { return nil }
+            return try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
+                .consentRestriction(appTransactionId: appTransactionId)
         }
     }
 

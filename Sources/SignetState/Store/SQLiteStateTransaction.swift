@@ -71,6 +71,29 @@ final class SQLiteStateTransaction: StateTransaction {
         return SQLiteSchema.snapshot(from: statement)
     }
 
+    func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
+        let statement = try database.statement(SQLiteSchema.selectConsentRestriction)
+        defer { statement.reset() }
+        try statement.bind(1, appTransactionId)
+        guard try statement.step() else { return nil }
+        return ConsentRestriction(
+            appTransactionId: statement.string(0) ?? appTransactionId, bundleId: statement.string(1), environment: statement.string(2),
+            rescindedAt: statement.int64(3) ?? 0, notificationUUID: statement.string(4), clearedAt: statement.int64(5),
+            clearedBy: statement.string(6))
+    }
+
+    func save(_ restriction: ConsentRestriction) throws {
+        let statement = try database.statement(SQLiteSchema.upsertConsentRestriction)
+        try statement.bind(1, restriction.appTransactionId)
+        try statement.bind(2, restriction.bundleId)
+        try statement.bind(3, restriction.environment)
+        try statement.bind(4, restriction.rescindedAt)
+        try statement.bind(5, restriction.notificationUUID)
+        try statement.bind(6, restriction.clearedAt)
+        try statement.bind(7, restriction.clearedBy)
+        try statement.run()
+    }
+
     func save(_ snapshot: SubscriptionSnapshot) throws {
         let indexed = IndexedColumns(snapshot)
         // A row read in this transaction (which holds the write lock) is still as read, so
@@ -88,7 +111,7 @@ final class SQLiteStateTransaction: StateTransaction {
         let statement = try database.statement(SQLiteSchema.insertEvent)
         try statement.bind(1, event.eventId)
         try statement.bind(2, event.type.rawValue)
-        try statement.bind(3, event.originalTransactionId ?? "")
+        try statement.bind(3, event.messageKey)
         try statement.bind(4, event.environment)
         try statement.bind(5, event.productId)
         try statement.bind(6, bytes: payload)

@@ -61,6 +61,25 @@ public enum StateJSON {
         return try encode(snapshot, asOf: snapshot.evaluatedAt, meaning: snapshotMeaning)
     }
 
+    /// The consent restriction of one app transaction as JSON (`appTransactionId`, `restricted`,
+    /// `rescindedAt`, `notificationUUID`, `clearedAt`, `clearedBy`, ...), nil when none was ever
+    /// recorded. With `clearingBy`, clears it first (``StateStore/clearConsentRestriction(appTransactionId:by:at:)``).
+    public static func consent(
+        _ appTransactionId: String, clearingBy who: String? = nil, in store: any StateStore, at instant: Int64
+    ) throws -> [UInt8]? {
+        let restriction = if let who {
+            try store.clearConsentRestriction(appTransactionId: appTransactionId, by: who, at: instant)
+        } else {
+            try store.consentRestriction(appTransactionId: appTransactionId)
+        }
+        guard let restriction else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var object = try JSONSerialization.jsonObject(with: encoder.encode(restriction)) as? [String: Any] else { return nil }
+        object["restricted"] = restriction.isInForce
+        return Array(try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+    }
+
     /// Most events `history` returns unless told otherwise.
     public static let defaultHistoryLimit = 100
 

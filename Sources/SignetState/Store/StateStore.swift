@@ -50,6 +50,9 @@ public protocol StateStore: AnyObject, Sendable {
     /// applied when its store opens), for this process and every later reader of the store.
     func replaceEntitlementNames(_ names: EntitlementNames) throws
 
+    /// The consent restriction of one app transaction (RESCIND_CONSENT), in force or cleared.
+    func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
+
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
     func prune(keysBefore: Int64, now: Int64) throws
@@ -90,10 +93,20 @@ public protocol StateTransaction {
     /// nil) so this never scans every purchase; a shared store (PostgreSQL) should lock the
     /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances do not sweep one purchase.
     func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot]
+
+    /// Announces the app transactions a batch's inputs name, before their
+    /// ``consentRestriction(appTransactionId:)`` calls: a shared store reads them in one round
+    /// trip. Optional, like ``prefetch(keys:originalTransactionIds:)``.
+    func prefetchConsentRestrictions(appTransactionIds: [String]) throws
+    /// The consent restriction of one app transaction as of this transaction.
+    func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
+    /// Inserts or replaces a consent restriction.
+    func save(_ restriction: ConsentRestriction) throws
 }
 
 extension StateTransaction {
     public func prefetch(keys: [String], originalTransactionIds: [String]) throws {}
+    public func prefetchConsentRestrictions(appTransactionIds: [String]) throws {}
 }
 
 /// One row of the transactional outbox: an event exactly as first serialised.
@@ -133,21 +146,42 @@ extension StateStore {
     /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.
     public func entitlements(originalTransactionId: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return [] }
-        return [Self.entitlement(snapshot, at: instant, policy: policy, names: entitlementNames)]
+        return [try entitlement(snapshot, at: instant, policy: policy, names: entitlementNames)]
     }
 
     /// What every purchase of the account (appAccountToken) entitles to at `instant`.
     public func entitlements(appAccountToken: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         let names = entitlementNames
-        return try subscriptions(appAccountToken: appAccountToken).map { Self.entitlement($0, at: instant, policy: policy, names: names) }
+        return try subscriptions(appAccountToken: appAccountToken).map { try entitlement($0, at: instant, policy: policy, names: names) }
     }
 
-    private static func entitlement(
+    private func entitlement(
         _ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy, names: EntitlementNames
-    ) -> Entitlement {
+    ) throws -> Entitlement {
         // Never evaluate before the facts we have (a clock behind Apple's would undo state).
         let at = max(instant, snapshot.evaluatedAt)
         let (state, entitled) = SubscriptionStateMachine.derive(snapshot, at: at, policy: policy)
-        return Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at, names: names)
+        var answer = Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at, names: names)
+        // Consent withdrawn for the download this purchase was made in: the entitlement stays
+        // as it is, and the answer says to restrict the child's access.
+        if let appTransactionId = snapshot.appTransactionId {
+            answer.restricted = try consentRestriction(appTransactionId: appTransactionId)?.isInForce ?? false
+        }
+        return answer
+    }
+
+    /// Clears the consent restriction of `appTransactionId` (the app's backend, through the
+    /// entitlement API or `signet consent clear`): its purchases answer `restricted: false`
+    /// again. Returns the restriction as cleared (or as it was, when already cleared); nil
+    /// when none was ever recorded.
+    public func clearConsentRestriction(appTransactionId: String, by who: String, at instant: Int64) throws -> ConsentRestriction? {
+        try withTransaction { transaction in
+            guard var restriction = try transaction.consentRestriction(appTransactionId: appTransactionId) else { return nil }
+            guard restriction.isInForce else { return restriction }
+            restriction.clearedAt = max(instant, restriction.rescindedAt)
+            restriction.clearedBy = who
+            try transaction.save(restriction)
+            return restriction
+        }
     }
 }

@@ -1,0 +1,22 @@
+public import AppStoreModels
+public import Foundation
+public import SignetOpenSSL
+
+/// An `appData.signedAppTransactionInfo` whose signature, certificate chain and claims verified.
+public final class VerifiedAppTransaction: Sendable {
+    /// The decoded payload.
+    public let payload: JWSAppTransactionDecodedPayload
+    /// The exact payload bytes the signature covers.
+    public let payloadJSON: [UInt8]
+    /// The instant the certificate chain was validated at.
+    public let effectiveDate: Date
+    /// The leaf certificate (`x5c[0]`) that signed it.
+    public let signingCertificate: X509Certificate
+
+    init(payload: JWSAppTransactionDecodedPayload, payloadJSON: [UInt8], effectiveDate: Date, signingCertificate: X509Certificate) {
+        self.payload = payload
+        self.payloadJSON = payloadJSON
+        self.effectiveDate = effectiveDate
+        self.signingCertificate = signingCertificate
+    }
+}
