@@ -14,6 +14,7 @@ import PackageDescription
 /// - `SignetPostgres`  the PostgreSQL state store (postgres-nio), for several instances
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
+/// - `SignetAppStorePipeline` the client's sources and stages (backfill, catch-up, reconcile), their checkpoints
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
     name: "Signet",
@@ -29,6 +30,7 @@ let package = Package(
         .library(name: "SignetHTTP", targets: ["SignetHTTP"]),
         .library(name: "SignetPostgres", targets: ["SignetPostgres"]),
         .library(name: "SignetAppStoreAPI", targets: ["SignetAppStoreAPI"]),
+        .library(name: "SignetAppStorePipeline", targets: ["SignetAppStorePipeline"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -116,25 +118,37 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
         // The App Store Server API client: JWT auth, paging, retries, client-side rate limits.
+        // Nothing of the state store: an embedder asking Apple needs no pipeline.
         .target(
             name: "SignetAppStoreAPI",
             dependencies: [
-                "SignetCore", "SignetOpenSSL", "SignetJWS", "SignetState", "AppStoreModels",
+                "SignetCore", "SignetOpenSSL", "SignetJWS", "AppStoreModels",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The client's pipeline components: the appstore_history and appstore_statuses sources,
+        // the appstore_catch_up and appstore_reconcile stages, their checkpoints.
+        .target(
+            name: "SignetAppStorePipeline",
+            dependencies: [
+                "SignetAppStoreAPI", "SignetCore", "SignetState", "SignetOpenSSL", "AppStoreModels",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
-            dependencies: ["SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStoreAPI"]),
+            dependencies: [
+                "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStorePipeline",
+            ]),
         // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
         .executableTarget(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "SignetAppStoreAPI", "AppStoreModels", "SignetFixtures", "CMalloc", "CBuildInfo",
+                "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "CMalloc", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -169,12 +183,28 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
+        // The App Store client's test bed (an API key, the fake's matching JWT check, a client of
+        // the fake), shared by the client's tests and the pipeline components' tests.
+        .target(
+            name: "SignetAppStoreAPITestSupport",
+            dependencies: [
+                "SignetAppStoreAPI", "SignetTestSupport", "SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetCore",
+                "AppStoreModels",
+            ],
+            path: "Tests/SignetAppStoreAPITestSupport"),
         .testTarget(
             name: "SignetAppStoreAPITests",
             dependencies: [
-                "SignetAppStoreAPI", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
-                "SignetState", "SignetCore",
+                "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetJWS", "SignetOpenSSL", "SignetFixtures",
+                "AppStoreModels", "SignetTestSupport", "SignetCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "SignetAppStorePipelineTests",
+            dependencies: [
+                "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetState", "SignetCore",
+                "SignetFixtures", "AppStoreModels", "SignetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),

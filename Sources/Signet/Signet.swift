@@ -1,4 +1,4 @@
-import SignetAppStoreAPI
+import SignetAppStorePipeline
 public import SignetCore
 import SignetHTTP
 import SignetJWS

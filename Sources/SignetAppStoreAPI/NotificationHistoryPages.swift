@@ -22,6 +22,19 @@ public struct NotificationHistoryPage: Sendable {
     /// 4000017), nil otherwise. Items of pages already seen come again; a consumer that
     /// dedupes (Signet's pipeline does) needs to do nothing else.
     public var restartedWindow: AppStoreAPIError?
+
+    /// A page; the pipeline's history source makes an empty last one for a part Apple no longer keeps.
+    package init(
+        items: [NotificationHistoryItem], request: NotificationHistoryRequest, paginationToken: String?,
+        nextPaginationToken: String?, hasMore: Bool, restartedWindow: AppStoreAPIError?
+    ) {
+        self.items = items
+        self.request = request
+        self.paginationToken = paginationToken
+        self.nextPaginationToken = nextPaginationToken
+        self.hasMore = hasMore
+        self.restartedWindow = restartedWindow
+    }
 }
 
 /// The pages of one Get Notification History window, fetched one after the other (Apple's

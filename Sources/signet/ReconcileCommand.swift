@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SignetAppStoreAPI
+import SignetAppStorePipeline
 import SignetCore
 import SignetState
 

@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
 import SignetFixtures
 import SignetJWS
 import SignetTestSupport
@@ -138,6 +139,28 @@ struct NotificationHistoryTests {
             let error = await #expect(throws: AppStoreAPIError.self) { _ = try await Self.collect(client.notificationHistory(old)) }
             #expect(error?.isStartDateTooFarInPast == true)
         }
+    }
+
+    @Test("the lookback rule clamps a start beyond it once, deeper on each refusal, and calls a window gone only when it ends before the edge")
+    func lookbackRule() {
+        let day: Int64 = 86_400_000
+        let now: Int64 = 400 * day
+        let hour: Int64 = 3_600_000
+        let lookback = NotificationHistoryLookback(environment: .sandbox)
+        let edge = now - 30 * day
+        #expect(lookback.verdict(start: now - 29 * day, end: now, now: now) == .inside)
+        #expect(lookback.verdict(start: now - 45 * day, end: now, now: now) == .clamped(start: edge + hour))
+        // Clamped a moment ago: not clamped again when planning.
+        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000) == .inside)
+        // Apple refused it again (it paged past the margin): each clamp goes a margin deeper.
+        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000, refusals: 2) == .clamped(start: edge + 60_000 + 2 * hour))
+        // Refused although it looked safe by this clock: it still moves forward.
+        #expect(lookback.verdict(start: edge + hour + 60_000, end: now, now: now + 120_000, refusals: 1) == .clamped(start: edge + hour + 120_000))
+        // Only a window that ends at or before the edge is gone.
+        #expect(lookback.verdict(start: now - 45 * day, end: edge, now: now) == .gone)
+        #expect(lookback.verdict(start: now - 45 * day, end: edge + 1, now: now) == .tooCloseToTheEdge)
+        // Ending within the margin: half way to its end, never past it.
+        #expect(lookback.verdict(start: now - 45 * day, end: edge + 20 * 60_000, now: now) == .clamped(start: edge + 10 * 60_000))
     }
 
     @Test("4000012 on a later page (Apple checks the start on every page): clamped again, deeper, and the window finishes; clamps are bounded")

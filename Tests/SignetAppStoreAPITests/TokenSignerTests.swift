@@ -1,5 +1,6 @@
 import Foundation
 import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
 import SignetOpenSSL
 import SignetTestSupport
 import Synchronization

@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
 import SignetCore
 import SignetFixtures
 import SignetJWS

@@ -1,24 +1,25 @@
-import AppStoreModels
+public import AppStoreModels
 import Foundation
-import SignetAppStoreAPI
+public import SignetAppStoreAPI
 import SignetCore
-import SignetFixtures
-import SignetJWS
-import SignetOpenSSL
-import SignetTestSupport
+public import SignetFixtures
+public import SignetJWS
+public import SignetOpenSSL
+public import SignetTestSupport
 
-/// An API key, the fake server's matching JWT check, signed samples and a verifier for them.
-struct APITestBed {
-    static let bundleId = "com.example.signet"
+/// An API key, the fake server's matching JWT check, signed samples and a verifier for them:
+/// what the client's tests and its pipeline components' tests both start from.
+public struct APITestBed: Sendable {
+    public static let bundleId = "com.example.signet"
     /// One PKI and one set of samples for every test (signing is the slow part).
-    static let pki: TestPKI = try! TestPKI()
-    static let samples: [FakeAppStoreAPISample] = try! FakeAppStoreAPISample.make(count: 60, pki: pki, bundleId: bundleId)
+    public static let pki: TestPKI = try! TestPKI()
+    public static let samples: [FakeAppStoreAPISample] = try! FakeAppStoreAPISample.make(count: 60, pki: pki, bundleId: bundleId)
 
-    let key: ECPrivateKey
-    let credentials: AppStoreAPICredentials
-    let check: FakeAppStoreAPIJWTCheck
+    public let key: ECPrivateKey
+    public let credentials: AppStoreAPICredentials
+    public let check: FakeAppStoreAPIJWTCheck
 
-    init() throws {
+    public init() throws {
         key = try ECPrivateKey(generating: .p256)
         // Through PEM: what a .p8 file holds (PKCS#8 "BEGIN PRIVATE KEY").
         credentials = try AppStoreAPICredentials(
@@ -27,14 +28,14 @@ struct APITestBed {
         check = FakeAppStoreAPIJWTCheck(keyId: "KEY123ABCD", issuerId: credentials.issuerId, bundleId: Self.bundleId, publicKey: try key.publicKey)
     }
 
-    func startFake(_ environment: AppStoreEnvironment = .sandbox) async throws -> FakeAppStoreAPI {
+    public func startFake(_ environment: AppStoreEnvironment = .sandbox) async throws -> FakeAppStoreAPI {
         try await FakeAppStoreAPI.start(environment: environment, jwtCheck: check)
     }
 
     /// A client of `fake` with fast retries and its own rate limiter (tests run in parallel
     /// and must not share budgets), free of Apple's limits (the fake has none, and Sandbox's
     /// 5/s would make every test slow).
-    func client(
+    public func client(
         _ fake: FakeAppStoreAPI, environment: AppStoreEnvironment = .sandbox, requestsPerSecond: Double = 200,
         testNotificationRequestsPerSecond: Double = 50, maxRetries: Int = 4, sandboxFallback: FakeAppStoreAPI? = nil,
         credentials: AppStoreAPICredentials? = nil
@@ -52,14 +53,14 @@ struct APITestBed {
     }
 
     /// A verifier trusting the test PKI, for Sandbox data of the test app.
-    static func verifier() throws -> AppStoreVerifier {
+    public static func verifier() throws -> AppStoreVerifier {
         try AppStoreVerifier(configuration: VerifierConfiguration(roots: [pki.root], environment: .sandbox, bundleId: bundleId))
     }
 
-    static func nowMilliseconds() -> Int64 { WallClock.milliseconds() }
+    public static func nowMilliseconds() -> Int64 { WallClock.milliseconds() }
 
     /// `count` samples stored as sent one minute apart, ending an hour ago.
-    static func history(_ count: Int, failedEvery: Int = 0) -> [FakeAppStoreAPI.StoredNotification] {
+    public static func history(_ count: Int, failedEvery: Int = 0) -> [FakeAppStoreAPI.StoredNotification] {
         let first = nowMilliseconds() - 3_600_000 - Int64(count) * 60_000
         return samples.prefix(count).enumerated().map { index, sample in
             sample.stored(sentDate: first + Int64(index) * 60_000, failed: failedEvery > 0 && index % failedEvery == 0)
@@ -67,14 +68,14 @@ struct APITestBed {
     }
 
     /// The last two days, as a history request.
-    static func lastTwoDays(onlyFailures: Bool? = nil) -> NotificationHistoryRequest {
+    public static func lastTwoDays(onlyFailures: Bool? = nil) -> NotificationHistoryRequest {
         let now = nowMilliseconds()
         return NotificationHistoryRequest(startDate: now - 2 * 86_400_000, endDate: now, onlyFailures: onlyFailures)
     }
 }
 
 /// Runs `body` with a started fake and a client of it, then shuts both down.
-func withFakeAPI<T>(
+public func withFakeAPI<T>(
     _ environment: AppStoreEnvironment = .sandbox, bed: APITestBed? = nil,
     client configure: (APITestBed, FakeAppStoreAPI) throws -> AppStoreServerAPIClient = { try $0.client($1) },
     _ body: (FakeAppStoreAPI, AppStoreServerAPIClient) async throws -> T

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+public import SignetAppStoreAPI
 import SignetCore
 
 /// What a backfill will fetch: the unfinished checkpoint to resume, or a new window clamped to

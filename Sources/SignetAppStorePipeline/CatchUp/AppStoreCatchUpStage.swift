@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 public import Logging
+public import SignetAppStoreAPI
 public import SignetCore
 import Synchronization
 

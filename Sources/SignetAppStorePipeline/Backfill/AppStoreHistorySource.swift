@@ -1,8 +1,8 @@
 import AppStoreModels
 import Foundation
 public import Logging
+public import SignetAppStoreAPI
 public import SignetCore
-import Synchronization
 
 /// A source of the notifications Apple sent in a window, read back from Get Notification
 /// History: each item becomes the record a webhook would have received,
@@ -62,12 +62,9 @@ public final class AppStoreHistorySource: Source {
     package static func streamName(_ index: Int) -> String { "appstore-history/\(index)" }
 
     public let options: Options
-    private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
     private let logger: Logger
-    /// Checkpoint reads and writes (write + fsync + rename) block: off the cooperative pool, in order.
-    private let checkpoints: CheckpointWriter<BackfillCheckpoint>
-    private let buffer: FetchBuffer<HistoryPage>
-    private let state = Mutex(State())
+    /// The client, the buffer, the checkpoint writer, the fetcher and ``State``.
+    private let core: FetchingSourceCore<HistoryPage, State, BackfillCheckpoint>
 
     /// A page handed to the runner whose records are not all committed yet.
     private struct PendingPage {
@@ -87,12 +84,8 @@ public final class AppStoreHistorySource: Source {
     }
 
     private struct State {
-        var client: AppStoreServerAPIClient?
         var checkpoint: BackfillCheckpoint?
         var streams: [Stream] = []
-        var leftover: [Record] = []
-        var fetcher: Task<Void, Never>?
-        var stopped = false
         var resumed = false
         var pagesAtStart = 0
         var notificationsAtStart = 0
@@ -110,17 +103,17 @@ public final class AppStoreHistorySource: Source {
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient
     ) {
         self.options = options
-        self.makeClient = makeClient
         self.logger = logger
-        self.buffer = FetchBuffer<HistoryPage>(capacity: max(2, 2 * options.parallelism))
-        self.checkpoints = CheckpointWriter(
-            path: options.checkpointPath, interval: options.checkpointInterval, label: "signet.appstore-history"
-        ) { checkpoint, path in try checkpoint.save(to: path) }
+        self.core = FetchingSourceCore(
+            name: "appstore_history", makeClient: makeClient, state: State(), checkpoint: \.checkpoint,
+            checkpointPath: options.checkpointPath, checkpointInterval: options.checkpointInterval, label: "signet.appstore-history",
+            write: { checkpoint, path in try checkpoint.save(to: path) }, bufferCapacity: max(2, 2 * options.parallelism),
+            batchLinger: options.batchLinger)
     }
 
     /// Progress so far (safe to call while running).
     public var progress: AppStoreHistoryProgress? {
-        state.withLock { state in
+        core.withState { state in
             guard let checkpoint = state.checkpoint else { return nil }
             var covered: Int64 = 0
             for (index, sub) in checkpoint.subWindows.enumerated() {
@@ -138,39 +131,25 @@ public final class AppStoreHistorySource: Source {
 
     public func open() async throws {
         let now = WallClock.milliseconds()
-        let client: AppStoreServerAPIClient
-        do {
-            client = try makeClient()
-        } catch {
-            throw SourceError("appstore_history: \(error)")
-        }
-        let path = options.checkpointPath
-        let checkpoint: BackfillCheckpoint
-        do {
-            // File system work: on the source's own thread, like the checkpoint writes.
-            checkpoint = try await checkpoints.run { [self] in
-                let folder = (path as NSString).deletingLastPathComponent
-                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-                return try startingCheckpoint(client: client, now: now)
-            }
-        } catch {
-            try? await client.shutdown()
-            throw error
+        let (client, checkpoint) = try await core.open { [self] client in
+            try core.createCheckpointFolder()
+            return try startingCheckpoint(client: client, now: now)
         }
         let resumed = checkpoint.pages > 0 || checkpoint.subWindows.contains(where: \.done)
-        state.withLock { state in
-            state.client = client
+        core.withState { state in
             state.checkpoint = checkpoint
             state.streams = Array(repeating: Stream(), count: checkpoint.subWindows.count)
             state.resumed = resumed
             state.pagesAtStart = checkpoint.pages
             state.notificationsAtStart = checkpoint.notifications
             state.coveredAtStart = checkpoint.coveredMilliseconds
+            state.unclaimed = checkpoint.subWindows.indices.filter { !checkpoint.subWindows[$0].done }
         }
-        // Written before the first page, so a kill at any point leaves the window to resume.
-        try await save()
-        let fetcher = Task { [self] in await fetch(client: client, checkpoint: checkpoint) }
-        state.withLock { $0.fetcher = fetcher }
+        // Every unfinished sub-window, `parallelism` at a time.
+        try await core.startFetching(
+            workers: min(options.parallelism, checkpoint.subWindows.count),
+            claim: { [self] in core.withState { $0.unclaimed.isEmpty ? nil : $0.unclaimed.removeFirst() } },
+            fetch: { [self] index in try await fetch(subWindow: index, checkpoint.subWindows[index], client: client) })
     }
 
     /// The unfinished checkpoint to resume, or a new one for the configured window.
@@ -192,69 +171,35 @@ public final class AppStoreHistorySource: Source {
         return saved
     }
 
-    /// Pages through every unfinished sub-window, `parallelism` at a time, into ``buffer``.
-    private func fetch(client: AppStoreServerAPIClient, checkpoint: BackfillCheckpoint) async {
-        state.withLock { $0.unclaimed = checkpoint.subWindows.indices.filter { !checkpoint.subWindows[$0].done } }
-        let workers = max(1, min(options.parallelism, checkpoint.subWindows.count))
+    /// Pages through sub-window `index` from where `sub` left off. False once the source stopped.
+    private func fetch(subWindow index: Int, _ sub: BackfillCheckpoint.SubWindow, client: AppStoreServerAPIClient) async throws -> Bool {
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<workers {
-                    group.addTask { [self] in
-                        while let index = claimSubWindow() {
-                            let sub = checkpoint.subWindows[index]
-                            do {
-                                for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
-                                    guard await buffer.send(.init(subWindow: index, page: page)) else { return }
-                                }
-                            } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast {
-                                // Done without its pages only when Apple can have nothing of it any
-                                // more: the part ends before the lookback's edge. Anything else (the
-                                // client's clamps ran out, the clocks disagree) stops the run; the
-                                // checkpoint keeps what was committed, and the next run resumes.
-                                let part = BackfillWindow(start: sub.request.startDate, end: sub.request.endDate)
-                                let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
-                                guard lookback.verdict(start: part.start, end: part.end, now: WallClock.milliseconds()) == .gone else {
-                                    throw SourceError(
-                                        "appstore_history: part \(index) of the backfill (\(part)) ends inside Apple's lookback (\(lookback.days) days in \(client.configuration.environment.rawValue)), but Apple refused its start as too old (4000012) and it cannot be clamped further (at most \(NotificationHistoryLookback.maximumClamps) clamps, never into its last \(NotificationHistoryLookback.minimumSpan / 60_000) minutes); nothing of it was recorded as done: run the backfill again to resume (check this machine's clock if it happens again)")
-                                }
-                                logger.warning(
-                                    "part \(index) of the backfill (\(part)) now lies entirely beyond Apple's lookback: skipped, Apple no longer has its notifications")
-                                let gone = NotificationHistoryPage(
-                                    items: [], request: sub.request, paginationToken: sub.paginationToken, nextPaginationToken: nil,
-                                    hasMore: false, restartedWindow: nil)
-                                guard await buffer.send(.init(subWindow: index, page: gone)) else { return }
-                            }
-                        }
-                    }
-                }
-                try await group.waitForAll()
+            for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
+                guard await core.send(.init(subWindow: index, page: page)) else { return false }
             }
-            buffer.finish()
-        } catch {
-            buffer.finish(failure: error)
+        } catch let error as AppStoreAPIError where error.isStartDateTooFarInPast {
+            // Done without its pages only when Apple can have nothing of it any
+            // more: the part ends before the lookback's edge. Anything else (the
+            // client's clamps ran out, the clocks disagree) stops the run; the
+            // checkpoint keeps what was committed, and the next run resumes.
+            let part = BackfillWindow(start: sub.request.startDate, end: sub.request.endDate)
+            let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
+            guard lookback.verdict(start: part.start, end: part.end, now: WallClock.milliseconds()) == .gone else {
+                throw SourceError(
+                    "appstore_history: part \(index) of the backfill (\(part)) ends inside Apple's lookback (\(lookback.days) days in \(client.configuration.environment.rawValue)), but Apple refused its start as too old (4000012) and it cannot be clamped further (at most \(NotificationHistoryLookback.maximumClamps) clamps, never into its last \(NotificationHistoryLookback.minimumSpan / 60_000) minutes); nothing of it was recorded as done: run the backfill again to resume (check this machine's clock if it happens again)")
+            }
+            logger.warning(
+                "part \(index) of the backfill (\(part)) now lies entirely beyond Apple's lookback: skipped, Apple no longer has its notifications")
+            let gone = NotificationHistoryPage(
+                items: [], request: sub.request, paginationToken: sub.paginationToken, nextPaginationToken: nil,
+                hasMore: false, restartedWindow: nil)
+            guard await core.send(.init(subWindow: index, page: gone)) else { return false }
         }
-    }
-
-    /// The next sub-window no fetcher has taken yet.
-    private func claimSubWindow() -> Int? {
-        state.withLock { $0.unclaimed.isEmpty ? nil : $0.unclaimed.removeFirst() }
+        return true
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        guard let leftover: [Record] = state.withLock({ state in
-            // After stop() nothing more is handed out; what was not committed is fetched again next run.
-            if state.stopped { return nil }
-            let taken = Array(state.leftover.prefix(maxRecords))
-            state.leftover.removeFirst(taken.count)
-            return taken
-        }) else { return nil }
-        let batch = try await buffer.batch(
-            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: Self.pageSize,
-            accept: accept)
-        if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
-        // An empty page after everything committed is recorded at once (no record will commit it).
-        if batch.advanced { try await save(throttled: true) }
-        return batch.records.isEmpty ? nil : batch.records
+        try await core.nextBatch(maxRecords: maxRecords, recordsPerAnswer: Self.pageSize, accept: accept)
     }
 
     /// Turns a fetched page into records with positions, and remembers the page until they commit.
@@ -266,7 +211,7 @@ public final class AppStoreHistorySource: Source {
         // in the progress arithmetic below and in the checkpoint.
         let coveredUntil = page.items.compactMap { $0.sendAttempts.first?.attemptDate }.max()
             .map { min(max($0, page.request.startDate), page.request.endDate) }
-        return state.withLock { state in
+        return core.withState { state in
             var records: [Record] = []
             records.reserveCapacity(page.items.count)
             var offset = state.streams[fetched.subWindow].nextOffset
@@ -339,7 +284,7 @@ public final class AppStoreHistorySource: Source {
             else { continue }
             highest[index] = max(highest[index] ?? -1, position.offset)
         }
-        let advanced = state.withLock { state in
+        let advanced = core.withState { state in
             var advanced = false
             for (index, offset) in highest where index < state.streams.count {
                 state.streams[index].committedOffset = max(state.streams[index].committedOffset, offset)
@@ -347,36 +292,14 @@ public final class AppStoreHistorySource: Source {
             }
             return advanced
         }
-        if advanced { try await save(throttled: true) }
-    }
-
-    /// Writes the checkpoint as it is now; when `throttled`, only if ``Options/checkpointInterval``
-    /// passed since the last write (``close()`` writes the rest).
-    private func save(throttled: Bool = false) async throws {
-        try await checkpoints.save(throttled: throttled) { state.withLock(\.checkpoint) }
+        if advanced { try await core.save(throttled: true) }
     }
 
     public func stop() async {
-        let fetcher = state.withLock { state in
-            state.stopped = true
-            return state.fetcher
-        }
-        buffer.stop()
-        fetcher?.cancel()
+        await core.stop()
     }
 
     public func close() async throws {
-        let (fetcher, client) = state.withLock { state in
-            defer { state.fetcher = nil; state.client = nil }
-            return (state.fetcher, state.client)
-        }
-        buffer.stop()
-        fetcher?.cancel()
-        await fetcher?.value
-        // What the last commits recorded, held back by the checkpoint interval.
-        var saveFailure: (any Error)?
-        do { try await checkpoints.flush { state.withLock(\.checkpoint) } } catch { saveFailure = error }
-        try await client?.shutdown()
-        if let saveFailure { throw saveFailure }
+        try await core.close()
     }
 }

@@ -1,6 +1,8 @@
 import AppStoreModels
 import Foundation
-@testable import SignetAppStoreAPI
+import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
+@testable import SignetAppStorePipeline
 import SignetCore
 import SignetTestSupport
 import Testing
@@ -22,32 +24,13 @@ struct AppStoreHistorySourceTests {
         }
     }
 
-    @Test("split covers the window exactly; the lookback rule clamps a start beyond it once, deeper on each refusal, and calls a window gone only when it ends before the edge")
-    func splitAndClamp() {
+    @Test("split covers the window exactly")
+    func split() {
         let window = BackfillWindow(start: 1000, end: 1107)
         let parts = window.split(into: 4)
         #expect(parts.count == 4 && parts.first?.start == 1000 && parts.last?.end == 1107)
         #expect(zip(parts, parts.dropFirst()).allSatisfy { $0.end == $1.start })
         #expect(BackfillWindow(start: 0, end: 3).split(into: 16).count == 3)
-
-        let day: Int64 = 86_400_000
-        let now: Int64 = 400 * day
-        let hour: Int64 = 3_600_000
-        let lookback = NotificationHistoryLookback(environment: .sandbox)
-        let edge = now - 30 * day
-        #expect(lookback.verdict(start: now - 29 * day, end: now, now: now) == .inside)
-        #expect(lookback.verdict(start: now - 45 * day, end: now, now: now) == .clamped(start: edge + hour))
-        // Clamped a moment ago: not clamped again when planning.
-        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000) == .inside)
-        // Apple refused it again (it paged past the margin): each clamp goes a margin deeper.
-        #expect(lookback.verdict(start: edge + hour, end: now, now: now + 60_000, refusals: 2) == .clamped(start: edge + 60_000 + 2 * hour))
-        // Refused although it looked safe by this clock: it still moves forward.
-        #expect(lookback.verdict(start: edge + hour + 60_000, end: now, now: now + 120_000, refusals: 1) == .clamped(start: edge + hour + 120_000))
-        // Only a window that ends at or before the edge is gone.
-        #expect(lookback.verdict(start: now - 45 * day, end: edge, now: now) == .gone)
-        #expect(lookback.verdict(start: now - 45 * day, end: edge + 1, now: now) == .tooCloseToTheEdge)
-        // Ending within the margin: half way to its end, never past it.
-        #expect(lookback.verdict(start: now - 45 * day, end: edge + 20 * 60_000, now: now) == .clamped(start: edge + 10 * 60_000))
     }
 
     @Test("each history item becomes the webhook's body: a compact JWS as is, anything else escaped into valid JSON")

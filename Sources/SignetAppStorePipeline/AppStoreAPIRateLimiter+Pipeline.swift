@@ -1,4 +1,5 @@
 public import Logging
+public import SignetAppStoreAPI
 public import SignetCore
 import SignetState
 

@@ -1,6 +1,8 @@
 import AppStoreModels
 import Foundation
 import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
+import SignetAppStorePipeline
 import SignetCore
 import SignetFixtures
 import SignetTestSupport

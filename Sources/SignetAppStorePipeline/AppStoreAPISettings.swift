@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import Logging
+import SignetAppStoreAPI
 import SignetCore
 
 /// The API settings of a component that calls the App Store Server API (`appstore_history`,

@@ -1,3 +1,4 @@
+import SignetAppStoreAPI
 import SignetCore
 import Synchronization
 

@@ -1,8 +1,8 @@
 import AppStoreModels
 import Foundation
 public import Logging
+public import SignetAppStoreAPI
 public import SignetCore
-import Synchronization
 
 /// A source of Apple's current view of purchases: for each id of a list, Get All Subscription
 /// Statuses, and for every subscription in the answer one record as Apple lists it
@@ -78,7 +78,6 @@ public final class AppStoreStatusSource: Source {
 
     private struct State {
         var ids: [String] = []
-        var client: AppStoreServerAPIClient?
         var checkpoint: ReconcileCheckpoint?
         var doneAtStart = 0
         var resumed = false
@@ -90,17 +89,12 @@ public final class AppStoreStatusSource: Source {
         var outstanding: [Int: Int] = [:]
         /// Ids done beyond the first not-done one.
         var doneAhead: Set<Int> = []
-        var leftover: [Record] = []
-        var fetcher: Task<Void, Never>?
-        var stopped = false
     }
 
     public let options: Options
-    private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
     private let logger: Logger
-    private let checkpoints: CheckpointWriter<ReconcileCheckpoint>
-    private let buffer: FetchBuffer<Answer>
-    private let state = Mutex(State())
+    /// The client, the buffer, the checkpoint writer, the fetcher and ``State``.
+    private let core: FetchingSourceCore<Answer, State, ReconcileCheckpoint>
 
     /// - Parameter makeClient: builds the API client when the source opens; the source shuts it
     ///   down when it closes.
@@ -109,16 +103,18 @@ public final class AppStoreStatusSource: Source {
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient
     ) {
         self.options = options
-        self.makeClient = makeClient
         self.logger = logger
-        self.buffer = FetchBuffer<Answer>(capacity: max(4, 2 * options.parallelism))
-        self.checkpoints = CheckpointWriter(path: options.checkpointPath, interval: .seconds(1), label: "signet.appstore-statuses") {
-            checkpoint, path in try checkpoint.save(to: path)
-        }
+        // Checkpoint writes at most once a second (``close()`` writes the rest): a crash asks
+        // Apple about a second's ids again.
+        self.core = FetchingSourceCore(
+            name: "appstore_statuses", makeClient: makeClient, state: State(), checkpoint: \.checkpoint,
+            checkpointPath: options.checkpointPath, checkpointInterval: .seconds(1), label: "signet.appstore-statuses",
+            write: { checkpoint, path in try checkpoint.save(to: path) }, bufferCapacity: max(4, 2 * options.parallelism),
+            batchLinger: options.batchLinger)
     }
 
     public var progress: Progress? {
-        state.withLock { state in
+        core.withState { state in
             guard let checkpoint = state.checkpoint else { return nil }
             return Progress(
                 total: checkpoint.total, doneAtStart: state.doneAtStart, done: checkpoint.done, statuses: checkpoint.statuses,
@@ -127,80 +123,48 @@ public final class AppStoreStatusSource: Source {
     }
 
     public func open() async throws {
-        let client: AppStoreServerAPIClient
-        do {
-            client = try makeClient()
-        } catch {
-            throw SourceError("appstore_statuses: \(error)")
-        }
-        let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
         let explicit = options.ids, file = options.idsFile, path = options.checkpointPath, ascending = options.ascending
-        let (ids, checkpoint): ([String], ReconcileCheckpoint)
-        do {
-            (ids, checkpoint) = try await checkpoints.run { [logger] in
-                let ids = try PurchaseIDList.read(explicit: explicit, file: file)
-                let folder = (path as NSString).deletingLastPathComponent
-                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-                var fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
-                fresh.ascending = ascending ? true : nil
-                guard let saved = try ReconcileCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
-                guard saved.environment == environment, saved.bundleId == bundleId else {
-                    logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
-                    return (ids, fresh)
-                }
-                if saved.listDigest == fresh.listDigest { return (ids, saved) }
-                if ascending, saved.ascending == true, let last = saved.lastDone {
-                    // The store gained purchases since: go on after the last one done.
-                    fresh.done = ids.firstIndex { $0 > last } ?? ids.count
-                    fresh.statuses = saved.statuses
-                    fresh.notFound = saved.notFound
-                    fresh.lastDone = last
-                    return (ids, fresh)
-                }
-                logger.notice("an unfinished reconcile of another list in \(path) is replaced by this one")
+        let (client, (ids, checkpoint)) = try await core.open { [logger, core] client in
+            let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
+            let ids = try PurchaseIDList.read(explicit: explicit, file: file)
+            try core.createCheckpointFolder()
+            var fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+            fresh.ascending = ascending ? true : nil
+            guard let saved = try ReconcileCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
+            guard saved.environment == environment, saved.bundleId == bundleId else {
+                logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
                 return (ids, fresh)
             }
-        } catch {
-            try? await client.shutdown()
-            throw error
+            if saved.listDigest == fresh.listDigest { return (ids, saved) }
+            if ascending, saved.ascending == true, let last = saved.lastDone {
+                // The store gained purchases since: go on after the last one done.
+                fresh.done = ids.firstIndex { $0 > last } ?? ids.count
+                fresh.statuses = saved.statuses
+                fresh.notFound = saved.notFound
+                fresh.lastDone = last
+                return (ids, fresh)
+            }
+            logger.notice("an unfinished reconcile of another list in \(path) is replaced by this one")
+            return (ids, fresh)
         }
         let resumed = checkpoint.done > 0
         if resumed { logger.notice("resuming the unfinished reconcile: \(checkpoint.done) of \(checkpoint.total) purchases done") }
-        state.withLock { state in
+        core.withState { state in
             state.ids = ids
-            state.client = client
             state.checkpoint = checkpoint
             state.doneAtStart = checkpoint.done
             state.resumed = resumed
             state.nextClaim = checkpoint.done
         }
-        try await save()
-        let fetcher = Task { [self] in await fetch(client: client) }
-        state.withLock { $0.fetcher = fetcher }
-    }
-
-    /// Asks Apple about every id not done yet, `parallelism` at a time, into ``buffer``.
-    private func fetch(client: AppStoreServerAPIClient) async {
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<max(1, options.parallelism) {
-                    group.addTask { [self] in
-                        while let (index, id) = claim() {
-                            guard await buffer.send(try await answer(index, id: id, client: client)) else { return }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            buffer.finish()
-        } catch {
-            buffer.finish(failure: error)
-        }
+        // Every id not done yet, `parallelism` at a time.
+        try await core.startFetching(
+            workers: options.parallelism, claim: { [self] in claim() },
+            fetch: { [self] index, id in await core.send(try await answer(index, id: id, client: client)) })
     }
 
     /// The next id nobody asked about yet: its index and value.
     private func claim() -> (Int, String)? {
-        state.withLock { state in
+        core.withState { state in
             guard state.nextClaim < state.ids.count else { return nil }
             defer { state.nextClaim += 1 }
             return (state.nextClaim, state.ids[state.nextClaim])
@@ -241,23 +205,13 @@ public final class AppStoreStatusSource: Source {
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        guard let leftover: [Record] = state.withLock({ state in
-            if state.stopped { return nil }
-            let taken = Array(state.leftover.prefix(maxRecords))
-            state.leftover.removeFirst(taken.count)
-            return taken
-        }) else { return nil }
-        let batch = try await buffer.batch(
-            startingWith: leftover, maxRecords: maxRecords, linger: options.batchLinger, recordsPerAnswer: 1, accept: accept)
-        if !batch.overflow.isEmpty { state.withLock { $0.leftover += batch.overflow } }
-        if batch.advanced { try await save(throttled: true) }
-        return batch.records.isEmpty ? nil : batch.records
+        try await core.nextBatch(maxRecords: maxRecords, recordsPerAnswer: 1, accept: accept)
     }
 
     /// Turns an answer into records; an answer without any is done at once (returns whether
     /// the checkpoint advanced).
     private func accept(_ answer: Answer) -> ([Record], Bool) {
-        state.withLock { state in
+        core.withState { state in
             var records: [Record] = []
             for line in answer.lines {
                 records.append(Record(raw: line, position: SourcePosition(stream: Self.streamName, offset: state.nextOffset)))
@@ -286,7 +240,7 @@ public final class AppStoreStatusSource: Source {
     }
 
     public func commit(_ positions: [SourcePosition]) async throws {
-        let advanced = state.withLock { state in
+        let advanced = core.withState { state in
             var advanced = false
             for position in positions where position.stream == Self.streamName {
                 guard let index = state.indexOfOffset.removeValue(forKey: position.offset) else { continue }
@@ -301,35 +255,14 @@ public final class AppStoreStatusSource: Source {
             }
             return advanced
         }
-        if advanced { try await save(throttled: true) }
-    }
-
-    /// Writes the checkpoint; when `throttled`, at most once a second (``close()`` writes the
-    /// rest): a crash asks Apple about a second's ids again.
-    private func save(throttled: Bool = false) async throws {
-        try await checkpoints.save(throttled: throttled) { state.withLock(\.checkpoint) }
+        if advanced { try await core.save(throttled: true) }
     }
 
     public func stop() async {
-        let fetcher = state.withLock { state in
-            state.stopped = true
-            return state.fetcher
-        }
-        buffer.stop()
-        fetcher?.cancel()
+        await core.stop()
     }
 
     public func close() async throws {
-        let (fetcher, client) = state.withLock { state in
-            defer { state.fetcher = nil; state.client = nil }
-            return (state.fetcher, state.client)
-        }
-        buffer.stop()
-        fetcher?.cancel()
-        await fetcher?.value
-        var saveFailure: (any Error)?
-        do { try await checkpoints.flush { state.withLock(\.checkpoint) } } catch { saveFailure = error }
-        try await client?.shutdown()
-        if let saveFailure { throw saveFailure }
+        try await core.close()
     }
 }

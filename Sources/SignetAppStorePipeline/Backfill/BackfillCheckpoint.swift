@@ -1,4 +1,5 @@
 import Foundation
+public import SignetAppStoreAPI
 import SignetCore
 
 /// What a backfill has committed: its window and, per sub-window, the request and the

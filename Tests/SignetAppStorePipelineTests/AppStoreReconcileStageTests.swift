@@ -2,6 +2,8 @@ import AppStoreModels
 import Foundation
 import Logging
 import SignetAppStoreAPI
+import SignetAppStoreAPITestSupport
+import SignetAppStorePipeline
 import SignetCore
 import SignetState
 import SignetTestSupport
