@@ -146,6 +146,27 @@ struct StateCLIEndToEndTests {
             ["entitlements", "--original-transaction-id", old.originalTransactionId], corpus: corpus, extra: env)) as? [[String: Any]])
         #expect(oldAnswer.first?["migratedToOriginalTransactionId"] as? String == new.originalTransactionId, "\(oldAnswer)")
 
+        // RESCIND_CONSENT through the binary: the fixture's app transaction is restricted until
+        // `signet consent clear` (which writes beside a reader), then shows who cleared it.
+        let rescinded = corpus.notificationLines.lazy.compactMap { line -> String? in
+            guard let envelope = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let notification = (envelope["signedPayload"] as? String).flatMap(KafkaInput.jwsPayload),
+                  notification["notificationType"] as? String == "RESCIND_CONSENT",
+                  let signed = (notification["appData"] as? [String: Any])?["signedAppTransactionInfo"] as? String
+            else { return nil }
+            return KafkaInput.jwsPayload(signed)?["appTransactionId"] as? String
+        }.first
+        let rescind = try #require(rescinded, "the fixtures hold a RESCIND_CONSENT")
+        let shown = try StateE2E.signet(["consent", "show", "--app-transaction-id", rescind], corpus: corpus, extra: env)
+        try #require(shown.exitCode == 0, "\(shown.stderr)")
+        #expect((try Self.json(shown) as? [String: Any])?["restricted"] as? Bool == true, "\(shown.stdoutText)")
+        let cleared = try StateE2E.signet(["consent", "clear", "--app-transaction-id", rescind, "--by", "e2e"], corpus: corpus, extra: env)
+        try #require(cleared.exitCode == 0, "\(cleared.stderr)")
+        let after = try #require(try Self.json(cleared) as? [String: Any])
+        #expect(after["restricted"] as? Bool == false && after["clearedBy"] as? String == "cli: e2e", "\(after)")
+        let none = try StateE2E.signet(["consent", "show", "--app-transaction-id", "no-such-app-transaction"], corpus: corpus, extra: env)
+        #expect(none.exitCode == 1 && none.stderr.contains("no-such-app-transaction"), "\(none.exitCode) \(none.stderr)")
+
         // Unknown ids.
         let unknownShow = try StateE2E.signet(["state", "show", "--original-transaction-id", "1999999999999999"], corpus: corpus, extra: env)
         #expect(unknownShow.exitCode == 1, "state show of an unknown id: \(unknownShow.exitCode)")
