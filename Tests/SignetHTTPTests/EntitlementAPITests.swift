@@ -1,6 +1,7 @@
 import Foundation
 import SignetCore
 import SignetHTTP
+import SignetState
 import SignetTestSupport
 import Testing
 
@@ -209,6 +210,54 @@ struct EntitlementAPITests {
         }
         #expect(answers.map(\.status) == [401, 401, 401, 200, 401, 200])
         #expect(answers[3].body.contains(original))
+    }
+
+    /// A bed whose store holds a consent restriction of app transaction `app-9`, as the
+    /// transition stage records it for a RESCIND_CONSENT.
+    static func restrictedBed() async throws -> ServiceTestBed {
+        let (bed, _) = try await ranBed()
+        let store = try SQLiteStateStore(path: bed.directory.appendingPathComponent("signet.sqlite").path)
+        try store.withTransaction { try $0.save(ConsentRestriction(appTransactionId: "app-9", rescindedAt: 1_700_000_000_000)) }
+        try store.close()
+        return bed
+    }
+
+    @Test("consent: GET /v1/consent/{id} shows a RESCIND_CONSENT's restriction; without a token configured, clearing it is refused (403)")
+    func consentClearingNeedsAToken() async throws {
+        let bed = try await Self.restrictedBed()
+        defer { bed.remove() }
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.1:0") { port in
+            [
+                try await pythonGET(port: port, path: "/v1/consent/app-9"),
+                try await pythonRequest("POST", port: port, path: "/v1/consent/app-9/clear"),
+                try await pythonGET(port: port, path: "/v1/consent/app-9"),
+            ]
+        }
+        #expect(answers.map(\.status) == [200, 403, 200], "\(answers)")
+        for answer in [answers[0], answers[2]] {
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+            #expect(body["restricted"] as? Bool == true && body["appTransactionId"] as? String == "app-9", "\(body)")
+        }
+    }
+
+    @Test("consent: POST /v1/consent/{id}/clear lifts a restriction with the token (401 without it), records who; 404 for none, 400 for another parameter")
+    func consentClearing() async throws {
+        let bed = try await Self.restrictedBed()
+        defer { bed.remove() }
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.2:0", environment: ["SIGNET_API_TOKEN": "tok-123"]) { port in
+            [
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consent/app-9/clear?by=support"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consent/app-9/clear?by=support", token: "tok-124"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/consent/app-9"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consent/app-9/clear?by=support", token: "tok-123"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/consent/app-9", token: "tok-123"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consent/unknown/clear", token: "tok-123"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consent/app-9/clear?who=x", token: "tok-123"),
+            ]
+        }
+        #expect(answers.map(\.status) == [401, 401, 401, 200, 200, 404, 400], "\(answers)")
+        let cleared = try #require(try JSONSerialization.jsonObject(with: Data(answers[4].body.utf8)) as? [String: Any])
+        #expect(cleared["restricted"] as? Bool == false && cleared["clearedBy"] as? String == "api: support", "\(cleared)")
     }
 
     @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost", .ownThread)

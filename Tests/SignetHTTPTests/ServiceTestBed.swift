@@ -95,27 +95,34 @@ struct ServiceTestBed {
 /// Runs on a Dispatch thread: waiting for the process on the cooperative pool (two
 /// threads on two cores) would starve the server under test.
 func pythonGET(host: String = "127.0.0.1", port: Int, path: String, token: String? = nil) async throws -> (status: Int, body: String) {
+    try await pythonRequest("GET", host: host, port: port, path: path, token: token)
+}
+
+/// A request with `method` (no body) by Python's http.client, as ``pythonGET(host:port:path:token:)``.
+func pythonRequest(
+    _ method: String, host: String = "127.0.0.1", port: Int, path: String, token: String? = nil
+) async throws -> (status: Int, body: String) {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
-            continuation.resume(with: Result { try blockingPythonGET(host: host, port: port, path: path, token: token) })
+            continuation.resume(with: Result { try blockingPythonRequest(method, host: host, port: port, path: path, token: token) })
         }
     }
 }
 
-private func blockingPythonGET(host: String, port: Int, path: String, token: String?) throws -> (status: Int, body: String) {
+private func blockingPythonRequest(_ method: String, host: String, port: Int, path: String, token: String?) throws -> (status: Int, body: String) {
     let script = """
         import http.client, sys, json
         conn = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=20)
         headers = {"Authorization": "Bearer " + sys.argv[4]} if sys.argv[4] else {}
-        conn.request("GET", sys.argv[3], headers=headers)
+        conn.request(sys.argv[5], sys.argv[3], headers=headers)
         r = conn.getresponse()
         sys.stdout.write(json.dumps({"status": r.status, "body": r.read().decode()}))
         """
-    let result = try Python.run(script, arguments: [host, String(port), path, token ?? ""])
+    let result = try Python.run(script, arguments: [host, String(port), path, token ?? "", method])
     guard result.status == 0,
         let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
         let status = object["status"] as? Int, let body = object["body"] as? String
-    else { throw TestFailure("python GET \(path) failed: \(result.output)") }
+    else { throw TestFailure("python \(method) \(path) failed: \(result.output)") }
     return (status, body)
 }
 
