@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+// SPDX-License-Identifier: Apache-2.0 (LICENSE): the licence of Swift and of every package Signet links.
 import PackageDescription
 
 /// Signet: App Store Server Notifications V2 -> verified entitlement-change events.

@@ -18,8 +18,8 @@ extension ComponentRegistry {
                     throw config.error("'\(config.path).\(key)' must be \(BackfillWindow.instantForms), not '\(text)'", key: key)
                 }
             }
-            let settings = try AppStoreAPISettings(config)
-            let environment = ProcessInfo.processInfo.environment
+            let settings = try AppStoreAPISettings(config, env: context.environment)
+            let environment = context.environment
             var options = AppStoreHistorySource.Options(
                 start: try config.string("start"), end: try config.optionalString("end"),
                 checkpointPath: try settings.resolved(config.string("checkpoint"), environment))
@@ -31,18 +31,18 @@ extension ComponentRegistry {
             }
         }
         registerStage(.appStoreCatchUpStage) { config, context in
-            let settings = try AppStoreAPISettings(config)
+            let settings = try AppStoreAPISettings(config, env: context.environment)
             var options = AppStoreCatchUpStage.Options()
             options.interval = try config.duration("interval")
             options.window = try config.duration("window")
             options.overlap = try config.duration("overlap")
             options.onlyFailures = try config.bool("only_failures")
             return AppStoreCatchUpStage(options: options, logger: context.logger) {
-                try settings.makeClient(ProcessInfo.processInfo.environment, context: context)
+                try settings.makeClient(context.environment, context: context)
             }
         }
         registerStage(.appStoreReconcileStage) { config, context in
-            let settings = try AppStoreAPISettings(config)
+            let settings = try AppStoreAPISettings(config, env: context.environment)
             var options = AppStoreReconcileStage.Options()
             options.interval = try config.duration("interval")
             options.window = try config.duration("window")
@@ -50,12 +50,12 @@ extension ComponentRegistry {
             options.limit = try config.int("limit")
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreReconcileStage(options: options, store: store, logger: context.logger) {
-                try settings.makeClient(ProcessInfo.processInfo.environment, context: context)
+                try settings.makeClient(context.environment, context: context)
             }
         }
         registerSource(.appStoreStatusSource) { config, context in
-            let settings = try AppStoreAPISettings(config)
-            let environment = ProcessInfo.processInfo.environment
+            let settings = try AppStoreAPISettings(config, env: context.environment)
+            let environment = context.environment
             var options = AppStoreStatusSource.Options(
                 ids: try config.stringList("original_transaction_ids") ?? [],
                 checkpointPath: try settings.resolved(config.string("checkpoint"), environment))

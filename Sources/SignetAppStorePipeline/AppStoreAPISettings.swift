@@ -33,7 +33,7 @@ struct AppStoreAPISettings: Sendable {
     /// - Parameter env: what the environment setting's variables expand to, so a rate above
     ///   Sandbox's limit is reported at its line when the file is loaded (or linted), not
     ///   only when the component opens.
-    init(_ config: ParsedConfig, env: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) {
+    init(_ config: ParsedConfig, env: [String: String]) throws(ConfigError) {
         path = config.path
         for setting in AppStoreAPIConfiguration.Setting.allCases { values[setting] = try config.string(setting.rawValue) }
         requestsPerSecond = try config.optionalInt("requests_per_second")

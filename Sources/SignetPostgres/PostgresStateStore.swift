@@ -64,7 +64,7 @@ public final class PostgresStateStore: StateStore {
             try session.query("""
                 SELECT original_transaction_id, GREATEST(expires_date, renewal_date), environment FROM signet_subscriptions
                 WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew AND expiration_intent IS NULL
-                  AND NOT COALESCE(billing_retry, false) AND revocation_date IS NULL
+                  AND NOT COALESCE(billing_retry, false) AND revocation_date IS NULL AND migrated_to_original_transaction_id IS NULL
                   AND GREATEST(expires_date, renewal_date) > \(endedAfter) AND GREATEST(expires_date, renewal_date) <= \(endedBefore)
                   AND original_transaction_id > \(after ?? "")
                 ORDER BY original_transaction_id LIMIT \(Int64(max(0, limit)))

@@ -42,7 +42,7 @@ struct ConsentCommand: ParsableCommand {
                 For when the app obtained consent again. The restriction is kept, marked cleared with when and by whom, so a RESCIND_CONSENT signed before the clearing (a retry, a late delivery) does not restrict again; a later one does. Safe while `signet run` writes the same store. Prints the restriction as cleared; exit 1 when none was ever recorded.
 
                 Example:
-                  signet consent clear --app-transaction-id 704556931264849920 --by "support ticket 4711"
+                  signet consent clear --app-transaction-id 704556931264849920 --by ticket-4711
                 """)
 
         @OptionGroup var store: StoreOptions

@@ -389,7 +389,8 @@ final class KafkaReference: @unchecked Sendable {
         guard let object = try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
             let id = object["eventId"] as? String
         else { throw KafkaE2EFailure("not an entitlement event: \(payload.prefix(120))") }
-        return (id, object["originalTransactionId"] as? String ?? "", object["type"] as? String ?? "",
+        // The message key: the purchase, or an app-level event's app transaction.
+        return (id, object["originalTransactionId"] as? String ?? object["appTransactionId"] as? String ?? "", object["type"] as? String ?? "",
                 object["notificationUUID"] as? String ?? "")
     }
 

@@ -21,17 +21,7 @@ import Testing
     }
 
     func rescind(_ app: String?, uuid: String, at signed: Int64) -> VerifiedPayload {
-        let body = ResponseBodyV2DecodedPayload(
-            notificationType: .rescindConsent, notificationUUID: uuid, version: "2.0", signedDate: F.ts(signed),
-            appData: AppData(appAppleId: 1234, bundleId: F.bundleId, environment: .production, signedAppTransactionInfo: "jws"))
-        let appTransaction = JWSAppTransactionDecodedPayload(
-            receiptType: .production, appAppleId: 1234, bundleId: F.bundleId, appTransactionId: app, signedDate: F.ts(signed))
-        return .notification(VerifiedNotification(
-            payload: body, payloadJSON: [], transaction: nil, renewalInfo: nil,
-            appTransaction: VerifiedAppTransaction(
-                payload: appTransaction, payloadJSON: [], effectiveDate: Date(), signingCertificate: AppleRoots.appleRootCAG3),
-            effectiveDate: Date(timeIntervalSince1970: Double(signed) / 1000), effectiveDateSource: .signedDate,
-            signingCertificate: AppleRoots.appleRootCAG3))
+        F.rescindConsent(app, uuid: uuid, signed: signed)
     }
 
     func restricted(_ otid: String, in store: any StateStore, at instant: Int64) throws -> (restricted: Bool, entitled: Bool)? {

@@ -59,6 +59,9 @@ import Testing
             let answer = try #require(try JSONSerialization.jsonObject(with: Data(history)) as? [String: Any])
             #expect(answer[key] as? String == other, "\(kind) \(id): \(answer)")
         }
+        // Never stale for reconcile: Apple will not renew it, the new purchase renews instead.
+        let stale = try store.staleSubscriptions(endedAfter: t0, endedBefore: t0 + 40 * day, after: nil, limit: 10).map(\.originalTransactionId)
+        #expect(stale == ["new1"], "\(kind): \(stale)")
         // Nothing is due for the expiry sweep: a migrated purchase has no boundary left.
         #expect(try await harness.sweep(at: t0 + 31 * day).allSatisfy { $0.json["originalTransactionId"] as? String != "old1" }, "\(kind)")
     }

@@ -63,6 +63,21 @@ enum Fixture {
             signingCertificate: AppleRoots.appleRootCAG3))
     }
 
+    /// RESCIND_CONSENT as Apple sends it: `appData` with the app transaction of download `app`, no purchase.
+    static func rescindConsent(_ app: String?, uuid: String, signed: Int64) -> VerifiedPayload {
+        let body = ResponseBodyV2DecodedPayload(
+            notificationType: .rescindConsent, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
+            appData: AppData(appAppleId: 1234, bundleId: bundleId, environment: .production, signedAppTransactionInfo: "jws"))
+        let appTransaction = JWSAppTransactionDecodedPayload(
+            receiptType: .production, appAppleId: 1234, bundleId: bundleId, appTransactionId: app, signedDate: ts(signed))
+        return .notification(VerifiedNotification(
+            payload: body, payloadJSON: [], transaction: nil, renewalInfo: nil,
+            appTransaction: VerifiedAppTransaction(
+                payload: appTransaction, payloadJSON: [], effectiveDate: Date(), signingCertificate: AppleRoots.appleRootCAG3),
+            effectiveDate: Date(timeIntervalSince1970: Double(signed) / 1000), effectiveDateSource: .signedDate,
+            signingCertificate: AppleRoots.appleRootCAG3))
+    }
+
     static func verified(_ payload: JWSTransactionDecodedPayload) -> VerifiedTransaction {
         VerifiedTransaction(
             payload: payload, payloadJSON: [], effectiveDate: Date(), effectiveDateSource: .signedDate,

@@ -242,7 +242,7 @@ enum Table {
         TableRow(combination: .init(.priceChange), otid: "1000", history: [subscribed],
                  input: unchanged(.priceChange, nil, uuid: "pc1"), state: .active, entitled: true, events: []),
         TableRow(combination: .init(.rescindConsent), otid: "1000", history: [],
-                 input: F.notification(.rescindConsent, uuid: "rc1", signed: t0), state: nil, entitled: false, events: []),
+                 input: F.rescindConsent("app-rc1", uuid: "rc1", signed: t0), state: nil, entitled: false, events: [.consentRescinded]),
     ]
 }
 

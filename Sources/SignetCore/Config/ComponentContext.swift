@@ -17,11 +17,16 @@ public struct ComponentContext: Sendable {
     public var location: ConfigLocation?
     /// Keys of the mapping that belong to the loader (`type`, and `format` for a dead-letter sink).
     public var reservedKeys: Set<String>
+    /// The environment the loader was given (``PipelineLoader/environment``): the one place a
+    /// factory reads a variable from (a default such as `SIGNET_API_TOKEN`, a key file's
+    /// contents), so a pipeline loaded with another environment (tests, lint) never sees the
+    /// process's.
+    public var environment: [String: String]
 
     public init(
         path: String, name: String? = nil, sinkNames: [String], logger: Logger,
         resources: [String: any PipelineResource] = [:], location: ConfigLocation? = nil,
-        reservedKeys: Set<String> = ["type"]
+        reservedKeys: Set<String> = ["type"], environment: [String: String] = [:]
     ) {
         self.path = path
         self.name = name
@@ -30,6 +35,7 @@ public struct ComponentContext: Sendable {
         self.resources = resources
         self.location = location
         self.reservedKeys = reservedKeys
+        self.environment = environment
     }
 
     /// The resource named `name`, which must be of type `R`.

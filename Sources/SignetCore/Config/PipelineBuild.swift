@@ -175,7 +175,7 @@ struct PipelineBuild {
         let context = ComponentContext(
             path: path, name: name, sinkNames: sinkNames, logger: loader.logger,
             resources: Dictionary(resources.map { ($0.name, $0.resource) }, uniquingKeysWith: { first, _ in first }),
-            location: node.location, reservedKeys: reserved)
+            location: node.location, reservedKeys: reserved, environment: loader.environment)
         do {
             return (try entry.factory(config, context), config, entry.spec)
         } catch let error as ConfigError {

@@ -84,7 +84,7 @@ extension ComponentRegistry {
                         key: "purchases_path")
                 }
                 store = try context.resource(named: name, as: StateStoreResource.self)
-                let token = try config.optionalString("api_token") ?? ProcessInfo.processInfo.environment["SIGNET_API_TOKEN"]
+                let token = try config.optionalString("api_token") ?? context.environment["SIGNET_API_TOKEN"]
                 options.apiToken = token.flatMap { $0.isEmpty ? nil : $0 }
                 if options.apiToken == nil, !options.address.isLoopback {
                     throw config.error(

@@ -83,7 +83,7 @@ enum SQLiteSchema {
         SELECT original_transaction_id, max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)), environment
         FROM subscriptions
         WHERE product_type = 'Auto-Renewable Subscription' AND auto_renew = 1 AND expiration_intent IS NULL
-          AND COALESCE(billing_retry, 0) = 0 AND revocation_date IS NULL
+          AND COALESCE(billing_retry, 0) = 0 AND revocation_date IS NULL AND migrated_to_original_transaction_id IS NULL
           AND max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)) > ?1
           AND max(COALESCE(expires_date, renewal_date), COALESCE(renewal_date, expires_date)) <= ?2
           AND original_transaction_id > ?3

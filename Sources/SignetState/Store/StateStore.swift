@@ -38,7 +38,7 @@ public protocol StateStore: AnyObject, Sendable {
     /// Up to `limit` auto-renewable subscriptions, in ascending originalTransactionId after
     /// `after` (nil: from the first), whose period ended after `endedAfter` and at or before
     /// `endedBefore` (ms since 1970) although Signet expects them to renew: auto-renew on, no
-    /// expiration intent, not in billing retry, not revoked. Apple renewed them and the
+    /// expiration intent, not in billing retry, not revoked, not migrated. Apple renewed them and the
     /// notification never came, or they lapsed unannounced: the purchases `appstore_reconcile`
     /// asks Apple about, paging with `after` past those it asked already.
     func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase]
