@@ -16,6 +16,7 @@ import PackageDescription
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
 /// - `SignetAppStorePipeline` the client's sources and stages (backfill, catch-up, reconcile), their checkpoints
+/// - `SignetTesting`   `signet test`: a pipeline's test cases run against in-memory stores and capturing sinks
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
     name: "Signet",
@@ -32,6 +33,7 @@ let package = Package(
         .library(name: "SignetPostgres", targets: ["SignetPostgres"]),
         .library(name: "SignetAppStoreAPI", targets: ["SignetAppStoreAPI"]),
         .library(name: "SignetAppStorePipeline", targets: ["SignetAppStorePipeline"]),
+        .library(name: "SignetTesting", targets: ["SignetTesting"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
     ],
@@ -138,6 +140,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]),
+        // `signet test`: runs a pipeline file's test cases with in-memory stores and capturing sinks.
+        .target(
+            name: "SignetTesting",
+            dependencies: ["SignetCore", .product(name: "Logging", package: "swift-log")]),
         // The production library: no test PKI (SignetFixtures holds private keys).
         .target(
             name: "Signet",
@@ -149,7 +155,7 @@ let package = Package(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "CMalloc", "CBuildInfo",
+                "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "SignetTesting", "CMalloc", "CBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -166,9 +172,15 @@ let package = Package(
             ],
             path: "Tests/SignetTestSupport"),
         .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
+        .testTarget(name: "SignetTestingTests", dependencies: ["SignetTesting", "SignetCore", "SignetTestSupport"]),
         .testTarget(
             name: "SignetCoreTests",
-            dependencies: ["SignetCore", "SignetTestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+            dependencies: [
+                "SignetCore", "SignetTestSupport", .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The wrappers over libcrypto; Apple's root and the test PKI (SignetJWS, SignetFixtures) are what they are tried on.
+        .testTarget(name: "SignetOpenSSLTests", dependencies: ["SignetOpenSSL", "SignetJWS", "SignetFixtures", "SignetTestSupport"]),
         .testTarget(
             name: "SignetJWSTests",
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),

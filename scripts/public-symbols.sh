@@ -9,7 +9,7 @@ python3 - "$@" <<'PY'
 import glob, json, sys
 graphs = glob.glob(".build/*/symbolgraph")[0]
 modules = ["SignetCore", "AppStoreModels", "SignetOpenSSL", "SignetJWS", "SignetFixtures", "SignetState",
-           "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStoreAPI", "SignetAppStorePipeline", "Signet"]
+           "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStoreAPI", "SignetAppStorePipeline", "SignetTesting", "Signet"]
 def symbols(module):
     # The module's own graph and its extensions of other modules' types (Module@Other).
     for path in [f"{graphs}/{module}.symbols.json"] + glob.glob(f"{graphs}/{module}@*.symbols.json"):

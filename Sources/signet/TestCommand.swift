@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Signet
 import SignetCore
+import SignetTesting
 
 struct TestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -108,5 +108,12 @@ public struct TemporaryDirectory {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
     public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    /// Writes `text` to `name` in the directory; returns its path.
+    @discardableResult
+    public func write(_ name: String, _ text: String) throws -> String {
+        let file = path(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        return file
+    }
     public func remove() { try? FileManager.default.removeItem(at: url) }
 }

@@ -6,21 +6,21 @@ import Foundation
 /// ``errors`` afterwards. A value that holds an unset `${VAR}` placeholder (only while
 /// linting) never fails typing: the unset variable is reported as a warning instead,
 /// and the field's default or example stands in so the rest can still be checked.
-struct ConfigValidator {
+package struct ConfigValidator {
     /// Names a `.storeName` field may take.
-    var storeNames: [String]
-    private(set) var errors: [ConfigError] = []
+    package var storeNames: [String]
+    package private(set) var errors: [ConfigError] = []
     /// Store names the validated values refer to, with where.
     private(set) var storeReferences: [(name: String, location: ConfigLocation)] = []
 
-    init(storeNames: [String]) {
+    package init(storeNames: [String]) {
         self.storeNames = storeNames
     }
 
     /// Validates the mapping `node` (null counts as empty) against `fields`.
     /// Keys in `reserved` (such as `type`) belong to the caller and are skipped; with
     /// `allowsUnknownKeys` so is every undeclared key (components that read their own).
-    mutating func validate(
+    package mutating func validate(
         _ node: ConfigNode, fields: [ConfigField], reserved: Set<String> = [],
         retiredKeys: [String: String] = [:], allowsUnknownKeys: Bool = false
     ) -> ParsedConfig {

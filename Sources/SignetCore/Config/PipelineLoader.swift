@@ -95,7 +95,7 @@ public struct PipelineLoader: Sendable {
         return try build.run()
     }
 
-    static func sorted(_ errors: [ConfigError]) -> [ConfigError] {
+    package static func sorted(_ errors: [ConfigError]) -> [ConfigError] {
         errors.sorted { ($0.location?.line ?? 0, $0.location?.column ?? 0) < ($1.location?.line ?? 0, $1.location?.column ?? 0) }
     }
 }

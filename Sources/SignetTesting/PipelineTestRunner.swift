@@ -1,4 +1,5 @@
 import Logging
+public import SignetCore
 
 /// Runs a pipeline's test cases (`signet test`): each case loads the pipeline afresh
 /// with the suite's environment, in-memory stores instead of the declared ones

@@ -1,3 +1,4 @@
+public import SignetCore
 /// One test of a pipeline: inputs, extra environment, and what must come out.
 public struct PipelineTestCase: Sendable {
     public var name: String

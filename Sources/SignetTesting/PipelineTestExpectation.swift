@@ -1,4 +1,5 @@
 import Foundation
+public import SignetCore
 
 /// What one test case expects: the messages each sink receives, the dead letters, the
 /// drops, and (unless `allowsMore`) nothing else.

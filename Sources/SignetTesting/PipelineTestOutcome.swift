@@ -1,3 +1,4 @@
+public import SignetCore
 /// How one test case went: passed, or the differences found.
 public struct PipelineTestOutcome: Sendable {
     public var name: String

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 import SignetTestSupport
 
-@testable import SignetCore
+import SignetCore
+@testable import SignetTesting
 
 /// How `signet test` compares a run with a case's expectation.
 @Suite("Pipeline test expectations")
@@ -63,7 +64,7 @@ struct PipelineTestRunnerTests {
     }
 
     @Test func aTestFileIsValidatedLikeAPipeline() throws {
-        let dir = try CoreTempDir()
+        let dir = try TemporaryDirectory(prefix: "signet-testing-tests")
         defer { dir.remove() }
         let file = try dir.write("p.test.yaml", "tests:\n  - name: x\n    input_file: a.ndjson\n    expect: {dropped: {duplicate: many}}\n")
         do {

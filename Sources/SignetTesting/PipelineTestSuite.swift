@@ -1,4 +1,5 @@
 import Foundation
+public import SignetCore
 
 /// A pipeline's test file (`Pipelines/tests/stdin.test.yaml`): which pipeline, the
 /// environment it runs with, and the cases.

@@ -7,6 +7,11 @@ import Testing
 
 @Suite("OpenSSL wrappers")
 struct OpenSSLWrapperTests {
+    /// The Apple library's test root (certs/testCA.der).
+    static func testCA() throws -> X509Certificate {
+        try X509Certificate(derEncoded: [UInt8](try Data(contentsOf: FixturePaths.appleLibraryVectors.appendingPathComponent("certs/testCA.der"))))
+    }
+
     @Test("the built-in Apple Root CA - G3 has Apple's published SHA-256 fingerprint")
     func appleRootPinned() throws {
         let root = AppleRoots.appleRootCAG3
@@ -14,7 +19,7 @@ struct OpenSSLWrapperTests {
             == "63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79")
         #expect(SHA256.hex(root.sha256Fingerprint) == AppleRoots.appleRootCAG3SHA256)
         // Byte-identical to the certificate shipped with the fixtures.
-        let fixture = try Fixture.bytes(FixturePaths.appleReal.appendingPathComponent("AppleRootCA-G3.der"))
+        let fixture = [UInt8](try Data(contentsOf: FixturePaths.appleReal.appendingPathComponent("AppleRootCA-G3.der")))
         #expect(root.derEncoded == fixture)
         #expect(root.subject.contains("CN=Apple Root CA - G3"))
         #expect(root.isCA)
@@ -28,10 +33,10 @@ struct OpenSSLWrapperTests {
     func loading() throws {
         let g3pem = try X509Certificate.loadAll(fromFile: FixturePaths.appleReal.appendingPathComponent("AppleRootCA-G3.pem").path)
         #expect(g3pem == [AppleRoots.appleRootCAG3])
-        let bundle = AppleRoots.appleRootCAG3.pemEncoded + "\n" + (try Fixture.testCA().pemEncoded)
+        let bundle = AppleRoots.appleRootCAG3.pemEncoded + "\n" + (try Self.testCA().pemEncoded)
         let both = try X509Certificate.loadAll(pemOrDER: Array(bundle.utf8))
         #expect(both.count == 2)
-        #expect(both[1] == (try Fixture.testCA()))
+        #expect(both[1] == (try Self.testCA()))
         #expect(try X509Certificate(pemEncoded: bundle) == AppleRoots.appleRootCAG3)
         #expect(throws: OpenSSLError.self) { try X509Certificate.loadAll(pemOrDER: Array("-----BEGIN nothing".utf8)) }
         #expect(throws: OpenSSLError.self) { try X509Certificate(derEncoded: [0x30, 0x03, 0x02, 0x01, 0x01]) }
