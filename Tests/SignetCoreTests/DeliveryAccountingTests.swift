@@ -90,8 +90,10 @@ struct DeliveryAccountingTests {
             batch: RecordBatch(records: [generated, routed, rejected, dropped]), sinkNames: ["a", "b"],
             deadLetter: DeadLetterOutput(sink: CaptureSink()))
 
-        #expect(plan.positions.map(\.offset) == [1, 2, 3])
-        #expect(plan.positions.allSatisfy { $0.stream == "s" })
+        #expect(plan.outcomes.map(\.position.offset) == [1, 2, 3])
+        #expect(plan.outcomes.allSatisfy { $0.position.stream == "s" })
+        // Each with what became of it: the source answers by it (the webhook).
+        #expect(plan.outcomes.map { $0.status == .active } == [true, false, false])
         #expect(plan.counts.passed == 1)
         #expect(plan.counts.rejectedByReason == ["test_bad": 1])
         #expect(plan.counts.droppedByReason == ["duplicate": 1])

@@ -44,9 +44,9 @@ struct DeliveryPlan: Sendable {
     private(set) var deadLetters: [OutputMessage] = []
     /// Passed, rejected and dropped records, by reason (delivery counts come from ``settle(refusals:)``).
     private(set) var counts = RunSummary()
-    /// The positions to commit: every record that came from the source (a ticking stage's
-    /// generated records have none).
-    private(set) var positions: [SourcePosition] = []
+    /// What to commit: every record that came from the source (a ticking stage's generated
+    /// records have none), with its final status.
+    private(set) var outcomes: [RecordOutcome] = []
 
     init(batch: RecordBatch, sinkNames: [String], deadLetter: DeadLetterOutput) {
         self.batch = batch
@@ -55,7 +55,7 @@ struct DeliveryPlan: Sendable {
         var shares = sinkNames.indices.map { Share(sink: $0, messages: [], outputs: []) }
         for (index, record) in batch.records.enumerated() {
             let generated = record[GeneratedRecordKey.self] == true
-            if !generated { positions.append(record.position) }
+            if !generated { outcomes.append(RecordOutcome(position: record.position, status: record.status)) }
             switch record.status {
             case .active:
                 if !generated { counts.passed += 1 }

@@ -248,13 +248,8 @@ public final class PipelineRunner: Sendable {
             }
             return
         }
-        if let reporting = pipeline.source as? any OutcomeReportingSource {
-            let outcomes = batch.records.lazy.filter { $0[GeneratedRecordKey.self] != true }
-                .map { RecordOutcome(position: $0.position, status: $0.status) }
-            if !outcomes.isEmpty { try await reporting.commit(outcomes: Array(outcomes)) }
-        } else if !plan.positions.isEmpty {
-            try await pipeline.source.commit(plan.positions)
-        }
+        let outcomes = plan.outcomes
+        if !outcomes.isEmpty { try await pipeline.source.commit(outcomes: outcomes) }
         FaultInjection.point("after_source_commit")
         let committedAt = WallClock.milliseconds()
         latencies.withLock { histogram in
@@ -267,7 +262,7 @@ public final class PipelineRunner: Sendable {
         counts.deliveredBySink = settlement.deliveredBySink
         summary.withLock { $0.add(counts) }
         metrics.batchCommitted(
-            batch, sourceRecords: plan.positions.count, counts: counts, committedAtMilliseconds: committedAt)
+            batch, sourceRecords: plan.outcomes.count, counts: counts, committedAtMilliseconds: committedAt)
         logger.debug(
             "batch committed",
             metadata: [

@@ -12,6 +12,11 @@ public protocol Source: Sendable {
     func nextBatch(maxRecords: Int) async throws -> [Record]?
     /// Marks these records as fully handled, so a restart does not read them again.
     func commit(_ positions: [SourcePosition]) async throws
+    /// What the runner calls once every sink and the dead-letter sink acknowledged a batch:
+    /// each record that came from the source, in order, with what became of it. A source that
+    /// answers whoever sent its records (the webhook answers each request) implements it; the
+    /// default commits the positions (``commit(_:)``).
+    func commit(outcomes: [RecordOutcome]) async throws
     /// Asks the source to stop producing: the next `nextBatch` returns nil.
     func stop() async
     /// Releases the input. Called once, after the last commit.
@@ -21,6 +26,7 @@ public protocol Source: Sendable {
 extension Source {
     public func open() async throws {}
     public func commit(_ positions: [SourcePosition]) async throws {}
+    public func commit(outcomes: [RecordOutcome]) async throws { try await commit(outcomes.map(\.position)) }
     public func close() async throws {}
 }
 

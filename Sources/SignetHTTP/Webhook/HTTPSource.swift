@@ -15,7 +15,7 @@ import Synchronization
 /// The server (Hummingbird, HTTP/1.1) starts in ``open()`` and stops in ``close()``, so
 /// the source behaves like any other under ``PipelineRunner``. ``stop()`` starts the
 /// drain: new requests get 503 with `Retry-After` while queued ones are still committed.
-public final class HTTPSource: OutcomeReportingSource {
+public final class HTTPSource: Source {
     /// The source's settings (YAML keys in ``ComponentSpec/httpSource``).
     public struct Options: Sendable {
         /// Where to listen; port 0 picks a free port (see ``boundAddress``).
@@ -148,6 +148,7 @@ public final class HTTPSource: OutcomeReportingSource {
         intake.commit(outcomes)
     }
 
+    /// For a caller without outcomes (an embedder's own loop): every request is answered as processed.
     public func commit(_ positions: [SourcePosition]) async throws {
         intake.commit(positions.map { RecordOutcome(position: $0, status: .active) })
     }
