@@ -12,10 +12,12 @@ public enum Signet {
     /// Signet's version, as `signet --version` prints it.
     public static let version = "0.1.0"
 
-    /// A registry with every built-in component: sources `stdin`, `file`, `kafka`, `http`,
-    /// `appstore_history`; stores `sqlite`, `memory`, `postgres`, `auto`; stages `decode`,
-    /// `verify`, `dedupe`, `transition`, `fanout`; sinks `stdout`, `file`, `kafka`, `http`;
-    /// the `http:` section. Add your own before loading a pipeline.
+    /// A registry with every built-in component (`signet components` lists them with their
+    /// keys): sources `stdin`, `file`, `kafka`, `http`, `appstore_history`,
+    /// `appstore_statuses`; stores `sqlite`, `memory`, `postgres`, `auto`; stages `decode`,
+    /// `verify`, `dedupe`, `transition`, `fanout`, `appstore_catch_up`, `appstore_reconcile`;
+    /// sinks `stdout`, `file`, `kafka`, `http`; the `http:` and `settings:` sections. Add your
+    /// own before loading a pipeline.
     public static func makeRegistry() -> ComponentRegistry {
         var registry = ComponentRegistry()
         registry.registerCoreComponents()

@@ -48,17 +48,18 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
 /// One bucket per (bundle id, environment, endpoint class): Apple's limits are per app, per
 /// environment and per endpoint, whichever host (Apple's, a proxy) the requests go through.
 /// ``shared`` is the process-wide instance every client uses unless given another, so
-/// several clients of one app in one process share the budget. Spacing (one request every `1/rate` s, no burst) never exceeds the rate in
-/// any window, which also keeps Apple's hourly accounting happy. The rate belongs to the
-/// bucket: clients that ask with different rates all get the lowest one asked for, so they
-/// never work against each other's spacing.
+/// several clients of one app in one process share the budget; with a ``SharedRateBudget``
+/// (the PostgreSQL store) every instance of a deployment books from one budget. Spacing (one
+/// request every `1/rate` s, no burst) never exceeds the rate in any window, which also keeps
+/// Apple's hourly accounting happy. The rate belongs to the bucket: clients that ask with
+/// different rates all get the lowest one asked for, so they never work against each other's
+/// spacing.
 ///
-/// Each waiter books a slot one interval after the last booked one and sleeps until it, so
-/// waiters wake one at a time (when all slept until the same earliest instant, every grant
-/// woke every waiter, and each wake-up is a timer and a thread's CPU). The spacing itself is
-/// still measured from when the previous request actually went: a waiter that wakes before
-/// that (its predecessor was woken late) waits out the difference, and one that a 429's pause
-/// overtook books a slot after the pause.
+/// Each waiter books its own slot, one interval after the last booked one, and sleeps until
+/// it: waiters wake one at a time, one timer each. The spacing is measured from when the
+/// previous request actually went: a waiter that wakes before that (its predecessor was woken
+/// late) waits out the difference, and one that a 429's pause overtook books a slot after the
+/// pause.
 public final class AppStoreAPIRateLimiter: Sendable {
     /// The instance every ``AppStoreServerAPIClient`` uses by default.
     public static let shared = AppStoreAPIRateLimiter()

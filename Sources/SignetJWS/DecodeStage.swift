@@ -25,7 +25,7 @@ public struct DecodeStage: RecordStage {
     }
 
     public func process(record: inout Record) throws(RecordRejection) {
-        record[SignedEnvelopeKey.self] = try Self.envelope(from: record.raw)
+        record[SignedEnvelopePart.self] = try Self.envelope(from: record.raw)
     }
 
     /// Parses one input line into its signed envelope.

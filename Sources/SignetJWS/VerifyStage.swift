@@ -6,7 +6,7 @@ import SignetOpenSSL
 
 /// The `verify` stage: checks the JWS signature, the x5c chain to the configured roots,
 /// Apple's marker OIDs, validity at `signedDate`, the claims, and the nested JWS, then
-/// puts the result in ``VerifiedPayloadKey`` and emits the decoded document
+/// puts the result in ``VerifiedPayloadPart`` and emits the decoded document
 /// (Schemas/decoded-notification.schema.json) as the record's output.
 ///
 /// Records spread over `parallelism` threads: verification is pure CPU and the
@@ -63,7 +63,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
         for record in batch.records {
             switch record.status {
             case .active:
-                guard let verified = record[VerifiedPayloadKey.self] else { continue }
+                guard let verified = record[VerifiedPayloadPart.self] else { continue }
                 let type: String = switch verified {
                 case .notification(let notification): notification.payload.notificationType?.rawValue ?? "unknown"
                 case .transaction: "transaction"
@@ -85,7 +85,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
     }
 
     public func process(record: inout Record) throws(RecordRejection) {
-        guard let envelope = record[SignedEnvelopeKey.self] else {
+        guard let envelope = record[SignedEnvelopePart.self] else {
             throw RecordRejection(.missingSignedPayload, "no signed envelope on the record: put a 'decode' stage before 'verify'")
         }
         let verified: VerifiedPayload
@@ -97,7 +97,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
             verified = .status(
                 try verifier.verifyStatus(transaction: envelope.jws, renewalInfo: envelope.renewalJWS ?? "", status: envelope.status))
         }
-        record[VerifiedPayloadKey.self] = verified
+        record[VerifiedPayloadPart.self] = verified
         if emitsDocument { record.outputs = [Self.output(for: verified)] }
     }
 

@@ -77,7 +77,7 @@ struct DeliveryAccountingTests {
 
     @Test func thePlanRoutesCountsAndCommitsWithoutWriting() {
         var generated = Record(raw: [], position: SourcePosition(stream: "sweep", offset: 1))
-        generated[GeneratedRecordKey.self] = true
+        generated[GeneratedRecordPart.self] = true
         generated.outputs.append(OutputMessage(value: [1], headers: [.init(.eventType, "expired")]))
         var routed = Record(raw: [], position: SourcePosition(stream: "s", offset: 1))
         routed.outputs.append(OutputMessage(value: [2], headers: [.init(.eventType, "renewed")], routes: ["a"]))

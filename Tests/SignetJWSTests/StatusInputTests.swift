@@ -33,7 +33,7 @@ struct StatusInputTests {
         let transaction = try A.signed(A.transactionJSON()), renewal = try A.signed(A.renewalJSON())
         for (text, expected) in [("1", 1 as Int?), ("null", nil), ("4", 4)] {
             let record = try Self.run(Self.line(transaction: transaction, renewal: renewal, status: text))
-            guard case .status(let status)? = record[VerifiedPayloadKey.self] else {
+            guard case .status(let status)? = record[VerifiedPayloadPart.self] else {
                 Issue.record("not a status: \(record.status)")
                 continue
             }
@@ -41,7 +41,7 @@ struct StatusInputTests {
             #expect(status.renewalInfo.payload.originalTransactionId == "2000000000")
             #expect(status.status == expected)
         }
-        let document = VerifyStage.output(for: try #require(try Self.run(Self.line(transaction: transaction, renewal: renewal))[VerifiedPayloadKey.self]))
+        let document = VerifyStage.output(for: try #require(try Self.run(Self.line(transaction: transaction, renewal: renewal))[VerifiedPayloadPart.self]))
         let json = try #require(JSONSerialization.jsonObject(with: Data(document.value)) as? [String: Any])
         #expect(json["kind"] as? String == "status")
         #expect(json["status"] as? Int == 1)
@@ -65,7 +65,7 @@ struct StatusInputTests {
         ]
         for (name, line, reason) in cases {
             let record = try Self.run(line)
-            #expect(record[VerifiedPayloadKey.self] == nil, "\(name)")
+            #expect(record[VerifiedPayloadPart.self] == nil, "\(name)")
             guard case .rejected(let rejection, _) = record.status else {
                 Issue.record("\(name): not rejected")
                 continue

@@ -38,7 +38,7 @@ struct StrictJSONInputTests {
             #"{"signedPayload":"\#(Self.jws)","signedTransaction":null}"#,
         ] {
             let record = try Self.run(Array(line.utf8), mode)
-            #expect(record[VerifiedPayloadKey.self] != nil, "\(line.prefix(40))")
+            #expect(record[VerifiedPayloadPart.self] != nil, "\(line.prefix(40))")
         }
     }
 
@@ -82,7 +82,7 @@ struct StrictJSONInputTests {
     func validHeader(mode: AdversarialTests.CacheMode) throws {
         let jws = try Self.jws { Array(("{\"typ\":\"JWT\",\"kid\":null," + $0.dropFirst()).utf8) }
         let record = try Self.run(Array(#"{"signedPayload":"\#(jws)"}"#.utf8), mode)
-        #expect(record[VerifiedPayloadKey.self] != nil)
+        #expect(record[VerifiedPayloadPart.self] != nil)
     }
 
     @Test("a header that is not RFC 8259 JSON → malformed_jws", arguments: AdversarialTests.CacheMode.allCases)

@@ -104,7 +104,7 @@ enum Fixture {
 
     static func record(_ payload: VerifiedPayload, line: Int64) -> Record {
         var record = Record(raw: Array("line \(line)".utf8), position: SourcePosition(stream: "test", offset: line))
-        record[VerifiedPayloadKey.self] = payload
+        record[VerifiedPayloadPart.self] = payload
         return record
     }
 

@@ -65,7 +65,7 @@ public final class AppStoreCatchUpStage: TickingStage {
     }
 
     /// Marks the records a sweep produced (its number), so ``acknowledge(_:)`` can count them.
-    enum SweepKey: RecordPartKey {
+    enum SweepPart: RecordPartKey {
         typealias Value = Int
     }
 
@@ -176,7 +176,7 @@ public final class AppStoreCatchUpStage: TickingStage {
                 var record = Record(
                     raw: AppStoreHistorySource.envelope(item.signedPayload),
                     position: SourcePosition(stream: "appstore-catch-up", offset: first + Int64(index)))
-                record[SweepKey.self] = fetched.subWindow
+                record[SweepPart.self] = fetched.subWindow
                 records.append(record)
             }
         }
@@ -187,7 +187,7 @@ public final class AppStoreCatchUpStage: TickingStage {
     public func acknowledge(_ batch: RecordBatch) async throws {
         var outcomes: [Int: (recovered: Int, duplicates: Int, rejected: Int)] = [:]
         for record in batch.records {
-            guard let number = record[SweepKey.self] else { continue }
+            guard let number = record[SweepPart.self] else { continue }
             switch record.status {
             case .active: outcomes[number, default: (0, 0, 0)].recovered += 1
             case .dropped: outcomes[number, default: (0, 0, 0)].duplicates += 1

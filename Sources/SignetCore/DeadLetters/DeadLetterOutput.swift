@@ -50,7 +50,7 @@ public struct DeadLetterOutput: Sendable {
             }
             json.endObject()
             json.key("rejectedAt"); json.string(Self.timestamp(time))
-            let originalLength = max(record[OriginalInputLengthKey.self] ?? 0, record.raw.count)
+            let originalLength = max(record[OriginalInputLengthPart.self] ?? 0, record.raw.count)
             json.key("inputBytes"); json.int(Int64(originalLength))
             let kept = record.raw.prefix(maxInputBytes)
             if let text = String(validating: kept, as: UTF8.self) {

@@ -1,6 +1,6 @@
 /// When the runner took a batch from the source, kept on the batch's first record (a
 /// merged batch's first record is its oldest), for the batch latency histogram.
-enum BatchReadInstantKey: RecordPartKey {
+enum BatchReadInstantPart: RecordPartKey {
     typealias Value = ContinuousClock.Instant
 }
 
@@ -13,7 +13,7 @@ extension PipelineMetrics {
         batchFinished(
             records: sourceRecords, passed: counts.passed, rejectedByReason: counts.rejectedByReason,
             droppedByReason: counts.droppedByReason)
-        if let readAt = batch.records.first?[BatchReadInstantKey.self] {
+        if let readAt = batch.records.first?[BatchReadInstantPart.self] {
             batchDuration(ContinuousClock.now - readAt)
         }
         for record in batch.records {

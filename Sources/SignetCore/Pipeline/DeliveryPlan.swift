@@ -54,7 +54,7 @@ struct DeliveryPlan: Sendable {
         self.deadLetter = deadLetter
         var shares = sinkNames.indices.map { Share(sink: $0, messages: [], outputs: []) }
         for (index, record) in batch.records.enumerated() {
-            let generated = record[GeneratedRecordKey.self] == true
+            let generated = record[GeneratedRecordPart.self] == true
             if !generated { outcomes.append(RecordOutcome(position: record.position, status: record.status)) }
             switch record.status {
             case .active:

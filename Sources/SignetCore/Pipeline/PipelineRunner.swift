@@ -130,7 +130,7 @@ public final class PipelineRunner: Sendable {
                     guard !records.isEmpty else { continue }
                     summary.withLock { $0.read += records.count }
                     metrics.recordsRead(records.count)
-                    records[0][BatchReadInstantKey.self] = .now
+                    records[0][BatchReadInstantPart.self] = .now
                     await handoffs[0].send(RecordBatch(records: records))
                 }
                 handoffs[0].finish()

@@ -84,15 +84,16 @@ public struct Record: Sendable {
 
 /// The full length of an input the source could keep only the beginning of (a line over
 /// `max_line_bytes`), so the dead-letter record reports the truth.
-package enum OriginalInputLengthKey: RecordPartKey {
+package enum OriginalInputLengthPart: RecordPartKey {
     public typealias Value = Int
 }
 
-/// Names a typed slot on a ``Record``; the key type itself is the identity.
+/// Names a typed slot on a ``Record``; the key type itself is the identity. By convention
+/// its name ends in `Part` (`VerifiedPayloadPart`, `DedupeKeyPart`).
 ///
 /// ```swift
-/// enum TenantKey: RecordPartKey { typealias Value = String }
-/// record[TenantKey.self] = "acme"
+/// enum TenantPart: RecordPartKey { typealias Value = String }
+/// record[TenantPart.self] = "acme"
 /// ```
 public protocol RecordPartKey {
     associatedtype Value: Sendable

@@ -28,7 +28,7 @@ final class StageTicker: Sendable {
     func tickIfDue() async throws -> RecordBatch? {
         guard due.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
         guard var batch = try await stage.tick(), !batch.records.isEmpty else { return nil }
-        for index in batch.records.indices { batch.records[index][GeneratedRecordKey.self] = true }
+        for index in batch.records.indices { batch.records[index][GeneratedRecordPart.self] = true }
         batch.isRedelivery = false
         return batch
     }

@@ -114,7 +114,7 @@ public final class LineSource: Source {
                 case .item(.tooLarge(let prefix, let length, let number, let endOffset)):
                     var record = Record(
                         raw: prefix, position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset))
-                    record[OriginalInputLengthKey.self] = length
+                    record[OriginalInputLengthPart.self] = length
                     record.reject(
                         RecordRejection(
                             .lineTooLarge,

@@ -49,7 +49,7 @@ public final class DedupeStage: Stage {
         var seen = Set<String>()
         for index in batch.records.indices where batch.records[index].isActive {
             // Records without a verified payload are left for later stages to judge.
-            guard let payload = batch.records[index][VerifiedPayloadKey.self] else { continue }
+            guard let payload = batch.records[index][VerifiedPayloadPart.self] else { continue }
             let input = TransitionInput(payload)
             let key = options.key.key(for: input)
             batch.records[index][TransitionInputPart.self] = input

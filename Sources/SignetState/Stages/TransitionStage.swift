@@ -84,7 +84,7 @@ public final class TransitionStage: TickingStage {
             let input: TransitionInput
             if let derived = batch.records[index][TransitionInputPart.self] {
                 input = derived
-            } else if let payload = batch.records[index][VerifiedPayloadKey.self] {
+            } else if let payload = batch.records[index][VerifiedPayloadPart.self] {
                 input = TransitionInput(payload)
             } else {
                 batch.records[index].reject(

@@ -84,7 +84,7 @@ final class FuzzHarness: Sendable {
         } catch {
             return
         }
-        guard let payload = record[VerifiedPayloadKey.self] else { return }
+        guard let payload = record[VerifiedPayloadPart.self] else { return }
         transition(TransitionInput(payload))
     }
 

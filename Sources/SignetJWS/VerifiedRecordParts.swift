@@ -62,11 +62,19 @@ public enum VerifiedPayload: Sendable {
 }
 
 /// Record slot filled by the `decode` stage.
-public enum SignedEnvelopeKey: RecordPartKey {
+public enum SignedEnvelopePart: RecordPartKey {
     public typealias Value = SignedEnvelope
 }
 
 /// Record slot filled by the `verify` stage; later stages read only verified data from here.
-public enum VerifiedPayloadKey: RecordPartKey {
+public enum VerifiedPayloadPart: RecordPartKey {
     public typealias Value = VerifiedPayload
 }
+
+/// The name of ``VerifiedPayloadPart`` before record parts were named alike.
+@available(*, deprecated, renamed: "VerifiedPayloadPart")
+public typealias VerifiedPayloadKey = VerifiedPayloadPart
+
+/// The name of ``SignedEnvelopePart`` before record parts were named alike.
+@available(*, deprecated, renamed: "SignedEnvelopePart")
+public typealias SignedEnvelopeKey = SignedEnvelopePart
