@@ -131,14 +131,14 @@ enum PostgresSchema {
     static let consentRestrictionColumns =
         "app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by"
 
-    /// Reads a row selected with ``consentRestrictionColumns``.
-    static func consentRestriction(from row: PostgresRow) throws -> ConsentRestriction {
+    /// Reads a row selected with ``consentRestrictionColumns``, from column `first` on.
+    static func consentRestriction(from row: PostgresRow, startingAt first: Int = 0) throws -> ConsentRestriction {
         let cells = PostgresRandomAccessRow(row)
         return ConsentRestriction(
-            appTransactionId: try cells[0].decode(String.self), bundleId: try cells[1].decode(String?.self),
-            environment: try cells[2].decode(String?.self), rescindedAt: try cells[3].decode(Int64.self),
-            notificationUUID: try cells[4].decode(String?.self), clearedAt: try cells[5].decode(Int64?.self),
-            clearedBy: try cells[6].decode(String?.self))
+            appTransactionId: try cells[first].decode(String.self), bundleId: try cells[first + 1].decode(String?.self),
+            environment: try cells[first + 2].decode(String?.self), rescindedAt: try cells[first + 3].decode(Int64.self),
+            notificationUUID: try cells[first + 4].decode(String?.self), clearedAt: try cells[first + 5].decode(Int64?.self),
+            clearedBy: try cells[first + 6].decode(String?.self))
     }
 
     /// Reads a row selected with ``outboxColumns``.

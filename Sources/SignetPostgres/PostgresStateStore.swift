@@ -258,7 +258,7 @@ public final class PostgresStateStore: StateStore {
             let rows = try session.query(PostgresQuery(
                 unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
                 binds: Self.binds(appTransactionId)))
-            return try rows.first.map(PostgresSchema.consentRestriction(from:))
+            return try rows.first.map { try PostgresSchema.consentRestriction(from: $0) }
         }
     }
 

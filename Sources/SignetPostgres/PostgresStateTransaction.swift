@@ -35,9 +35,11 @@ final class PostgresStateTransaction: StateTransaction {
     private var knownKeys: Set<String> = []
     /// Purchases read (and locked) by the prefetch; nil: no row existed.
     private var prefetched: [String: SubscriptionSnapshot?] = [:]
-    /// Consent restrictions read by ``prefetchConsentRestrictions(appTransactionIds:)`` or
-    /// written here; nil: none recorded.
+    /// Consent restrictions read by the prefetch or written here; nil: none recorded.
     private var restrictions: [String: ConsentRestriction?] = [:]
+    /// App transactions announced by ``prefetchConsentRestrictions(appTransactionIds:)``, read
+    /// with the dedupe keys in ``prefetch(keys:originalTransactionIds:)`` (one round trip for both).
+    private var announcedAppTransactions: [String] = []
     /// Outbox rows queued by ``appendEvent(_:payload:inputKey:createdAt:)`` (JSON objects).
     private var pendingEvents: [[UInt8]] = []
     /// Sequence numbers reserved for this transaction's outbox rows, last one next.
@@ -65,11 +67,10 @@ final class PostgresStateTransaction: StateTransaction {
     /// still caught: ``recordKey(_:seenAt:)`` inserts only if absent, else reruns the batch.
     func prefetch(keys: [String], originalTransactionIds: [String]) throws {
         let newKeys = Array(Set(keys).subtracting(prefetchedKeys))
-        if !newKeys.isEmpty {
-            for row in try session.query("SELECT key FROM signet_dedupe_keys WHERE key = ANY(\(newKeys))") {
-                knownKeys.insert(try row.decode(String.self))
-            }
-            prefetchedKeys.formUnion(newKeys)
+        let apps = Array(Set(announcedAppTransactions).subtracting(restrictions.keys))
+        announcedAppTransactions = []
+        if !newKeys.isEmpty || !apps.isEmpty {
+            try readKeysAndRestrictions(keys: newKeys, appTransactionIds: apps)
         }
         let ids = Set(originalTransactionIds).subtracting(prefetched.keys).subtracting(written.keys).sorted()
         guard !ids.isEmpty else { return }
@@ -136,18 +137,39 @@ final class PostgresStateTransaction: StateTransaction {
         }
     }
 
-    /// One round trip for every app transaction of the batch (restrictions are rare: most
-    /// batches find none).
+    /// Remembered for ``prefetch(keys:originalTransactionIds:)``, which reads them in the same
+    /// round trip as the dedupe keys (announce them first); a later announcement reads at once.
     func prefetchConsentRestrictions(appTransactionIds: [String]) throws {
+        guard !prefetchedKeys.isEmpty else {
+            announcedAppTransactions += appTransactionIds
+            return
+        }
         let ids = Array(Set(appTransactionIds).subtracting(restrictions.keys))
-        guard !ids.isEmpty else { return }
+        if !ids.isEmpty { try readKeysAndRestrictions(keys: [], appTransactionIds: ids) }
+    }
+
+    /// Which of `keys` are recorded and the restrictions of `appTransactionIds`, in one query.
+    private func readKeysAndRestrictions(keys: [String], appTransactionIds ids: [String]) throws {
+        var binds = PostgresBindings()
+        binds.append(keys)
+        binds.append(ids)
+        let rows = try session.query(PostgresQuery(unsafeSQL: """
+            SELECT NULL::text, key, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::text
+            FROM signet_dedupe_keys WHERE key = ANY($1)
+            UNION ALL
+            SELECT 'consent', \(PostgresSchema.consentRestrictionColumns)
+            FROM signet_consent_restrictions WHERE app_transaction_id = ANY($2)
+            """, binds: binds))
+        prefetchedKeys.formUnion(keys)
         for id in ids { restrictions[id] = .some(nil) }
-        for row in try session.query(PostgresQuery(
-            unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = ANY($1)",
-            binds: { var binds = PostgresBindings(); binds.append(ids); return binds }()))
-        {
-            let restriction = try PostgresSchema.consentRestriction(from: row)
-            restrictions[restriction.appTransactionId] = restriction
+        for row in rows {
+            let cells = PostgresRandomAccessRow(row)
+            if try cells[0].decode(String?.self) == nil {
+                knownKeys.insert(try cells[1].decode(String.self))
+            } else {
+                let restriction = try PostgresSchema.consentRestriction(from: row, startingAt: 1)
+                restrictions[restriction.appTransactionId] = restriction
+            }
         }
     }
 
@@ -156,7 +178,7 @@ final class PostgresStateTransaction: StateTransaction {
         let rows = try session.query(PostgresQuery(
             unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
             binds: binds(appTransactionId)))
-        let restriction = try rows.first.map(PostgresSchema.consentRestriction(from:))
+        let restriction = try rows.first.map { try PostgresSchema.consentRestriction(from: $0) }
         restrictions[appTransactionId] = .some(restriction)
         return restriction
     }

@@ -101,13 +101,14 @@ public final class TransitionStage: TickingStage {
         let names = store.entitlementNames
         let now = WallClock.milliseconds()
         let outcomes: [Outcome] = try store.withTransaction { transaction in
+            // The app transactions first: a shared store reads them with the dedupe keys.
+            try transaction.prefetchConsentRestrictions(
+                appTransactionIds: inputs.lazy.filter { $0.source == .notification }.compactMap(\.appTransactionId))
             // With the purchases migrations end (taken in one sorted pass with the rest: no lock
             // order for two instances to disagree on).
             try transaction.prefetch(
                 keys: keys,
                 originalTransactionIds: inputs.compactMap(\.originalTransactionId) + inputs.compactMap(\.transaction?.previousOriginalTransactionId))
-            try transaction.prefetchConsentRestrictions(
-                appTransactionIds: inputs.lazy.filter { $0.source == .notification }.compactMap(\.appTransactionId))
             var seen = Set<String>(minimumCapacity: keys.count)
             var outcomes: [Outcome] = []
             outcomes.reserveCapacity(keys.count)

@@ -94,9 +94,9 @@ public protocol StateTransaction {
     /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances do not sweep one purchase.
     func subscriptionsDue(atOrBefore cutoff: Int64, limit: Int) throws -> [SubscriptionSnapshot]
 
-    /// Announces the app transactions a batch's inputs name, before their
-    /// ``consentRestriction(appTransactionId:)`` calls: a shared store reads them in one round
-    /// trip. Optional, like ``prefetch(keys:originalTransactionIds:)``.
+    /// Announces the app transactions a batch's inputs name, before ``prefetch(keys:originalTransactionIds:)``
+    /// and their ``consentRestriction(appTransactionId:)`` calls: a shared store reads them with
+    /// the dedupe keys, in one round trip. Optional, like the prefetch.
     func prefetchConsentRestrictions(appTransactionIds: [String]) throws
     /// The consent restriction of one app transaction as of this transaction.
     func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
