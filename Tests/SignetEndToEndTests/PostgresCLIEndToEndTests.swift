@@ -57,6 +57,13 @@ struct PostgresCLIEndToEndTests {
 
         let migrate = try StateE2E.signet(["migrate"], corpus: corpus, extra: onPostgres)
         #expect(migrate.exitCode == 0 && migrate.stdoutText.contains("up to date"), "\(migrate.stdoutText) \(migrate.stderr)")
+        // A RESCIND_CONSENT's restriction, cleared from the CLI on PostgreSQL (a reader's
+        // connection: no lease, no migration), then shown as cleared.
+        let rescind = try #require(corpus.rescindedAppTransactionIds.first, "the fixtures hold a RESCIND_CONSENT")
+        let restricted = try StateE2E.signet(["consent", "show", "--app-transaction-id", rescind], corpus: corpus, extra: onPostgres)
+        #expect(restricted.exitCode == 0 && restricted.stdoutText.contains(#""restricted" : true"#), "\(restricted.stdoutText) \(restricted.stderr)")
+        let cleared = try StateE2E.signet(["consent", "clear", "--app-transaction-id", rescind, "--by", "pg"], corpus: corpus, extra: onPostgres)
+        #expect(cleared.exitCode == 0 && cleared.stdoutText.contains(#""restricted" : false"#), "\(cleared.stdoutText) \(cleared.stderr)")
         let missing = try StateE2E.signet(
             ["state", "show", "--original-transaction-id", "no-such-purchase"], corpus: corpus, extra: onPostgres)
         #expect(missing.exitCode == 1 && missing.stderr.contains("postgres://postgres:***@"), "\(missing.stderr)")

@@ -148,15 +148,7 @@ struct StateCLIEndToEndTests {
 
         // RESCIND_CONSENT through the binary: the fixture's app transaction is restricted until
         // `signet consent clear` (which writes beside a reader), then shows who cleared it.
-        let rescinded = corpus.notificationLines.lazy.compactMap { line -> String? in
-            guard let envelope = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let notification = (envelope["signedPayload"] as? String).flatMap(KafkaInput.jwsPayload),
-                  notification["notificationType"] as? String == "RESCIND_CONSENT",
-                  let signed = (notification["appData"] as? [String: Any])?["signedAppTransactionInfo"] as? String
-            else { return nil }
-            return KafkaInput.jwsPayload(signed)?["appTransactionId"] as? String
-        }.first
-        let rescind = try #require(rescinded, "the fixtures hold a RESCIND_CONSENT")
+        let rescind = try #require(corpus.rescindedAppTransactionIds.first, "the fixtures hold a RESCIND_CONSENT")
         let shown = try StateE2E.signet(["consent", "show", "--app-transaction-id", rescind], corpus: corpus, extra: env)
         try #require(shown.exitCode == 0, "\(shown.stderr)")
         #expect((try Self.json(shown) as? [String: Any])?["restricted"] as? Bool == true, "\(shown.stdoutText)")

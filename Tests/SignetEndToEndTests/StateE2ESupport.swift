@@ -320,6 +320,18 @@ final class StateCorpus: Sendable {
 
     static func get() throws -> StateCorpus { try shared.get() }
 
+    /// The appTransactionIds the fixtures' RESCIND_CONSENT notifications name, in order.
+    var rescindedAppTransactionIds: [String] {
+        notificationLines.compactMap { line -> String? in
+            guard let envelope = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let notification = (envelope["signedPayload"] as? String).flatMap(KafkaInput.jwsPayload),
+                  notification["notificationType"] as? String == "RESCIND_CONSENT",
+                  let signed = (notification["appData"] as? [String: Any])?["signedAppTransactionInfo"] as? String
+            else { return nil }
+            return KafkaInput.jwsPayload(signed)?["appTransactionId"] as? String
+        }
+    }
+
     private init(count: Int) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signet-e2e-state-\(getpid())")
         try? FileManager.default.removeItem(at: directory)
