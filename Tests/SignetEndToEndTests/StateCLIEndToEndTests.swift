@@ -84,8 +84,13 @@ struct StateCLIEndToEndTests {
 
     // MARK: - Queries after a run
 
+    /// The command's stdout as JSON; when it is not, an error that says what the command did.
     static func json(_ result: SignetProcess.Result) throws -> Any {
-        try JSONSerialization.jsonObject(with: result.stdout)
+        do {
+            return try JSONSerialization.jsonObject(with: result.stdout)
+        } catch {
+            throw StateE2EError("not JSON (exit \(result.exitCode)): stdout '\(result.stdoutText.prefix(300))', stderr '\(result.stderr.prefix(500))'")
+        }
     }
 
     @Test("state show and entitlements answer for granted, expired and refunded customers", .ownThread)
@@ -142,8 +147,9 @@ struct StateCLIEndToEndTests {
             let answer = try #require(try Self.json(history) as? [String: Any])
             #expect(answer[key] as? String == other.originalTransactionId, "\(customer.name): \(answer)")
         }
-        let oldAnswer = try #require(try Self.json(try StateE2E.signet(
-            ["entitlements", "--original-transaction-id", old.originalTransactionId], corpus: corpus, extra: env)) as? [[String: Any]])
+        let oldEntitlements = try StateE2E.signet(["entitlements", "--original-transaction-id", old.originalTransactionId], corpus: corpus, extra: env)
+        try #require(oldEntitlements.exitCode == 0, "\(oldEntitlements.stderr)")
+        let oldAnswer = try #require(try Self.json(oldEntitlements) as? [[String: Any]])
         #expect(oldAnswer.first?["migratedToOriginalTransactionId"] as? String == new.originalTransactionId, "\(oldAnswer)")
 
         // RESCIND_CONSENT through the binary: the fixture's app transaction is restricted until

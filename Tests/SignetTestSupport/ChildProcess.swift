@@ -56,7 +56,10 @@ public final class ChildProcess: @unchecked Sendable {
         try process.run()
         for (pipe, buffer) in [(outputPipe, output), (errorPipe, errors)] {
             drained.enter()
-            DispatchQueue.global().async { [drained] in
+            // A thread of its own, not Dispatch's global pool: a loaded test run blocks many pool
+            // threads waiting on children, and a reader queued behind them would leave `stdout`
+            // empty when ``reap()``'s wait for the pipes ran out.
+            Thread { [drained] in
                 // read(2) directly: FileHandle.availableData traps on EINTR (swift-corelibs-foundation),
                 // and the tests send signals.
                 let descriptor = pipe.fileHandleForReading.fileDescriptor
@@ -68,7 +71,7 @@ public final class ChildProcess: @unchecked Sendable {
                     buffer.bytes.withLock { $0.append(contentsOf: chunk[0..<count]) }
                 }
                 drained.leave()
-            }
+            }.start()
         }
     }
 
