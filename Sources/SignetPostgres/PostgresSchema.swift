@@ -131,6 +131,10 @@ enum PostgresSchema {
     static let consentRestrictionColumns =
         "app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by"
 
+    /// One app transaction's restriction (`$1`), read with ``consentRestriction(from:startingAt:)``.
+    static let selectConsentRestriction =
+        "SELECT \(consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1"
+
     /// Reads a row selected with ``consentRestrictionColumns``, from column `first` on.
     static func consentRestriction(from row: PostgresRow, startingAt first: Int = 0) throws -> ConsentRestriction {
         let cells = PostgresRandomAccessRow(row)

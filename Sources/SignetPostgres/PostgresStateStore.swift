@@ -256,7 +256,7 @@ public final class PostgresStateStore: StateStore {
     public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
         try withSession("consent restriction lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(
-                unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
+                unsafeSQL: PostgresSchema.selectConsentRestriction,
                 binds: Self.binds(appTransactionId)))
             return try rows.first.map { try PostgresSchema.consentRestriction(from: $0) }
         }

@@ -176,7 +176,7 @@ final class PostgresStateTransaction: StateTransaction {
     func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
         if let known = restrictions[appTransactionId] { return known }
         let rows = try session.query(PostgresQuery(
-            unsafeSQL: "SELECT \(PostgresSchema.consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1",
+            unsafeSQL: PostgresSchema.selectConsentRestriction,
             binds: binds(appTransactionId)))
         let restriction = try rows.first.map { try PostgresSchema.consentRestriction(from: $0) }
         restrictions[appTransactionId] = .some(restriction)

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import SignetPostgres
 import SignetState
 
 /// `signet consent show|clear`: the consent restrictions RESCIND_CONSENT records.
@@ -54,7 +53,7 @@ struct ConsentCommand: ParsableCommand {
         var by: String = "cli"
 
         func run() throws {
-            let database = try store.openForConsentUpdate()
+            let database = try store.open(writingBesideThePipeline: true)
             defer { try? database.close() }
             try ConsentCommand.print(appTransactionId, clearingBy: "cli: \(by)", in: database, location: store.location)
         }
@@ -67,17 +66,5 @@ struct ConsentCommand: ParsableCommand {
             throw ExitCode.failure
         }
         try Terminal.printLine(json)
-    }
-}
-
-extension StoreOptions {
-    /// Opens the store to write consent restrictions beside a running pipeline: PostgreSQL as
-    /// a reader (no lease, no migrations), SQLite without taking the writer's lock.
-    func openForConsentUpdate() throws -> any StateStore {
-        if let databaseURL { return try PostgresStateStore.openReadOnly(url: databaseURL) }
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw ConfigurationFailure(description: "signet: no state database at '\(path)' (set --database or SIGNET_DATA_DIR)")
-        }
-        return try SQLiteStateStore(path: path, options: SQLiteStateStore.Options(), lockingWriter: false)
     }
 }

@@ -28,14 +28,18 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store read-only; a missing file is a clear error, not an empty answer.
     /// SIGNET_DATABASE_URL selects PostgreSQL, as it does for the default pipelines.
-    func open() throws -> any StateStore {
+    ///
+    /// `writingBesideThePipeline` is for a short write a running pipeline may sit beside
+    /// (`signet consent clear`): PostgreSQL as a reader still (no lease, no migrations), SQLite
+    /// writable without taking the pipeline writer's lock (SQLite's own locking orders the two).
+    func open(writingBesideThePipeline: Bool = false) throws -> any StateStore {
         if let databaseURL { return try PostgresStateStore.openReadOnly(url: databaseURL) }
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigurationFailure(description: "signet: no state database at '\(path)' (set --database or SIGNET_DATA_DIR)")
         }
         var options = SQLiteStateStore.Options()
-        options.readOnly = true
-        return try SQLiteStateStore(path: path, options: options)
+        options.readOnly = !writingBesideThePipeline
+        return try SQLiteStateStore(path: path, options: options, lockingWriter: false)
     }
 }
 

@@ -72,6 +72,9 @@ public final class SQLiteStateStore: StateStore {
     private let writerLock: Mutex<SQLiteWriterLock?>
     /// The `entitlement_names` table, read at open and kept in step by ``replaceEntitlementNames(_:)``.
     private let names: Mutex<EntitlementNames>
+    /// Whether the database has the `consent_restrictions` table: a writer creates it at open;
+    /// a reader of a database from before it existed has no restrictions to read.
+    private let hasConsentRestrictions: Bool
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -123,6 +126,7 @@ public final class SQLiteStateStore: StateStore {
             try Self.shadowMissingColumns(of: database)
         }
         names = Mutex(try Self.readEntitlementNames(from: database))
+        hasConsentRestrictions = try database.columnExists(table: "consent_restrictions", column: "app_transaction_id")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }
 
@@ -341,10 +345,9 @@ public final class SQLiteStateStore: StateStore {
     }
 
     public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
-        try withConnection { connection in
-            // A reader of a database from before consent restrictions existed: there are none.
-            guard try connection.database.columnExists(table: "consent_restrictions", column: "app_transaction_id") else { return nil }
-            return try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
+        guard hasConsentRestrictions else { return nil }
+        return try withConnection { connection in
+            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
                 .consentRestriction(appTransactionId: appTransactionId)
         }
     }
