@@ -8,7 +8,7 @@ import Synchronization
 /// sources had each written out, so a fix to stopping, closing or checkpointing reaches both.
 ///
 /// It owns the client's life (built at open, a failure naming the source; shut down at close,
-/// or when opening fails), the ``FetchBuffer`` between the fetching tasks and the runner, the
+/// or when opening fails), the ``RecordQueue`` between the fetching tasks and the runner, the
 /// ``CheckpointWriter``, the fetcher task with its workers, the records left over from a
 /// batch, and stopping and closing. It also holds the source's own state (its checkpoint, what
 /// is pending), so a save snapshots the checkpoint under the same lock the source moves it
@@ -30,7 +30,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
     private let checkpoint: @Sendable (State) -> Checkpoint?
     /// Checkpoint reads and writes (write + fsync + rename) block: off the cooperative pool, in order.
     private let checkpoints: CheckpointWriter<Checkpoint>
-    private let buffer: FetchBuffer<Fetched>
+    private let buffer: RecordQueue<Fetched>
     private let batchLinger: Duration
     private let lifecycle = Mutex(Lifecycle())
     private let state: Mutex<State>
@@ -56,7 +56,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
         self.checkpointPath = checkpointPath
         self.checkpoint = checkpoint
         self.checkpoints = CheckpointWriter(path: checkpointPath, interval: checkpointInterval, label: label, write: write)
-        self.buffer = FetchBuffer<Fetched>(capacity: bufferCapacity)
+        self.buffer = RecordQueue<Fetched>(capacity: bufferCapacity)
         self.batchLinger = batchLinger
         self.state = Mutex(state)
     }

@@ -253,15 +253,39 @@ struct LineSourceTests {
         }
     }
 
-    @Test func stopEndsTheStream() async throws {
+    @Test func stopEndsTheStreamAfterTheLinesAlreadyRead() async throws {
         let dir = try CoreTempDir()
         defer { dir.remove() }
         let file = try dir.write("in.ndjson", "a\nb\nc\n")
         let source = LineSource(path: file)
         try await source.open()
-        #expect(try await source.nextBatch(maxRecords: 1)?.count == 1)
+        #expect(try await source.nextBatch(maxRecords: 1)?.map(\.position.offset) == [1])
         await source.stop()
+        // Lines the reader took from the input before the stop are handed out (on a pipe
+        // nothing else has them), in order; then the stream ends and stays ended.
+        var after: [Int64] = []
+        while let batch = try await source.nextBatch(maxRecords: 10) { after += batch.map(\.position.offset) }
+        #expect(after == Array([2, 3].prefix(after.count)))
         #expect(try await source.nextBatch(maxRecords: 10) == nil)
+        try await source.close()
+    }
+
+    @Test func stopWakesAReaderWaitingForInputOnAPipe() async throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[1]) }
+        let source = LineSource(path: "/dev/fd/\(ends[0])")
+        try await source.open()
+        close(ends[0])  // the source opened a descriptor of its own
+        #expect(write(ends[1], "a\n", 2) == 2)
+        #expect(try await source.nextBatch(maxRecords: 10)?.map(\.raw) == [Array("a".utf8)])
+        // The writer stays open and silent: the reader waits for input until the stop wakes it.
+        let next = Task { try await source.nextBatch(maxRecords: 10) }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        await source.stop()
+        #expect(try await next.value == nil)
+        #expect(ContinuousClock.now - started < .seconds(2))
         try await source.close()
     }
 

@@ -40,7 +40,7 @@ public final class AppStoreCatchUpStage: TickingStage {
     private let metrics: AppStoreCatchUpMetrics
     /// Pages fetched and not yet handed to the pipeline; small, so a slow pipeline holds back
     /// the fetching instead of filling memory.
-    private let buffer = FetchBuffer<AppStoreHistorySource.HistoryPage>(capacity: 16)
+    private let buffer = RecordQueue<AppStoreHistorySource.HistoryPage>(capacity: 16)
     private let state = Mutex(State())
 
     private let sweeps = BackgroundSweeps()
@@ -166,7 +166,7 @@ public final class AppStoreCatchUpStage: TickingStage {
 
     public func tick() async throws -> RecordBatch? {
         var records: [Record] = []
-        while let fetched = buffer.poll() {
+        for fetched in buffer.poll() {
             let items = fetched.page.items
             let first = state.withLock { state in
                 defer { state.nextOffset += Int64(items.count) }

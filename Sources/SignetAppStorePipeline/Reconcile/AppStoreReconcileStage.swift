@@ -41,7 +41,7 @@ public final class AppStoreReconcileStage: TickingStage {
     private let store: StateStoreResource
     private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
     private let logger: Logger
-    private let buffer = FetchBuffer<[[UInt8]]>(capacity: 64)
+    private let buffer = RecordQueue<[[UInt8]]>(capacity: 64)
     private let state = Mutex(State())
 
     private let sweeps = BackgroundSweeps()
@@ -151,7 +151,7 @@ public final class AppStoreReconcileStage: TickingStage {
 
     public func tick() async throws -> RecordBatch? {
         var records: [Record] = []
-        while let lines = buffer.poll() {
+        for lines in buffer.poll() {
             let first = state.withLock { state in
                 defer { state.nextOffset += Int64(lines.count) }
                 return state.nextOffset

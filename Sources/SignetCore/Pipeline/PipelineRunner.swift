@@ -4,7 +4,7 @@ import Synchronization
 /// Runs a ``Pipeline``: reads batches, passes them through the stages, delivers the
 /// outputs, and commits source positions only after every sink acknowledged.
 ///
-/// Each stage runs in its own task and hands batches to the next through a ``BatchHandoff``,
+/// Each stage runs in its own task and hands batches to the next through a ``RecordQueue``,
 /// so verification of one batch overlaps state updates of the previous one while memory
 /// stays bounded. Batches queued behind a busy step merge, so batch size follows load:
 /// single records at a trickle, full batches under a backlog. Delivery and commits
@@ -121,7 +121,8 @@ public final class PipelineRunner: Sendable {
     private func runStages(in group: inout ThrowingTaskGroup<Void, any Error>) async throws {
         let stages = pipeline.stages
         let batchSize = pipeline.settings.batchSize
-        let handoffs = (0...stages.count).map { _ in BatchHandoff(capacity: batchSize) }
+        // queues[i] feeds stage i; the last one feeds delivery.
+        let queues = (0...stages.count).map { _ in RecordQueue<Record>(capacity: batchSize) }
         let source = pipeline.source
 
         group.addTask { [self] in
@@ -131,39 +132,40 @@ public final class PipelineRunner: Sendable {
                     summary.withLock { $0.read += records.count }
                     metrics.recordsRead(records.count)
                     records[0][BatchReadInstantPart.self] = .now
-                    await handoffs[0].send(RecordBatch(records: records))
+                    await queues[0].send(records)
                 }
-                handoffs[0].finish()
+                queues[0].finish()
             } catch {
-                handoffs[0].fail(error)
+                queues[0].finish(failure: error)
                 throw error
             }
         }
         for (index, stage) in stages.enumerated() {
             let ticker = StageTicker(stage)
-            if let ticker { group.addTask { try await ticker.wake(handoffs[index]) } }
+            if let ticker { group.addTask { try await ticker.wake(queues[index]) } }
             group.addTask(executorPreference: BlockingExecutor(label: "signet.stage.\(stage.name)")) {
                 do {
-                    while let item = try await handoffs[index].next() {
-                        if case .batch(var batch) = item {
+                    while let taken = try await queues[index].take() {
+                        if case .elements(let records) = taken, !records.isEmpty {
+                            var batch = RecordBatch(records: records)
                             try await stage.process(&batch)
                             FaultInjection.point("after_stage_process")
-                            await handoffs[index + 1].send(batch)
+                            await queues[index + 1].send(batch.records)
                         }
                         if let ticker, let generated = try await ticker.tickIfDue() {
-                            await handoffs[index + 1].send(generated)
+                            await queues[index + 1].send(generated.records)
                         }
                     }
-                    handoffs[index + 1].finish()
+                    queues[index + 1].finish()
                 } catch {
-                    handoffs[index + 1].fail(error)
+                    queues[index + 1].finish(failure: error)
                     throw error
                 }
             }
         }
         do {
-            while let item = try await handoffs[stages.count].next() {
-                if case .batch(let batch) = item { try await deliver(batch) }
+            while let taken = try await queues[stages.count].take() {
+                if case .elements(let records) = taken, !records.isEmpty { try await deliver(RecordBatch(records: records)) }
             }
         } catch {
             await source.stop()

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Drives one ``TickingStage`` inside the runner: a task wakes the stage's input handoff
+/// Drives one ``TickingStage`` inside the runner: a task wakes the stage's input queue
 /// every interval, and the stage's own task ticks when due, between batches. A tick that
 /// falls due while the stage is busy runs right after the batch at hand; ticks never queue up.
 final class StageTicker: Sendable {
@@ -16,11 +16,11 @@ final class StageTicker: Sendable {
     }
 
     /// Marks a tick due every interval and wakes the stage; runs until cancelled.
-    func wake(_ handoff: BatchHandoff) async throws {
+    func wake(_ queue: RecordQueue<Record>) async throws {
         while true {
             try await Task.sleep(for: interval)
             due.store(true, ordering: .releasing)
-            handoff.wake()
+            queue.wake()
         }
     }
 

@@ -19,7 +19,8 @@ struct LineReader {
     enum ReadResult {
         case item(Item)
         case endOfInput
-        /// Nothing arrived within the poll interval (only for pipes and terminals).
+        /// Nothing arrived within the poll interval (only for pipes and terminals), or the
+        /// wake descriptor became readable.
         case idle
     }
 
@@ -43,8 +44,9 @@ struct LineReader {
         self.byteOffset = startOffset
     }
 
-    /// The next line; waits at most `pollMilliseconds` for data on a pipe.
-    mutating func next(pollMilliseconds: Int32) throws(LineReaderError) -> ReadResult {
+    /// The next line; waits at most `pollMilliseconds` (-1: no limit) for data on a pipe,
+    /// and returns ``ReadResult/idle`` early when `wakeFD` (if not -1) becomes readable.
+    mutating func next(pollMilliseconds: Int32, wakeFD: Int32 = -1) throws(LineReaderError) -> ReadResult {
         while true {
             if start < end {
                 let newline = Self.firstNewline(in: buffer, from: start, to: end)
@@ -68,13 +70,17 @@ struct LineReader {
                 if pendingLength > 0 { return .item(finishLine()) }
                 return .endOfInput
             }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, pollMilliseconds)
+            // poll(2) ignores a negative descriptor, so no wake descriptor costs nothing.
+            var descriptors = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&descriptors, 2, pollMilliseconds)
             if ready == 0 { return .idle }
             if ready < 0 {
                 if errno == EINTR { continue }
                 throw LineReaderError(errno: errno)
             }
+            if descriptors[0].revents == 0 { return .idle }
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }

@@ -23,15 +23,21 @@ public final class LineSource: Source {
     public let stream: String
     private let path: String?
     private let options: Options
-    /// Reads block (a pipe, a slow disk): off the cooperative pool.
+    /// Reads block (a pipe, a slow disk): the reader runs here, off the cooperative pool.
     private let executor = BlockingExecutor(label: "signet.line-source")
     private let stopped = Atomic<Bool>(false)
     private let state = Mutex<State>(State())
 
     private struct State: ~Copyable {
+        /// Opened and not yet handed to the reading task.
         var reader: LineReader?
+        var descriptor: Int32 = -1
         var ownsDescriptor = false
-        var finished = false
+        /// Written to on ``stop()`` so a reader waiting for input wakes at once.
+        var wakePipe: (read: Int32, write: Int32) = (-1, -1)
+        /// Lines read and not yet handed out, created by the first ``nextBatch(maxRecords:)``.
+        var queue: RecordQueue<Record>?
+        var reading: Task<Void, Never>?
     }
 
     /// Reads standard input.
@@ -75,57 +81,92 @@ public final class LineSource: Source {
         } else {
             fd = STDIN_FILENO
         }
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else {
+            let cause = String(cString: strerror(errno))
+            if path != nil { Foundation.close(fd) }
+            throw SourceError("cannot create the line source's wake pipe: \(cause)")
+        }
+        // Not inherited by a child the process starts (the same rule as the input file's O_CLOEXEC).
+        for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let reader = LineReader(fd: fd, maxLineBytes: options.maxLineBytes, startLine: startLine, startOffset: startOffset)
         let owns = path != nil
         state.withLock {
             $0.reader = reader
+            $0.descriptor = fd
             $0.ownsDescriptor = owns
+            $0.wakePipe = (pipeFDs[0], pipeFDs[1])
         }
     }
 
+    /// The next lines a reading task queued (it starts with the first call): everything read
+    /// so far, at most `maxRecords`, without waiting for more once one line is in.
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        try await executor.run { [self] in try readBatch(maxRecords: maxRecords) }
+        guard let queue = startReading(capacity: maxRecords) else { return nil }
+        while let taken = try await queue.take(max: maxRecords) {
+            if case .elements(let records) = taken, !records.isEmpty { return records }
+        }
+        return nil
     }
 
-    /// Runs on `executor`: blocking reads, bounded by the poll interval so `stop()` is noticed.
-    private func readBatch(maxRecords: Int) throws -> [Record]? {
-        try state.withLock { state throws -> [Record]? in
-            guard !state.finished, state.reader != nil else { return nil }
-            var records: [Record] = []
-            records.reserveCapacity(maxRecords)
-            while records.count < maxRecords {
-                if stopped.load(ordering: .relaxed) {
-                    state.finished = true
-                    break
-                }
-                // Once some records are in hand, hand them over instead of waiting long for more.
-                let result = try state.reader!.next(pollMilliseconds: records.isEmpty ? 250 : 5)
-                switch result {
-                case .idle:
-                    if !records.isEmpty { return records }
-                case .endOfInput:
-                    state.finished = true
-                    return records.isEmpty ? nil : records
-                case .item(.line(let bytes, let number, let endOffset)):
-                    if options.skipBlankLines, bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                    records.append(Record(
-                        raw: bytes,
-                        position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset)))
-                case .item(.tooLarge(let prefix, let length, let number, let endOffset)):
-                    var record = Record(
-                        raw: prefix, position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset))
-                    record[OriginalInputLengthPart.self] = length
-                    record.reject(
-                        RecordRejection(
-                            .lineTooLarge,
-                            "line \(number) is \(length) bytes, more than max_line_bytes (\(options.maxLineBytes)); "
-                                + "its first \(prefix.count) bytes are kept"),
-                        stage: "source")
-                    records.append(record)
-                }
+    /// The queue the reading task fills; nil when not opened or stopped before reading.
+    private func startReading(capacity: Int) -> RecordQueue<Record>? {
+        state.withLock { state -> RecordQueue<Record>? in
+            if let queue = state.queue { return queue }
+            guard !stopped.load(ordering: .relaxed), let reader = state.reader.take() else { return nil }
+            let queue = RecordQueue<Record>(capacity: capacity)
+            let wakeFD = state.wakePipe.read
+            state.queue = queue
+            state.reading = Task(executorPreference: executor) { [self] in
+                await read(from: reader, into: queue, chunk: max(1, capacity), wakeFD: wakeFD)
             }
-            return records.isEmpty && state.finished ? nil : records
+            return queue
         }
+    }
+
+    /// The reading task, on `executor`: blocking reads until the end of input or ``stop()``;
+    /// each run of lines that is available without waiting goes to `queue` as one send.
+    private func read(from reader: LineReader, into queue: RecordQueue<Record>, chunk: Int, wakeFD: Int32) async {
+        var reader = reader
+        do {
+            while true {
+                let (records, ended) = try readAvailable(&reader, limit: chunk, wakeFD: wakeFD)
+                if !records.isEmpty, await !queue.send(records) { return }
+                if ended { break }
+            }
+            queue.finish()
+        } catch {
+            queue.finish(failure: error)
+        }
+    }
+
+    /// The lines available now, at most `limit`, waiting (without limit, until woken by
+    /// ``stop()``) only for the first; and whether input ended (or the source stopped).
+    private func readAvailable(_ reader: inout LineReader, limit: Int, wakeFD: Int32) throws -> (records: [Record], ended: Bool) {
+        var records: [Record] = []
+        while records.count < limit {
+            if stopped.load(ordering: .relaxed) { return (records, true) }
+            switch try reader.next(pollMilliseconds: records.isEmpty ? -1 : 0, wakeFD: wakeFD) {
+            case .idle:
+                if !records.isEmpty { return (records, false) }
+            case .endOfInput:
+                return (records, true)
+            case .item(.line(let bytes, let number, let endOffset)):
+                if options.skipBlankLines, bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                records.append(Record(raw: bytes, position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset)))
+            case .item(.tooLarge(let prefix, let length, let number, let endOffset)):
+                var record = Record(raw: prefix, position: SourcePosition(stream: stream, offset: number, resumeByteOffset: endOffset))
+                record[OriginalInputLengthPart.self] = length
+                record.reject(
+                    RecordRejection(
+                        .lineTooLarge,
+                        "line \(number) is \(length) bytes, more than max_line_bytes (\(options.maxLineBytes)); "
+                            + "its first \(prefix.count) bytes are kept"),
+                    stage: "source")
+                records.append(record)
+            }
+        }
+        return (records, false)
     }
 
     public func commit(_ positions: [SourcePosition]) async throws {
@@ -135,14 +176,32 @@ public final class LineSource: Source {
         try Checkpoint(stream: stream, line: last.offset, byteOffset: byteOffset).save(to: checkpointPath)
     }
 
+    /// Lines already read are still handed out; then ``nextBatch(maxRecords:)`` returns nil.
     public func stop() async {
         stopped.store(true, ordering: .relaxed)
+        let wakeFD = state.withLock { $0.wakePipe.write }
+        if wakeFD >= 0 {
+            var byte: UInt8 = 1
+            _ = Foundation.write(wakeFD, &byte, 1)
+        }
     }
 
     public func close() async throws {
+        // The reading task may wait for input or for room: stop it first, then close what it reads.
+        await stop()
+        let (queue, reading) = state.withLock { ($0.queue, $0.reading) }
+        queue?.stop()
+        await reading?.value
         state.withLock { state in
-            if state.ownsDescriptor, let fd = state.reader?.fd { Foundation.close(fd) }
+            if state.ownsDescriptor, state.descriptor >= 0 { Foundation.close(state.descriptor) }
+            if state.wakePipe.read >= 0 {
+                Foundation.close(state.wakePipe.read)
+                Foundation.close(state.wakePipe.write)
+            }
+            state.descriptor = -1
+            state.wakePipe = (-1, -1)
             state.reader = nil
+            state.reading = nil
         }
     }
 }

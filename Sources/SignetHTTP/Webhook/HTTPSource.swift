@@ -140,7 +140,7 @@ public final class HTTPSource: Source {
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        await intake.nextBatch(maxRecords: maxRecords)
+        try await intake.nextBatch(maxRecords: maxRecords)
     }
 
     /// Answers each record's request with its fate (processed, dead-lettered and why, dropped).

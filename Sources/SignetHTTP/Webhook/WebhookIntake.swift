@@ -59,14 +59,10 @@ final class WebhookIntake: Sendable {
     }
 
     private struct State: ~Copyable {
-        var queue: [Record] = []
-        /// When the oldest queued record arrived: a batch lingers from then.
-        var oldestQueuedAt: ContinuousClock.Instant?
         var waiters: [Int64: Waiter] = [:]
         /// Accepted and not yet committed, by offset; answered or not.
         var uncommitted: Set<Int64> = []
         var nextOffset: Int64 = 1
-        var batchWaiter: CheckedContinuation<Void, Never>?
         var stopping = false
         var closed = false
         var statistics = Statistics()
@@ -79,6 +75,9 @@ final class WebhookIntake: Sendable {
     /// arrival, for more requests to share its commit (``HTTPSource/Options/batchLinger``).
     private let linger: Duration
     private let deadlines: DeadlineSweeper
+    /// Accepted records on their way to the runner. Never full: admission is bounded by
+    /// `maxInFlight` uncommitted records, which includes every queued one.
+    private let queue: RecordQueue<Record>
     private let state = Mutex(State())
 
     init(stream: String, maxInFlight: Int, linger: Duration = .zero, deadlines: DeadlineSweeper = DeadlineSweeper()) {
@@ -86,6 +85,7 @@ final class WebhookIntake: Sendable {
         self.maxInFlight = maxInFlight
         self.linger = linger
         self.deadlines = deadlines
+        self.queue = RecordQueue(capacity: maxInFlight)
     }
 
     var statistics: Statistics { state.withLock { $0.statistics } }
@@ -114,16 +114,16 @@ final class WebhookIntake: Sendable {
                 state.nextOffset += 1
                 var record = Record(raw: body, position: SourcePosition(stream: stream, offset: offset))
                 record.sourceTimestamp = WallClock.milliseconds()
-                if state.queue.isEmpty { state.oldestQueuedAt = .now }
-                state.queue.append(record)
+                // Under this lock, so records queue in offset order.
+                guard queue.offer([record]) else {
+                    state.statistics.refused += 1
+                    continuation.resume(returning: .unavailable(.draining))
+                    return
+                }
                 state.uncommitted.insert(offset)
                 let deadline = deadlines.schedule(after: timeout) { [self] in expire(offset) }
                 state.waiters[offset] = Waiter(continuation: continuation, deadline: deadline)
                 state.statistics.accepted += 1
-                if let waiter = state.batchWaiter {
-                    state.batchWaiter = nil
-                    waiter.resume()
-                }
             }
         }
     }
@@ -131,48 +131,11 @@ final class WebhookIntake: Sendable {
     /// Up to `maxRecords` queued records; waits for the first one, then lingers until
     /// `linger` after its arrival when fewer than `maxRecords` are queued (a steady trickle of
     /// requests then shares one commit instead of paying one each). Nil once stopped and empty.
-    func nextBatch(maxRecords: Int) async -> [Record]? {
-        while true {
-            enum Next { case batch([Record]?), linger(until: ContinuousClock.Instant), wait }
-            // A cancelled task's sleep returns at once: lingering then would only spin.
-            let mayLinger = linger > .zero && !Task.isCancelled
-            let next: Next = state.withLock { state in
-                if !state.queue.isEmpty {
-                    if mayLinger, let since = state.oldestQueuedAt, state.queue.count < maxRecords,
-                        !state.stopping, !state.closed, since + linger > .now
-                    {
-                        return .linger(until: since + linger)
-                    }
-                    state.oldestQueuedAt = nil
-                    if state.queue.count <= maxRecords {
-                        defer { state.queue = [] }
-                        return .batch(state.queue)
-                    }
-                    let batch = Array(state.queue.prefix(maxRecords))
-                    state.queue.removeFirst(maxRecords)
-                    // The rest arrived while this batch waited: it goes next without lingering.
-                    state.oldestQueuedAt = .now - linger
-                    return .batch(batch)
-                }
-                return state.stopping || state.closed ? .batch(nil) : .wait
-            }
-            switch next {
-            case .batch(let batch): return batch
-            case .linger(let instant):
-                // Bounded by `linger` (milliseconds); a stop is seen when it ends.
-                try? await Task.sleep(until: instant, clock: .continuous)
-            case .wait:
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    state.withLock { state in
-                        if !state.queue.isEmpty || state.stopping || state.closed {
-                            continuation.resume()
-                        } else {
-                            state.batchWaiter = continuation
-                        }
-                    }
-                }
-            }
+    func nextBatch(maxRecords: Int) async throws -> [Record]? {
+        while let taken = try await queue.take(max: maxRecords, linger: linger > .zero ? .sinceOldest(linger) : .none) {
+            if case .elements(let records) = taken, !records.isEmpty { return records }
         }
+        return nil
     }
 
     /// The runner committed these records: answer their requests with what became of them.
@@ -193,11 +156,9 @@ final class WebhookIntake: Sendable {
 
     /// Stops taking requests (they get 503 `draining`); queued records still drain.
     func stop() {
-        state.withLock { state in
-            state.stopping = true
-            state.batchWaiter?.resume()
-            state.batchWaiter = nil
-        }
+        state.withLock { $0.stopping = true }
+        // Queued records still go to the runner, without lingering.
+        queue.finish()
     }
 
     /// After the last commit: whatever is still uncommitted was not handled (the runner
@@ -207,12 +168,10 @@ final class WebhookIntake: Sendable {
             state.closed = true
             state.statistics.abandoned += state.uncommitted.count
             state.uncommitted.removeAll()
-            state.queue.removeAll()
             for (_, waiter) in state.waiters { resume(waiter, .unavailable(.stopped)) }
             state.waiters.removeAll()
-            state.batchWaiter?.resume()
-            state.batchWaiter = nil
         }
+        queue.stop()
     }
 
     /// Ends one request's wait (503 `timeout`) without touching its record.
