@@ -151,6 +151,11 @@ let package = Package(
                 "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetPostgres", "SignetAppStorePipeline",
             ]),
         // The CLI names every module it imports (`signet fixtures` is the one user of SignetFixtures).
+        // The HTTP floor of scripts/bench_http.py: the same Hummingbird answering a POST with no pipeline.
+        .executableTarget(
+            name: "signet-http-floor",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio")],
+            path: "Benchmarks/HTTPFloor"),
         .executableTarget(
             name: "signet",
             dependencies: [
