@@ -196,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "SignetHTTPTests",
             dependencies: [
-                "SignetHTTP", "Signet", "SignetCore", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetHTTP", "Signet", "SignetCore", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

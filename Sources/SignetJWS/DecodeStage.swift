@@ -15,7 +15,8 @@ public import SignetCore
 /// - a bare compact JWS — treated as a notification.
 ///
 /// Nothing is trusted here; `verify` decides. Rejects: `invalid_utf8`, `malformed_json`,
-/// `missing_signed_payload`.
+/// `missing_signed_payload` (also for another kind than the source requires,
+/// ``RequiredEnvelopeKindPart``).
 public struct DecodeStage: RecordStage {
     public let name = "decode"
     public let parallelism: Int
@@ -25,7 +26,12 @@ public struct DecodeStage: RecordStage {
     }
 
     public func process(record: inout Record) throws(RecordRejection) {
-        record[SignedEnvelopePart.self] = try Self.envelope(from: record.raw)
+        let envelope = try Self.envelope(from: record.raw)
+        if let required = record[RequiredEnvelopeKindPart.self], envelope.kind != required {
+            let hint = Self.signedFields.first { $0.1 == required }.map { #": post {"\#($0.0)": "<JWS>"}"# } ?? ""
+            throw RecordRejection(.missingSignedPayload, "a \(envelope.kind.rawValue) where only a \(required.rawValue) is taken\(hint)")
+        }
+        record[SignedEnvelopePart.self] = envelope
     }
 
     /// Parses one input line into its signed envelope.

@@ -16,8 +16,10 @@ extension ComponentRegistry {
             let workers = configured == 0 ? ProcessInfo.processInfo.activeProcessorCount : configured
             let configuration = try VerifierConfiguration(reading: config)
             do {
+                // A document a later stage replaces (`transition`'s events) is never published: not built.
                 return VerifyStage(
-                    verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers, logger: context.logger,
+                    verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers,
+                    emitsDocument: !context.laterStage(declares: .replacesOutputs), logger: context.logger,
                     monitor: VerificationMonitor(logger: context.logger))
             } catch let error as VerifierConfigurationError {
                 throw config.error(error.message, key: "environment")

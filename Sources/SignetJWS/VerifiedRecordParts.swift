@@ -66,6 +66,13 @@ public enum SignedEnvelopePart: RecordPartKey {
     public typealias Value = SignedEnvelope
 }
 
+/// Record slot a source fills when it takes one kind of signed object only (the webhook's
+/// purchase path: a transaction); `decode` rejects a line carrying another kind
+/// (`missing_signed_payload`), so it is never verified and applied as what it is.
+package enum RequiredEnvelopeKindPart: RecordPartKey {
+    package typealias Value = SignedEnvelope.Kind
+}
+
 /// Record slot filled by the `verify` stage; later stages read only verified data from here.
 public enum VerifiedPayloadPart: RecordPartKey {
     public typealias Value = VerifiedPayload

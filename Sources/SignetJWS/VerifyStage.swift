@@ -17,14 +17,25 @@ public struct VerifyStage: RecordStage, HealthReporting {
     public let name = "verify"
     public let verifier: AppStoreVerifier
     public let parallelism: Int
-    /// Whether records get the decoded document as their output; false in a pipeline where
-    /// `transition` replaces it with events (``discardingOutputs()``), since building it
-    /// costs a copy of every payload.
+    /// Whether records get the decoded document as their output. Building it costs a copy of
+    /// every payload, so it is false where a later stage replaces every record's outputs
+    /// (`transition` publishes events): the loader decides it from the pipeline's stages
+    /// (a later stage declaring ``StageTrait/replacesOutputs``); a pipeline built in code
+    /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:)``.
     public let emitsDocument: Bool
     /// Watches outcomes for a misconfiguration; nil: no logging, metrics or readiness.
     public let monitor: VerificationMonitor?
     private let logger: Logger?
 
+    /// A verify stage over `verifier`.
+    ///
+    /// - Parameters:
+    ///   - parallelism: threads verifying at once (default: every core).
+    ///   - emitsDocument: pass false when a later stage replaces every record's outputs (a
+    ///     `transition` stage publishes events), as the loader does: the document would be
+    ///     built for nothing.
+    ///   - logger: where ``open()`` says what is checked; nil: silent.
+    ///   - monitor: watches outcomes for a misconfiguration.
     public init(
         verifier: AppStoreVerifier, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
         emitsDocument: Bool = true, logger: Logger? = nil, monitor: VerificationMonitor? = nil
@@ -34,10 +45,6 @@ public struct VerifyStage: RecordStage, HealthReporting {
         self.emitsDocument = emitsDocument
         self.logger = logger
         self.monitor = monitor
-    }
-
-    public func discardingOutputs() -> any Stage {
-        VerifyStage(verifier: verifier, parallelism: parallelism, emitsDocument: false, logger: logger, monitor: monitor)
     }
 
     /// Says what is checked, so a wrong environment or bundle id shows in the first lines of the log.

@@ -25,8 +25,9 @@ extension ComponentRegistry {
             var options = DedupeStage.Options()
             options.key = DedupeKeyKind(rawValue: try config.string("key")) ?? .notificationUUID
             options.retention = try config.duration("retention")
-            let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
-            return DedupeStage(resource: store, options: options)
+            let storeName = try config.string("store")
+            options.keysCheckedByTransition = context.otherStage(declares: .checksDedupeKeys, usingStore: storeName)
+            return DedupeStage(resource: try context.resource(named: storeName, as: StateStoreResource.self), options: options)
         }
         registerStage(.transitionStage) { config, context in
             var options = TransitionStage.Options()

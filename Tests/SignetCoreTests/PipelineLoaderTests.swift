@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import SignetTestSupport
 
@@ -404,6 +405,52 @@ struct PipelineLoaderTests {
         #expect(seen.events == ["stages[0] a,b", "stages[1] a,b"])
         #expect(errors.map(\.message) == ["no sink named 'c'"])
         #expect(errors.first?.location == ConfigLocation(file: "p.yaml", line: 4, column: 24))
+    }
+
+    /// What one stage does because of another is decided before any stage is built, from
+    /// the traits every stage of the list declares: a later one, or another on the same store.
+    @Test func factoriesSeeWhatTheOtherStagesDeclare() throws {
+        struct Store: PipelineResource {}
+        let checks = StageTrait("checks")
+        var registry = coreRegistry()
+        registry.registerStore(ComponentSpec(name: "memo", summary: "in memory")) { _, _ in Store() }
+        let seen = EventLog()
+        let storeField = ConfigField("store", .storeName, .default("a"), "the store")
+        registry.registerStage(ComponentSpec(name: "builder", summary: "asks", fields: [storeField])) { config, context in
+            let store = try config.string("store")
+            seen.append("\(context.path) later replaces: \(context.laterStage(declares: .replacesOutputs)), "
+                + "\(store) checked: \(context.otherStage(declares: checks, usingStore: store))")
+            return NamedNoopStage(name: "builder")
+        }
+        registry.registerStage(ComponentSpec(name: "replacer", summary: "replaces", fields: [storeField], traits: [.replacesOutputs, checks])) {
+            _, context in
+            // A stage's own traits are not another stage's.
+            seen.append("\(context.path) later replaces: \(context.laterStage(declares: .replacesOutputs)), "
+                + "a checked: \(context.otherStage(declares: checks, usingStore: "a"))")
+            return NamedNoopStage(name: "replacer")
+        }
+        let yaml = """
+            stores: { a: { type: memo }, b: { type: memo } }
+            source: { type: stdin }
+            stages:
+              - { type: builder }
+              - { type: builder, store: b }
+              - { type: replacer }
+              - { type: builder }
+            sinks: { out: { type: stdout } }
+            dead_letter: { type: stdout }
+            """
+        _ = try PipelineLoader(registry: registry, environment: [:]).load(yaml: yaml, file: "p.yaml")
+        #expect(seen.events == [
+            "stages[0] later replaces: true, a checked: true",
+            "stages[1] later replaces: true, b checked: false",
+            "stages[2] later replaces: false, a checked: false",
+            "stages[3] later replaces: false, a checked: true",
+        ])
+        // Outside `stages:` nothing is declared.
+        let context = ComponentContext(path: "x", sinkNames: [], logger: Logger(label: "test"))
+        #expect(!context.laterStage(declares: .replacesOutputs))
+        #expect(!context.otherStage(declares: checks, usingStore: "a"))
     }
 
     @Test func undefinedVariableFailsLoadWithLocation() {

@@ -115,7 +115,10 @@ import Testing
         let sameFile = (path as NSString).deletingLastPathComponent + "/./" + (path as NSString).lastPathComponent
         #expect(resource.identity == StateStoreResource(.sqlite(path: sameFile, options: SQLiteStateStore.Options())).identity)
         #expect(StateStoreResource(.memory(maxKeys: 10, outboxRetention: .zero)).identity == nil)
-        let dedupe = DedupeStage(resource: resource)
+        // Built as the loader builds them: transition on the same store checks dedupe's keys.
+        var options = DedupeStage.Options()
+        options.keysCheckedByTransition = true
+        let dedupe = DedupeStage(resource: resource, options: options)
         let transition = TransitionStage(resource: resource)
         try await resource.open()
         var batch = RecordBatch(records: [F.record(Table.subscribed, line: 1)])
@@ -129,7 +132,7 @@ import Testing
         try await transition.process(&retry)
         #expect(retry.records[0].status == .dropped(reason: "duplicate"))
         #expect(retry.records[0].outputs.isEmpty)
-        // A dedupe whose store no transition uses looks keys up itself.
+        // A dedupe not told that a transition checks its keys looks them up itself.
         let alone = StateStoreResource(store: try resource.store())
         var again = RecordBatch(records: [F.record(Table.subscribed, line: 3)])
         try await DedupeStage(resource: alone).process(&again)

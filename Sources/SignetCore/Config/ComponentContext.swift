@@ -22,6 +22,19 @@ public struct ComponentContext: Sendable {
     /// contents), so a pipeline loaded with another environment (tests, lint) never sees the
     /// process's.
     public var environment: [String: String]
+    /// Every stage of `stages:` in file order, with what it declares; empty for a component
+    /// that is not a stage (and for a context made by hand).
+    package var stages: [StageFacts] = []
+    /// This stage's index in ``stages``; nil for a component that is not a stage.
+    package var stageIndex: Int?
+
+    /// What the loader knows of one stage of the pipeline before building any.
+    package struct StageFacts: Sendable {
+        /// Its type's ``ComponentSpec/traits``.
+        package var traits: Set<StageTrait>
+        /// The stores its `.storeName` fields name (defaults included).
+        package var stores: Set<String>
+    }
 
     public init(
         path: String, name: String? = nil, sinkNames: [String], logger: Logger,
@@ -36,6 +49,21 @@ public struct ComponentContext: Sendable {
         self.location = location
         self.reservedKeys = reservedKeys
         self.environment = environment
+    }
+
+    /// Whether a stage after this one in `stages:` declares `trait`; false for a component
+    /// that is not a stage. `verify` builds no decoded document when a later stage
+    /// ``StageTrait/replacesOutputs``.
+    public func laterStage(declares trait: StageTrait) -> Bool {
+        guard let stageIndex else { return false }
+        return stages[(stageIndex + 1)...].contains { $0.traits.contains(trait) }
+    }
+
+    /// Whether another stage of the pipeline, before or after this one, names the store
+    /// `store` and declares `trait`: `dedupe` leaves its key lookup to a `transition` that
+    /// checks every key in its own commit on the same store.
+    public func otherStage(declares trait: StageTrait, usingStore store: String) -> Bool {
+        stages.indices.contains { $0 != stageIndex && stages[$0].traits.contains(trait) && stages[$0].stores.contains(store) }
     }
 
     /// The resource named `name`, which must be of type `R`.

@@ -18,6 +18,10 @@ public struct ComponentSpec: Sendable {
     /// Stage types that must come earlier in `stages:` (stages only): `transition`
     /// needs `verify` before it. Checked by the loader, so `signet lint` reports it.
     public var requiresBefore: [String]
+    /// What the stage does that other stages may build themselves around (stages only):
+    /// `transition` ``StageTrait/replacesOutputs``. The loader tells every stage's factory
+    /// what the others declare (``ComponentContext/laterStage(declares:)``).
+    public var traits: Set<StageTrait>
     /// Keys that no longer exist, with what to write instead; reported when written.
     public var retiredKeys: [String: String]
     /// Stores only: the store type `signet test` substitutes (e.g. `memory`), so
@@ -29,8 +33,8 @@ public struct ComponentSpec: Sendable {
 
     public init(
         name: String, summary: String, description: String = "", fields: [ConfigField] = [],
-        examples: [String] = [], requiresBefore: [String] = [], retiredKeys: [String: String] = [:],
-        testSubstitute: String? = nil, acceptsAnyKeys: Bool = false
+        examples: [String] = [], requiresBefore: [String] = [], traits: Set<StageTrait> = [],
+        retiredKeys: [String: String] = [:], testSubstitute: String? = nil, acceptsAnyKeys: Bool = false
     ) {
         self.name = name
         self.summary = summary
@@ -38,6 +42,7 @@ public struct ComponentSpec: Sendable {
         self.fields = fields
         self.examples = examples
         self.requiresBefore = requiresBefore
+        self.traits = traits
         self.retiredKeys = retiredKeys
         self.testSubstitute = testSubstitute
         self.acceptsAnyKeys = acceptsAnyKeys

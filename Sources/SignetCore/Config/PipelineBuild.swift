@@ -64,14 +64,20 @@ struct PipelineBuild {
         var stages: [any Stage] = []
         var stageTypes: [(spec: ComponentSpec, location: ConfigLocation, path: String)] = []
         if let items = attempt({ try top.list("stages") }) ?? nil {
+            // Every stage is validated before any is built, so each factory learns what the
+            // whole list declares (`verify` whether a later stage replaces its outputs).
+            let specs = items.map { typeName(of: $0).flatMap { registry.stages[$0]?.spec } }
+            let validated = items.enumerated().map { index, item in
+                validate(item, kind: .stage, path: "stages[\(index)]", table: registry.stages)
+            }
+            let facts = zip(specs, validated).map { spec, validated in
+                ComponentContext.StageFacts(traits: spec?.traits ?? [], stores: Set(validated?.stores ?? []))
+            }
             for (index, item) in items.enumerated() {
-                let path = "stages[\(index)]"
-                if let built = build(item, kind: .stage, path: path, table: registry.stages) {
-                    stages.append(built.component)
-                    stageTypes.append((built.spec, item.location, path))
-                } else if let spec = typeName(of: item).flatMap({ registry.stages[$0]?.spec }) {
-                    stageTypes.append((spec, item.location, path))
+                if let validated = validated[index], let stage = construct(validated, stages: facts, stageIndex: index) {
+                    stages.append(stage)
                 }
+                if let spec = specs[index] { stageTypes.append((spec, item.location, "stages[\(index)]")) }
             }
             // With a stage of unknown type the order cannot be judged (it may be the one missing).
             if stageTypes.count == items.count { checkOrder(stageTypes) }
@@ -130,12 +136,39 @@ struct PipelineBuild {
         return type
     }
 
+    /// A component whose mapping passed its spec, ready for its factory.
+    private struct Validated<Component> {
+        var factory: @Sendable (ParsedConfig, ComponentContext) throws -> Component
+        var config: ParsedConfig
+        var node: ConfigNode
+        var kind: ComponentKind
+        var type: String
+        var path: String
+        var name: String?
+        var reserved: Set<String>
+        /// The stores its `.storeName` fields name.
+        var stores: [String]
+    }
+
     /// Validates and builds one component; nil (errors recorded) when it cannot be built.
     private mutating func build<Component>(
         _ node: ConfigNode, kind: ComponentKind, path: String, name: String? = nil,
         table: [String: ComponentRegistry.Entry<@Sendable (ParsedConfig, ComponentContext) throws -> Component>],
         extraFields: [ConfigField] = []
-    ) -> (component: Component, config: ParsedConfig, spec: ComponentSpec)? {
+    ) -> (component: Component, config: ParsedConfig)? {
+        guard let validated = validate(node, kind: kind, path: path, name: name, table: table, extraFields: extraFields),
+            let component = construct(validated)
+        else { return nil }
+        return (component, validated.config)
+    }
+
+    /// Checks one component's mapping against its spec and builds the stores it names;
+    /// nil (errors recorded) when its factory must not run.
+    private mutating func validate<Component>(
+        _ node: ConfigNode, kind: ComponentKind, path: String, name: String? = nil,
+        table: [String: ComponentRegistry.Entry<@Sendable (ParsedConfig, ComponentContext) throws -> Component>],
+        extraFields: [ConfigField] = []
+    ) -> Validated<Component>? {
         let known = table.keys.sorted()
         guard case .mapping(let pairs) = node.value else {
             errors.append(ConfigError("'\(path)' must be a mapping, not \(node.kindDescription)", at: node.location))
@@ -172,19 +205,31 @@ struct PipelineBuild {
         // A store that failed to build is reported already; its users would only repeat it.
         let built = Set(resources.map(\.name))
         guard validator.storeReferences.allSatisfy({ built.contains($0.name) }) else { return nil }
-        let context = ComponentContext(
-            path: path, name: name, sinkNames: sinkNames, logger: loader.logger,
+        return Validated(
+            factory: entry.factory, config: config, node: node, kind: kind, type: type, path: path, name: name,
+            reserved: reserved, stores: validator.storeReferences.map(\.name))
+    }
+
+    /// Runs a validated component's factory; nil (errors recorded) when it throws. A stage
+    /// learns the pipeline's `stages` and its index among them.
+    private mutating func construct<Component>(
+        _ validated: Validated<Component>, stages: [ComponentContext.StageFacts] = [], stageIndex: Int? = nil
+    ) -> Component? {
+        var context = ComponentContext(
+            path: validated.path, name: validated.name, sinkNames: sinkNames, logger: loader.logger,
             resources: Dictionary(resources.map { ($0.name, $0.resource) }, uniquingKeysWith: { first, _ in first }),
-            location: node.location, reservedKeys: reserved, environment: loader.environment)
+            location: validated.node.location, reservedKeys: validated.reserved, environment: loader.environment)
+        context.stages = stages
+        context.stageIndex = stageIndex
         do {
-            return (try entry.factory(config, context), config, entry.spec)
+            return try validated.factory(validated.config, context)
         } catch let error as ConfigError {
             errors.append(error)
         } catch let error as ConfigErrors {
             errors += error.errors
         } catch {
             // A factory failed for a reason of its own (a certificate file that does not parse, ...).
-            errors.append(ConfigError("\(kind.rawValue) '\(type)': \(error)", at: node.location))
+            errors.append(ConfigError("\(validated.kind.rawValue) '\(validated.type)': \(error)", at: validated.node.location))
         }
         return nil
     }

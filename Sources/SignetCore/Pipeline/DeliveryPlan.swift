@@ -45,7 +45,7 @@ struct DeliveryPlan: Sendable {
     /// Passed, rejected and dropped records, by reason (delivery counts come from ``settle(refusals:)``).
     private(set) var counts = RunSummary()
     /// What to commit: every record that came from the source (a ticking stage's generated
-    /// records have none), with its final status.
+    /// records have none), with its final status and parts.
     private(set) var outcomes: [RecordOutcome] = []
 
     init(batch: RecordBatch, sinkNames: [String], deadLetter: DeadLetterOutput) {
@@ -55,7 +55,7 @@ struct DeliveryPlan: Sendable {
         var shares = sinkNames.indices.map { Share(sink: $0, messages: [], outputs: []) }
         for (index, record) in batch.records.enumerated() {
             let generated = record[GeneratedRecordPart.self] == true
-            if !generated { outcomes.append(RecordOutcome(position: record.position, status: record.status)) }
+            if !generated { outcomes.append(RecordOutcome(record)) }
             switch record.status {
             case .active:
                 if !generated { counts.passed += 1 }

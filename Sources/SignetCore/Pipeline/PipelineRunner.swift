@@ -10,8 +10,8 @@ import Synchronization
 /// single records at a trickle, full batches under a backlog. Delivery and commits
 /// happen strictly in source order, one batch at a time.
 public final class PipelineRunner: Sendable {
-    /// The pipeline as run: stages before one that ``Stage/replacesOutputs`` are their
-    /// ``Stage/discardingOutputs()`` versions.
+    /// The pipeline it runs, as given: what a stage leaves out because of another one is
+    /// decided where the pipeline is built (``ComponentContext/laterStage(declares:)``).
     public let pipeline: Pipeline
     private let logger: Logger
     private let summary = Mutex(RunSummary())
@@ -38,11 +38,6 @@ public final class PipelineRunner: Sendable {
         health: PipelineHealth = PipelineHealth(), shortPathMaxRecords: Int = 16
     ) {
         self.shortPathMaxRecords = shortPathMaxRecords
-        var pipeline = pipeline
-        // Outputs a later stage replaces are never published: let the stages before it skip them.
-        if let last = pipeline.stages.lastIndex(where: \.replacesOutputs) {
-            for index in 0..<last { pipeline.stages[index] = pipeline.stages[index].discardingOutputs() }
-        }
         self.pipeline = pipeline
         self.logger = logger
         self.metrics = metrics

@@ -16,9 +16,8 @@ public struct Record: Sendable {
     /// message's timestamp); nil when the source does not know. The runner measures
     /// end-to-end latency from it.
     public var sourceTimestamp: Int64?
-    /// Typed parts by key type. A record carries about half a dozen, so a linear scan
-    /// comparing type identities beats hashing them.
-    @usableFromInline var parts: [(key: ObjectIdentifier, value: any Sendable)] = []
+    /// Typed parts by key type; its outcome keeps them (``RecordOutcome/subscript(_:)``).
+    @usableFromInline var parts = RecordParts()
 
     public init(raw: [UInt8], position: SourcePosition) {
         self.raw = raw
@@ -58,27 +57,8 @@ public struct Record: Sendable {
     /// lookups on every access.
     @inlinable
     public subscript<Key: RecordPartKey>(_ key: Key.Type) -> Key.Value? {
-        get {
-            guard let slot = slot(of: key) else { return nil }
-            return parts[slot].value as? Key.Value
-        }
-        set {
-            if let slot = slot(of: key) {
-                if let newValue { parts[slot].value = newValue } else { parts.remove(at: slot) }
-            } else if let newValue {
-                // A record gathers half a dozen parts on its way through the stages: one
-                // allocation up front instead of a regrowth at the second, fourth and seventh.
-                if parts.isEmpty { parts.reserveCapacity(8) }
-                parts.append((ObjectIdentifier(key), newValue))
-            }
-        }
-    }
-
-    /// Where `key`'s part is in `parts`; by index, so comparing keys copies no values.
-    @inlinable
-    func slot<Key: RecordPartKey>(of key: Key.Type) -> Int? {
-        let id = ObjectIdentifier(key)
-        return parts.indices.first { parts[$0].key == id }
+        get { parts[key] }
+        set { parts[key] = newValue }
     }
 }
 

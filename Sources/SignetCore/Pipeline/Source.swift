@@ -13,9 +13,9 @@ public protocol Source: Sendable {
     /// Marks these records as fully handled, so a restart does not read them again.
     func commit(_ positions: [SourcePosition]) async throws
     /// What the runner calls once every sink and the dead-letter sink acknowledged a batch:
-    /// each record that came from the source, in order, with what became of it. A source that
-    /// answers whoever sent its records (the webhook answers each request) implements it; the
-    /// default commits the positions (``commit(_:)``).
+    /// each record that came from the source, in order, with what became of it and what the
+    /// stages learned about it. A source that answers whoever sent its records (the webhook
+    /// answers each request) implements it; the default commits the positions (``commit(_:)``).
     func commit(outcomes: [RecordOutcome]) async throws
     /// Asks the source to stop producing: the next `nextBatch` returns nil.
     func stop() async

@@ -22,14 +22,6 @@ public protocol Stage: Sendable {
     func undeliveredOutputs() async throws -> RecordBatch?
     /// Releases resources. Called once after the last batch, also after a failure.
     func close() async throws
-    /// Whether the stage sets the outputs of every record it passes and clears those of
-    /// every record it turns away, so outputs earlier stages built are never published
-    /// (`transition` publishes events instead of the verified document).
-    var replacesOutputs: Bool { get }
-    /// This stage for a pipeline in which a later stage ``replacesOutputs``: a stage that
-    /// builds outputs may return a copy that skips that work. The runner asks once, before
-    /// the first batch. Default: the stage itself.
-    func discardingOutputs() -> any Stage
 }
 
 extension Stage {
@@ -37,8 +29,6 @@ extension Stage {
     public func acknowledge(_ batch: RecordBatch) async throws {}
     public func undeliveredOutputs() async throws -> RecordBatch? { nil }
     public func close() async throws {}
-    public var replacesOutputs: Bool { false }
-    public func discardingOutputs() -> any Stage { self }
 }
 
 /// A stage that looks at one record at a time and keeps no order-dependent state, so

@@ -1,12 +1,10 @@
 import AppStoreModels
-import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import SignetCore
 import SignetJWS
-import SignetOpenSSL
 import SignetState
 
 /// `POST {purchases_path}` on the webhook's listener: the app's own call right after a
@@ -18,7 +16,7 @@ import SignetState
 /// |---|---|
 /// | 200 `{"status":"committed"\|"dropped", "originalTransactionId", "appAccountToken", "entitlements":[…]}` | verified and committed (`dropped`: Signet had it already) |
 /// | 422 `{"status":"rejected","reason","detail"}` | not verified (forged, another app or environment, malformed): nothing granted |
-/// | 400 | not a `signedTransaction` object |
+/// | 400 | not a `signedTransaction` object (`decode` rejects it: dead-lettered, nothing applied) |
 /// | 401 | the bearer token is missing or wrong (the entitlement API's rule: required off loopback) |
 /// | 503 + Retry-After | as for notifications |
 struct PurchaseEndpoint: Sendable {
@@ -37,22 +35,19 @@ struct PurchaseEndpoint: Sendable {
         return response
     }
 
-    /// The signed transaction of a body, or why it is not one (400).
-    func transaction(in body: [UInt8]) -> Result<String, RecordRejection> {
-        do throws(RecordRejection) {
-            let envelope = try DecodeStage.envelope(from: body)
-            guard envelope.kind == .transaction else {
-                return .failure(RecordRejection(.missingSignedPayload, "post {\"signedTransaction\": \"<Transaction.jwsRepresentation>\"}"))
-            }
-            return .success(envelope.jws)
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// The answer for a committed record of `jws`.
-    func answer(_ status: Record.Status, jws: String) async -> Response {
-        switch status {
+    /// The answer for a committed record, from what the stages put on it: `decode`'s
+    /// rejection (400: not a transaction object; the record required one, so a notification
+    /// was never applied), `verify`'s or a later stage's (422), or the verified transaction's
+    /// ids. The body is never read here.
+    func answer(_ outcome: RecordOutcome) async -> Response {
+        switch outcome.status {
+        case .rejected(let rejection, let stage) where stage == Self.decodeStageName:
+            var json = JSONText()
+            json.beginObject()
+            json.field("error", "not_a_transaction")
+            json.field("detail", rejection.detail)
+            json.endObject()
+            return Self.response(.badRequest, json.bytes)
         case .rejected(let rejection, _):
             var json = JSONText()
             json.beginObject()
@@ -62,10 +57,11 @@ struct PurchaseEndpoint: Sendable {
             json.endObject()
             return Self.response(.unprocessableContent, json.bytes)
         case .active, .dropped:
-            // The pipeline verified these exact bytes (decode and verify come before anything
-            // that drops), so reading the payload's ids without verifying again is safe.
-            guard let payload = Self.payload(of: jws), let purchase = payload.originalTransactionId else {
-                return EntitlementAPI.json(.internalServerError, #"{"error":"the committed transaction has no originalTransactionId"}"#)
+            // Only `verify` fills this part, and it ran before anything that drops.
+            guard case .transaction(let transaction)? = outcome[VerifiedPayloadPart.self],
+                let purchase = transaction.payload.originalTransactionId
+            else {
+                return EntitlementAPI.json(.internalServerError, #"{"error":"the committed record carries no verified transaction with an originalTransactionId"}"#)
             }
             let store = self.store
             let entitlements: [UInt8]
@@ -79,9 +75,9 @@ struct PurchaseEndpoint: Sendable {
             }
             var json = JSONText()
             json.beginObject()
-            json.field("status", status == .active ? "committed" : "dropped")
+            json.field("status", outcome.status == .active ? "committed" : "dropped")
             json.field("originalTransactionId", purchase)
-            json.field("appAccountToken", payload.appAccountToken)
+            json.field("appAccountToken", transaction.payload.appAccountToken)
             json.key("entitlements")
             json.raw(entitlements)
             json.endObject()
@@ -89,12 +85,8 @@ struct PurchaseEndpoint: Sendable {
         }
     }
 
-    /// The JSON payload of a compact JWS, unverified (see ``answer(_:jws:)``).
-    private static func payload(of jws: String) -> JWSTransactionDecodedPayload? {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = try? Base64.decodeURL(String(parts[1])) else { return nil }
-        return try? AppStoreJSON.decode(JWSTransactionDecodedPayload.self, from: bytes)
-    }
+    /// The stage whose rejections mean the body is not a transaction object.
+    private static let decodeStageName = DecodeStage().name
 
     private static func response(_ status: HTTPResponse.Status, _ body: [UInt8]) -> Response {
         var buffer = ByteBuffer()

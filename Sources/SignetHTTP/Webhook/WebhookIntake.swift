@@ -1,4 +1,5 @@
 import SignetCore
+import SignetJWS
 import Synchronization
 
 /// The hand-off between HTTP requests and the pipeline runner: requests become queued
@@ -12,10 +13,11 @@ import Synchronization
 /// Apple's retry is then recognised by `dedupe`.
 final class WebhookIntake: Sendable {
     /// What a request learns about its record.
-    enum Fate: Sendable, Equatable {
+    enum Fate: Sendable {
         /// Committed: state written and every sink acknowledged, dead-lettered with a
-        /// reason, or dropped on purpose (a retry `dedupe` recognised); the status says which.
-        case committed(Record.Status)
+        /// reason, or dropped on purpose (a retry `dedupe` recognised); the status says
+        /// which, and the parts what the stages learned.
+        case committed(RecordOutcome)
         /// Not taken or not committed: the client should retry later (503).
         case unavailable(UnavailableReason)
     }
@@ -94,8 +96,9 @@ final class WebhookIntake: Sendable {
     var isAccepting: Bool { state.withLock { !$0.stopping && !$0.closed } }
 
     /// Queues `body` as a record and waits for its fate. The record is committed even if
-    /// the caller stops waiting (`timeout` ends the wait, not the record).
-    func submit(_ body: [UInt8], timeout: Duration) async -> Fate {
+    /// the caller stops waiting (`timeout` ends the wait, not the record). With `kind`,
+    /// `decode` rejects a body carrying any other kind of signed object.
+    func submit(_ body: [UInt8], requiring kind: SignedEnvelope.Kind? = nil, timeout: Duration) async -> Fate {
         await withCheckedContinuation { continuation in
             // Admission and registering the waiter happen under one lock, so a commit can
             // never come between them.
@@ -114,6 +117,7 @@ final class WebhookIntake: Sendable {
                 state.nextOffset += 1
                 var record = Record(raw: body, position: SourcePosition(stream: stream, offset: offset))
                 record.sourceTimestamp = WallClock.milliseconds()
+                record[RequiredEnvelopeKindPart.self] = kind
                 // Under this lock, so records queue in offset order.
                 guard queue.offer([record]) else {
                     state.statistics.refused += 1
@@ -145,7 +149,7 @@ final class WebhookIntake: Sendable {
             for outcome in outcomes where outcome.position.stream == stream {
                 guard state.uncommitted.remove(outcome.position.offset) != nil else { continue }
                 resolved += 1
-                resume(state.waiters.removeValue(forKey: outcome.position.offset), .committed(outcome.status))
+                resume(state.waiters.removeValue(forKey: outcome.position.offset), .committed(outcome))
             }
             if resolved > 0 {
                 state.statistics.committed += resolved

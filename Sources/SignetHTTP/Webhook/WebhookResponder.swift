@@ -62,30 +62,30 @@ struct WebhookResponder: HTTPResponder {
             return Self.reply(.badRequest, ["error": "not_json_object", "detail": "the body must be Apple's {\"signedPayload\": \"...\"}"])
         }
         if let purchase {
-            let jws: String
-            switch purchase.transaction(in: body) {
-            case .success(let transaction): jws = transaction
-            case .failure(let rejection): return Self.reply(.badRequest, ["error": "not_a_transaction", "detail": rejection.detail])
-            }
-            switch await intake.submit(body, timeout: options.responseTimeout) {
-            case .committed(let status): return await purchase.answer(status, jws: jws)
+            // `decode` turns away anything but a transaction (a notification posted here is
+            // never applied as one); the answer comes from what `verify` put on the record.
+            switch await intake.submit(body, requiring: .transaction, timeout: options.responseTimeout) {
+            case .committed(let outcome): return await purchase.answer(outcome)
             case .unavailable(let reason): return unavailable(reason)
             }
         }
 
+        let outcome: RecordOutcome
         switch await intake.submit(body, timeout: options.responseTimeout) {
-        case .committed(.rejected(let rejection, _)):
+        case .committed(let committed): outcome = committed
+        case .unavailable(let reason): return unavailable(reason)
+        }
+        switch outcome.status {
+        case .rejected(let rejection, _):
             if options.retryMisconfigured, ReasonCode.configurationMismatches.contains(rejection.reason) {
                 // Committed (dead-lettered), but Apple should send it again once the setting is fixed.
                 return unavailable(.misconfigured, detail: rejection.reason.rawValue)
             }
             return Self.reply(.ok, ["status": "dead_lettered", "reason": rejection.reason.rawValue])
-        case .committed(.dropped(let reason)):
+        case .dropped(let reason):
             return Self.reply(.ok, ["status": "dropped", "reason": reason])
-        case .committed(.active):
+        case .active:
             return Self.reply(.ok, ["status": "committed"])
-        case .unavailable(let reason):
-            return unavailable(reason)
         }
     }
 

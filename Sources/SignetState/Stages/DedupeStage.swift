@@ -1,18 +1,16 @@
 public import SignetCore
 import SignetJWS
-import Synchronization
 
 /// `dedupe`: drops Apple's retries of a notification.
 ///
 /// With `transition` after it (sharing the store), it drops repeats within one batch
 /// (`drop(reason: "duplicate")`) and leaves the key (``DedupeKeyPart``) and the derived
 /// input (``TransitionInputPart``) on the record for `transition`, whose check in its own
-/// commit is the authoritative one (stages run concurrently on different batches). On a
-/// pipeline store (`stores:`) that `transition` also uses it leaves the store lookup to
-/// that check; on a store instance of its own it looks keys up first and drops those
-/// already committed. Used without `transition`, it records keys in ``acknowledge(_:)``,
-/// after the sinks acknowledged, never before, so a crash can only cause a redelivery,
-/// never a loss.
+/// commit is the authoritative one (stages run concurrently on different batches). With
+/// ``Options/keysCheckedByTransition`` it leaves the store lookup to that check; without,
+/// it looks keys up first and drops those already committed. Used without `transition`, it
+/// records keys in ``acknowledge(_:)``, after the sinks acknowledged, never before, so a
+/// crash can only cause a redelivery, never a loss.
 public final class DedupeStage: Stage {
     public let name = "dedupe"
 
@@ -23,6 +21,12 @@ public final class DedupeStage: Stage {
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys are pruned.
         public var pruneInterval: Duration = .seconds(60)
+        /// Whether a ``TransitionStage`` on the same store checks every key in its own commit,
+        /// so this stage drops only repeats within a batch and leaves the store lookup to that
+        /// commit (which must check anyway: stages run concurrently on different batches).
+        /// The loader sets it when the pipeline has a `transition` naming the same store; in
+        /// code, set it only with such a stage in the pipeline, or committed retries pass.
+        public var keysCheckedByTransition = false
 
         public init() {}
     }
@@ -64,7 +68,7 @@ public final class DedupeStage: Stage {
         // With `transition` on the same store, its commit checks every key anyway (and must:
         // stages run concurrently on different batches); looking them up here as well would
         // only pay for each lookup twice. Its duplicates are dropped there, same reason.
-        guard !keys.isEmpty, !handle.keysCheckedByTransition else { return }
+        guard !keys.isEmpty, !options.keysCheckedByTransition else { return }
         let known = try store.containedKeys(keys)
         guard !known.isEmpty else { return }
         for (index, key) in zip(indices, keys) where known.contains(key) {

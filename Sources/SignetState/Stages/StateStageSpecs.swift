@@ -1,5 +1,11 @@
 package import SignetCore
 
+extension StageTrait {
+    /// The stage checks every dedupe key in its store's commit (`transition`), so a `dedupe`
+    /// on the same store need not look them up first (``DedupeStage/Options/keysCheckedByTransition``).
+    static let checksDedupeKeys = StageTrait("checks_dedupe_keys")
+}
+
 extension ComponentSpec {
     /// Where the store settings of a stage went when stores became named resources.
     static let movedStoreKeys: [String: String] = Dictionary(
@@ -61,6 +67,9 @@ extension ComponentSpec {
             "stages:\n  - type: transition\n    expiry_sweep: 60s\n    non_renewing_durations:\n      com.example.pass.month: 30d\n      com.example.pass.year*: 365d",
         ],
         requiresBefore: ["verify"],
+        // Every record leaves with its events as outputs, or dropped or rejected without any;
+        // its commit checks every dedupe key.
+        traits: [.replacesOutputs, .checksDedupeKeys],
         retiredKeys: movedStoreKeys)
 
     static let transitionPolicyFields: [ConfigField] = {

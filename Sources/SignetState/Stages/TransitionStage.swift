@@ -1,6 +1,5 @@
 public import SignetCore
 import SignetJWS
-import Synchronization
 
 /// `transition`: moves each purchase through its state machine and publishes the
 /// entitlement changes through a transactional outbox.
@@ -56,11 +55,7 @@ public final class TransitionStage: TickingStage {
     public init(resource: StateStoreResource, options: Options = Options()) {
         self.handle = StoreHandle(.resource(resource))
         self.options = options
-        resource.checkedByTransition.store(true, ordering: .relaxed)
     }
-
-    /// Every record leaves with its events as outputs, or dropped or rejected without any.
-    public var replacesOutputs: Bool { true }
 
     private enum Outcome {
         case duplicate

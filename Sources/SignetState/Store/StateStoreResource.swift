@@ -15,9 +15,6 @@ public final class StateStoreResource: PipelineResource {
     public let entitlementNames: EntitlementNames?
     private let opener: (@Sendable () async throws -> any StateStore)?
     private let opened = Mutex<(any StateStore)?>(nil)
-    /// Set when a `transition` stage of the pipeline writes through this store: its commit
-    /// checks every dedupe key itself, so `dedupe` need not look them up first.
-    let checkedByTransition = Atomic<Bool>(false)
 
     /// A store opened by ``open()`` from `configuration` (`sqlite` or `memory`).
     public convenience init(_ configuration: StateStoreConfiguration, entitlementNames: EntitlementNames? = nil) {

@@ -16,13 +16,6 @@ final class StoreHandle: Sendable {
         self.origin = origin
     }
 
-    /// Whether a `transition` stage checks dedupe keys in this store in its own commit
-    /// (known for pipeline resources; an instance's other users are unknown, so no).
-    var keysCheckedByTransition: Bool {
-        if case .resource(let resource) = origin { return resource.checkedByTransition.load(ordering: .relaxed) }
-        return false
-    }
-
     /// The opened store; throws when its resource is not open.
     func store() throws -> any StateStore {
         switch origin {
