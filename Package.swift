@@ -184,9 +184,22 @@ let package = Package(
         .testTarget(
             name: "SignetJWSTests",
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),
+        // The state tests' builders and harness (verified payloads without crypto, dedupe + transition
+        // over a store, the stores to run on), shared by the state store's tests and PostgreSQL's.
+        .target(
+            name: "SignetStateTestSupport",
+            dependencies: ["SignetState", "SignetPostgres", "SignetJWS", "SignetCore", "AppStoreModels", "SignetTestSupport"],
+            path: "Tests/SignetStateTestSupport"),
         .testTarget(
             name: "SignetStateTests",
-            dependencies: ["SignetState", "SignetPostgres", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
+            dependencies: [
+                "SignetState", "SignetStateTestSupport", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport",
+            ]),
+        // The PostgreSQL store's own code: URL, migrations, the entitlements view, leases, the pool,
+        // several instances, outages (the contract every store keeps runs in SignetStateTests).
+        .testTarget(
+            name: "SignetPostgresTests",
+            dependencies: ["SignetPostgres", "SignetState", "SignetStateTestSupport", "SignetCore", "AppStoreModels", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(
             name: "SignetHTTPTests",
