@@ -15,7 +15,7 @@ import PackageDescription
 /// - `SignetPostgres`  the PostgreSQL state store (postgres-nio), for several instances
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
-/// - `SignetAppStorePipeline` the client's sources and stages (backfill, catch-up, reconcile), their checkpoints
+/// - `SignetAppStorePipeline` the client's sources (history, statuses) and stages (catch-up, reconcile), their checkpoints
 /// - `SignetTesting`   `signet test`: a pipeline's test cases run against in-memory stores and capturing sinks
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
