@@ -15,7 +15,7 @@ import PackageDescription
 /// - `SignetPostgres`  the PostgreSQL state store (postgres-nio), for several instances
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
-/// - `SignetAppStorePipeline` the client's sources and stages (backfill, catch-up, reconcile), their checkpoints
+/// - `SignetAppStorePipeline` the client's sources (history, statuses) and stages (catch-up, reconcile), their checkpoints
 /// - `SignetTesting`   `signet test`: a pipeline's test cases run against in-memory stores and capturing sinks
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 let package = Package(
@@ -189,9 +189,22 @@ let package = Package(
         .testTarget(
             name: "SignetJWSTests",
             dependencies: ["SignetJWS", "SignetFixtures", "SignetOpenSSL", "SignetTestSupport"]),
+        // The state tests' builders and harness (verified payloads without crypto, dedupe + transition
+        // over a store, the stores to run on), shared by the state store's tests and PostgreSQL's.
+        .target(
+            name: "SignetStateTestSupport",
+            dependencies: ["SignetState", "SignetPostgres", "SignetJWS", "SignetCore", "AppStoreModels", "SignetTestSupport"],
+            path: "Tests/SignetStateTestSupport"),
         .testTarget(
             name: "SignetStateTests",
-            dependencies: ["SignetState", "SignetPostgres", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport"]),
+            dependencies: [
+                "SignetState", "SignetStateTestSupport", "SignetJWS", "AppStoreModels", "SignetFixtures", "SignetTestSupport",
+            ]),
+        // The PostgreSQL store's own code: URL, migrations, the entitlements view, leases, the pool,
+        // several instances, outages (the contract every store keeps runs in SignetStateTests).
+        .testTarget(
+            name: "SignetPostgresTests",
+            dependencies: ["SignetPostgres", "SignetState", "SignetStateTestSupport", "SignetCore", "AppStoreModels", "SignetTestSupport"]),
         .testTarget(name: "SignetKafkaTests", dependencies: ["SignetKafka", "SignetTestSupport"]),
         .testTarget(
             name: "SignetHTTPTests",

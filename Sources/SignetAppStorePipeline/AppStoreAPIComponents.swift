@@ -14,8 +14,8 @@ extension ComponentRegistry {
         registerSource(.appStoreHistorySource) { config, context in
             let now = WallClock.milliseconds()
             for key in ["start", "end"] {
-                if let text = try config.optionalString(key), BackfillWindow.instant(text, now: now) == nil {
-                    throw config.error("'\(config.path).\(key)' must be \(BackfillWindow.instantForms), not '\(text)'", key: key)
+                if let text = try config.optionalString(key), AppStoreHistoryWindow.instant(text, now: now) == nil {
+                    throw config.error("'\(config.path).\(key)' must be \(AppStoreHistoryWindow.instantForms), not '\(text)'", key: key)
                 }
             }
             let settings = try AppStoreAPISettings(config, env: context.environment)

@@ -13,7 +13,8 @@ public final class VerifiedAppTransaction: Sendable {
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
 
-    init(payload: JWSAppTransactionDecodedPayload, payloadJSON: [UInt8], effectiveDate: Date, signingCertificate: X509Certificate) {
+    // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
+    package init(payload: JWSAppTransactionDecodedPayload, payloadJSON: [UInt8], effectiveDate: Date, signingCertificate: X509Certificate) {
         self.payload = payload
         self.payloadJSON = payloadJSON
         self.effectiveDate = effectiveDate

@@ -25,7 +25,8 @@ public final class VerifiedNotification: Sendable {
     /// The leaf certificate (`x5c[0]`) that signed the notification.
     public let signingCertificate: X509Certificate
 
-    init(
+    // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
+    package init(
         payload: ResponseBodyV2DecodedPayload,
         payloadJSON: [UInt8],
         transaction: VerifiedTransaction?,

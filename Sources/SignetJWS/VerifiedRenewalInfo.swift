@@ -15,7 +15,8 @@ public final class VerifiedRenewalInfo: Sendable {
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
 
-    init(
+    // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
+    package init(
         payload: JWSRenewalInfoDecodedPayload,
         payloadJSON: [UInt8],
         effectiveDate: Date,

@@ -8,7 +8,8 @@ public final class VerifiedSubscriptionStatus: Sendable {
     /// the state is derived from the signed transaction and renewal info).
     public let status: Int?
 
-    init(transaction: VerifiedTransaction, renewalInfo: VerifiedRenewalInfo, status: Int?) {
+    // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
+    package init(transaction: VerifiedTransaction, renewalInfo: VerifiedRenewalInfo, status: Int?) {
         self.transaction = transaction
         self.renewalInfo = renewalInfo
         self.status = status

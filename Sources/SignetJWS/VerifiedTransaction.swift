@@ -15,7 +15,8 @@ public final class VerifiedTransaction: Sendable {
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
 
-    init(
+    // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
+    package init(
         payload: JWSTransactionDecodedPayload,
         payloadJSON: [UInt8],
         effectiveDate: Date,

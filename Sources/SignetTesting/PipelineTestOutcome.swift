@@ -1,4 +1,3 @@
-public import SignetCore
 /// How one test case went: passed, or the differences found.
 public struct PipelineTestOutcome: Sendable {
     public var name: String
@@ -7,7 +6,8 @@ public struct PipelineTestOutcome: Sendable {
 
     public var passed: Bool { failures.isEmpty }
 
-    public init(name: String, failures: [String]) {
+    // Not public: outcomes come from PipelineTestRunner, not from an embedder.
+    init(name: String, failures: [String]) {
         self.name = name
         self.failures = failures
     }

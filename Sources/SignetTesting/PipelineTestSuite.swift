@@ -34,7 +34,8 @@ public struct PipelineTestSuite: Sendable {
     public static let directoryVariable = "SIGNET_TEST_DIR"
 
     /// The keys of a test file, as a spec (validated like a component, documented in docs/pipelines.md).
-    public static let spec = ComponentSpec(
+    /// Package, like the built-in components' specs: the file format is the documented surface.
+    package static let spec = ComponentSpec(
         name: "test file", summary: "a pipeline's test cases (signet test)",
         fields: [
             ConfigField(

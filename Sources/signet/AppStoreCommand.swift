@@ -73,7 +73,7 @@ struct TestNotificationCommand: AsyncParsableCommand {
             do {
                 let status = try await client.testNotificationStatus(token: token)
                 for attempt in status.sendAttempts.dropFirst(printed) {
-                    let date = attempt.attemptDate.map(BackfillWindow.iso) ?? "unknown time"
+                    let date = attempt.attemptDate.map(AppStoreHistoryWindow.iso) ?? "unknown time"
                     try Terminal.printLine(Array("attempt \(printed + 1) at \(date): \(attempt.sendAttemptResult ?? "unknown")".utf8))
                     printed += 1
                 }

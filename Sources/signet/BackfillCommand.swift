@@ -8,14 +8,15 @@ import SignetCore
 import SignetHTTP
 import SignetState
 
-/// `signet backfill`: replays the notifications Apple sent in a window (Get Notification
-/// History) through a pipeline, so what Signet missed produces its events now.
+/// `signet backfill`: runs a pipeline with the `appstore_history` source in place of its own, so
+/// the notifications Apple sent in a window (Get Notification History) that Signet missed
+/// produce their events now.
 struct BackfillCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backfill",
         abstract: "Recovers the notifications Apple sent while Signet was away, from Apple's notification history.",
         discussion: """
-            Asks the App Store Server API (Get Notification History) for every notification Apple sent in the window and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): what was processed before is dropped by dedupe, so only what was missed produces events (stdout for the default pipeline; rejects in $SIGNET_DATA_DIR/dead-letter.ndjson). Running it twice emits nothing the second time.
+            Asks the App Store Server API (Get Notification History) for every notification Apple sent in the window and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): what was processed before is dropped by dedupe, so only what was missed produces events (stdout for the default pipeline; rejects in $SIGNET_DATA_DIR/dead-letter.ndjson). Running it twice emits nothing the second time. It runs the pipeline with the appstore_history source in place of its own (a pipeline file can name that source too: docs/pipelines.md).
 
             It needs an In-App Purchase API key. Create one in App Store Connect under Users and Access > Integrations > In-App Purchase (Generate API Key), download its .p8 file once, and note its key id and the issuer id shown above the list:
               SIGNET_APPSTORE_KEY_ID       the key id, e.g. 2X9R4HXF34
@@ -62,11 +63,11 @@ struct BackfillCommand: AsyncParsableCommand {
 
     func validate() throws {
         let now = WallClock.milliseconds()
-        guard BackfillWindow.instant(since, now: now) != nil else {
-            throw ValidationError("--since '\(since)' is not \(BackfillWindow.instantForms)")
+        guard AppStoreHistoryWindow.instant(since, now: now) != nil else {
+            throw ValidationError("--since '\(since)' is not \(AppStoreHistoryWindow.instantForms)")
         }
-        if let until, BackfillWindow.instant(until, now: now) == nil {
-            throw ValidationError("--until '\(until)' is not \(BackfillWindow.instantForms)")
+        if let until, AppStoreHistoryWindow.instant(until, now: now) == nil {
+            throw ValidationError("--until '\(until)' is not \(AppStoreHistoryWindow.instantForms)")
         }
         guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
     }
@@ -103,14 +104,14 @@ struct BackfillCommand: AsyncParsableCommand {
 
     /// The window to backfill: an unfinished checkpoint's (said on stderr), else `--since`
     /// ..< `--until` clamped to Apple's lookback (with a warning).
-    private func plannedWindow(api: AppStoreAPIConfiguration, checkpointPath: String) throws -> BackfillWindow {
+    private func plannedWindow(api: AppStoreAPIConfiguration, checkpointPath: String) throws -> AppStoreHistoryWindow {
         if restart, FileManager.default.fileExists(atPath: checkpointPath) {
             try FileManager.default.removeItem(atPath: checkpointPath)
             Terminal.note("--restart: discarded the backfill checkpoint \(checkpointPath)")
         }
-        let plan: BackfillPlan
+        let plan: AppStoreHistoryPlan
         do {
-            plan = try BackfillPlan.make(
+            plan = try AppStoreHistoryPlan.make(
                 checkpointPath: checkpointPath, start: since, end: until, onlyFailures: onlyFailures,
                 subWindows: AppStoreHistorySource.Options.defaultSubWindows,
                 configuration: api, now: WallClock.milliseconds())

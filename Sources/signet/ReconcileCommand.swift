@@ -7,15 +7,16 @@ import SignetAppStorePipeline
 import SignetCore
 import SignetState
 
-/// `signet reconcile`: asks Apple for the current status of purchases (Get All Subscription
-/// Statuses) and applies it through a pipeline, so state that went wrong, or purchases Signet
-/// never saw, are put right with the same events as any change.
+/// `signet reconcile`: runs a pipeline with the `appstore_statuses` source in place of its own,
+/// which asks Apple for the current status of purchases (Get All Subscription Statuses), so
+/// state that went wrong, or purchases Signet never saw, are put right with the same events as
+/// any change.
 struct ReconcileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reconcile",
         abstract: "Puts Signet's state in line with Apple's current view of purchases (Get All Subscription Statuses).",
         discussion: """
-            For each purchase named, asks the App Store Server API for every subscription's current status (its latest signed transaction and renewal info) and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): both JWS are verified like the webhook's, and the state machine applies them as Apple's view, ordered against notifications by their signedDate. Where Signet already agrees nothing happens; every difference (a renewal, a refund, a grace period Signet never heard of) gives the same entitlement-change events as a notification would (stdout for the default pipeline). Running it twice emits nothing the second time.
+            For each purchase named, asks the App Store Server API for every subscription's current status (its latest signed transaction and renewal info) and runs each through the pipeline's own stages, store and sinks (the embedded default pipeline unless --pipeline names another): both JWS are verified like the webhook's, and the state machine applies them as Apple's view, ordered against notifications by their signedDate. Where Signet already agrees nothing happens; every difference (a renewal, a refund, a grace period Signet never heard of) gives the same entitlement-change events as a notification would (stdout for the default pipeline). Running it twice emits nothing the second time. It runs the pipeline with the appstore_statuses source in place of its own (a pipeline file can name that source too: docs/pipelines.md).
 
             --all reconciles every purchase in the state store (read first, read-only: --database, else PostgreSQL at $SIGNET_DATABASE_URL, else $SIGNET_DATA_DIR/signet.sqlite, the shipped pipelines' store), in order of original transaction id; an interrupted --all resumes after the last purchase done even when purchases arrived meanwhile. Use it when state may have drifted (after an outage longer than Apple's retries, or a bug fixed later).
 

@@ -14,23 +14,23 @@ struct AppStoreHistorySourceTests {
     @Test("instants: durations before now, ISO-8601, UNIX ms; nothing else")
     func instants() {
         let now: Int64 = 1_800_000_000_000
-        #expect(BackfillWindow.instant("72h", now: now) == now - 72 * 3_600_000)
-        #expect(BackfillWindow.instant("30d", now: now) == now - 30 * 86_400_000)
-        #expect(BackfillWindow.instant("2026-11-01T00:00:00Z", now: now) == 1_793_491_200_000)
-        #expect(BackfillWindow.instant("2026-11-01", now: now) == 1_793_491_200_000)
-        #expect(BackfillWindow.instant("1793491200000", now: now) == 1_793_491_200_000)
+        #expect(AppStoreHistoryWindow.instant("72h", now: now) == now - 72 * 3_600_000)
+        #expect(AppStoreHistoryWindow.instant("30d", now: now) == now - 30 * 86_400_000)
+        #expect(AppStoreHistoryWindow.instant("2026-11-01T00:00:00Z", now: now) == 1_793_491_200_000)
+        #expect(AppStoreHistoryWindow.instant("2026-11-01", now: now) == 1_793_491_200_000)
+        #expect(AppStoreHistoryWindow.instant("1793491200000", now: now) == 1_793_491_200_000)
         for bad in ["", "72", "h", "-3d", "yesterday", "2026-13-01", "99999999999999999999d"] {
-            #expect(BackfillWindow.instant(bad, now: now) == nil, "\(bad)")
+            #expect(AppStoreHistoryWindow.instant(bad, now: now) == nil, "\(bad)")
         }
     }
 
     @Test("split covers the window exactly")
     func split() {
-        let window = BackfillWindow(start: 1000, end: 1107)
+        let window = AppStoreHistoryWindow(start: 1000, end: 1107)
         let parts = window.split(into: 4)
         #expect(parts.count == 4 && parts.first?.start == 1000 && parts.last?.end == 1107)
         #expect(zip(parts, parts.dropFirst()).allSatisfy { $0.end == $1.start })
-        #expect(BackfillWindow(start: 0, end: 3).split(into: 16).count == 3)
+        #expect(AppStoreHistoryWindow(start: 0, end: 3).split(into: 16).count == 3)
     }
 
     @Test("each history item becomes the webhook's body: a compact JWS as is, anything else escaped into valid JSON")
@@ -74,10 +74,10 @@ struct AppStoreHistorySourceTests {
 
             // Four of the first page's five records: nothing recorded yet.
             try await first.commit(batch.prefix(4).map(\.position))
-            #expect(try BackfillCheckpoint.load(checkpointPath)?.pages == 0)
+            #expect(try AppStoreHistoryCheckpoint.load(checkpointPath)?.pages == 0)
             // The fifth completes page 1; records 6 and 7 are a part of page 2 only.
             try await first.commit(batch[4..<7].map(\.position))
-            let saved = try #require(try BackfillCheckpoint.load(checkpointPath))
+            let saved = try #require(try AppStoreHistoryCheckpoint.load(checkpointPath))
             #expect(saved.pages == 1 && saved.notifications == 5 && !saved.isFinished)
             #expect(saved.subWindows[0].paginationToken != nil)
             #expect(first.progress?.pagesCommitted == 1)
@@ -110,7 +110,7 @@ struct AppStoreHistorySourceTests {
             let indices = payloads.map { payload in APITestBed.samples.firstIndex { $0.signedPayload == payload } ?? -1 }
             #expect(indices == Array(5..<12))
             #expect(fake.requests(.notificationHistory).count - requestsBefore == 2)
-            let done = try #require(try BackfillCheckpoint.load(checkpointPath))
+            let done = try #require(try AppStoreHistoryCheckpoint.load(checkpointPath))
             #expect(done.isFinished && done.pages == 3 && done.notifications == 12)
 
             // Finished: the next open starts the configured window afresh.
@@ -132,8 +132,8 @@ struct AppStoreHistorySourceTests {
             let now = APITestBed.nowMilliseconds()
             // Sandbox keeps 30 days. A 24-day window saved 15 days ago, in 4 parts of 6 days:
             // [-39, -33) is now beyond the lookback, [-33, -27) reaches into it, the others lie within.
-            let window = BackfillWindow(start: now - 39 * day, end: now - 15 * day)
-            let checkpoint = BackfillCheckpoint(
+            let window = AppStoreHistoryWindow(start: now - 39 * day, end: now - 15 * day)
+            let checkpoint = AppStoreHistoryCheckpoint(
                 window: window, onlyFailures: false, environment: "Sandbox", bundleId: APITestBed.bundleId,
                 subWindowCount: 4, startedAt: now - 15 * day)
             #expect(checkpoint.subWindows.map(\.request.endDate) == [now - 33 * day, now - 27 * day, now - 21 * day, now - 15 * day])
@@ -160,7 +160,7 @@ struct AppStoreHistorySourceTests {
             }
             try await source.close()
             #expect(payloads == samples.suffix(3).map(\.signedPayload))
-            let done = try #require(try BackfillCheckpoint.load(path))
+            let done = try #require(try AppStoreHistoryCheckpoint.load(path))
             #expect(done.isFinished, "\(done.subWindows.map(\.done))")
             #expect(done.window == window, "the resumed window is the saved one, not the configured 72h")
             // The part beyond got one 4000012 and nothing else; no request started beyond the lookback successfully.
@@ -200,7 +200,7 @@ struct AppStoreHistorySourceTests {
             let message = "\(try #require(failure))"
             #expect(message.contains("ends inside Apple's lookback") && message.contains("run the backfill again to resume"), "\(message)")
             #expect(delivered == 20)
-            let saved = try #require(try BackfillCheckpoint.load(directory.path("backfill.json")))
+            let saved = try #require(try AppStoreHistoryCheckpoint.load(directory.path("backfill.json")))
             #expect(!saved.isFinished && saved.subWindows[0].pages == 1 && saved.subWindows[0].notifications == 20)
 
             // The next run resumes after the committed page and finishes the part.
@@ -213,7 +213,7 @@ struct AppStoreHistorySourceTests {
             }
             try await again.close()
             #expect(rest.count == 10)
-            #expect(try BackfillCheckpoint.load(directory.path("backfill.json"))?.isFinished == true)
+            #expect(try AppStoreHistoryCheckpoint.load(directory.path("backfill.json"))?.isFinished == true)
         }
     }
 

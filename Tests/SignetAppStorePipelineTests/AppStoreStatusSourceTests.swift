@@ -46,7 +46,7 @@ struct AppStoreStatusSourceTests {
             let progress = try #require(source.progress)
             try await source.close()
             #expect(progress.finished && progress.done == ids.count && progress.notFound == 1 && progress.statuses == purchases.count)
-            #expect(try ReconcileCheckpoint.load(checkpoint)?.done == ids.count)
+            #expect(try AppStoreStatusCheckpoint.load(checkpoint)?.done == ids.count)
             #expect(lines.compactMap { $0["originalTransactionId"] as? String }.sorted() == ids.dropLast().sorted())
             #expect(lines.allSatisfy { $0["signedTransactionInfo"] is String && $0["status"] as? Int == 1 })
 
@@ -73,14 +73,14 @@ struct AppStoreStatusSourceTests {
         let directory = try TemporaryDirectory(prefix: "signet-statuses")
         defer { directory.remove() }
         let path = directory.path("reconcile.json")
-        var checkpoint = ReconcileCheckpoint(ids: ["1", "2", "3"], environment: "Sandbox", bundleId: "com.example.signet")
+        var checkpoint = AppStoreStatusCheckpoint(ids: ["1", "2", "3"], environment: "Sandbox", bundleId: "com.example.signet")
         checkpoint.done = 2
         try checkpoint.save(to: path)
-        #expect(try ReconcileCheckpoint.load(path)?.done == 2)
+        #expect(try AppStoreStatusCheckpoint.load(path)?.done == 2)
         for done in [-5, 4, Int.min, Int.max] {
             checkpoint.done = done
             try checkpoint.save(to: path)
-            #expect(throws: SourceError.self, "done \(done)") { try ReconcileCheckpoint.load(path) }
+            #expect(throws: SourceError.self, "done \(done)") { try AppStoreStatusCheckpoint.load(path) }
         }
     }
 }

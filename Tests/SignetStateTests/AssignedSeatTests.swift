@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Multiseat purchases (App Store Server API 1.22): an organization assigns seats

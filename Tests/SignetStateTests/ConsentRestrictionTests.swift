@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 @testable import SignetJWS
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// RESCIND_CONSENT (2025): a parent or guardian withdrew consent for a child's use of the app.

@@ -2,6 +2,7 @@ import AppStoreModels
 import Foundation
 import SignetCore
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Entitlement names (a store's `entitlements:`): which names a purchase grants, on events,

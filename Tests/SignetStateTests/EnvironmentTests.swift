@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// One store for Production and Sandbox purchases (a pipeline with `environment: [Production,

@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import SignetState
+import SignetStateTestSupport
 import SignetTestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import SignetCore
 import SignetFixtures
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 import AppStoreModels
 

@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Issue 11 §1-2: access that ends by time emits events from the expiry sweep, with ids that

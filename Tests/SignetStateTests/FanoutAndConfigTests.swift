@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SignetCore
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 @Suite struct FanoutAndConfigTests {

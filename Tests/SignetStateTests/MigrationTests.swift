@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// MIGRATION (App Store Server Notifications 2.16, Advanced Commerce's Migrate a Subscription):

@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 @Suite struct OutboxAndStoreTests {

@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Issue 11 §3-4: refunds of an older period judged by Apple's signed status and renewal

@@ -1,4 +1,5 @@
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// A full disk is the one line the file sinks print too, naming the database file: SQLite's

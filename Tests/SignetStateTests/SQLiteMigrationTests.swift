@@ -1,4 +1,5 @@
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Databases written before the expiry sweep existed get its columns on open, and the

@@ -1,3 +1,4 @@
+import SignetStateTestSupport
 import Testing
 
 @testable import SignetState

@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Cost of dedupe + transition per record with the durable store, the way the runner

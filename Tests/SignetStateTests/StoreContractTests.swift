@@ -2,6 +2,7 @@ import AppStoreModels
 import Foundation
 import SignetCore
 @testable import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// The store contract (outbox, redelivery, retention, lookups) on every store kind.

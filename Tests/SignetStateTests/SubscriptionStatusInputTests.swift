@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetJWS
 import SignetState
+import SignetStateTestSupport
 import Testing
 
 /// Apple's current status of a purchase (an item of Get All Subscription Statuses) as an

@@ -111,7 +111,7 @@ public final class AppStoreCatchUpStage: TickingStage {
             return (state.previousStart.map { max(earliest, $0 - options.overlap.milliseconds) } ?? earliest, state.sweepNumber)
         }
         let request = NotificationHistoryRequest(startDate: start, endDate: now, onlyFailures: options.onlyFailures ? true : nil)
-        let window = BackfillWindow(start: start, end: now).description
+        let window = AppStoreHistoryWindow(start: start, end: now).description
         state.withLock { $0.tallies[number] = SweepTally(window: window) }
         do {
             var pages = 0

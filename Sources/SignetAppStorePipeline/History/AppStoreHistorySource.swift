@@ -12,13 +12,13 @@ public import SignetCore
 /// The window is split into sub-windows (Apple's pages of one window come one after the
 /// other), fetched by `parallelism` tasks at once through one client, so all of them share
 /// its rate limit. Each sub-window is a stream of its own (`appstore-history/N`); a page is
-/// recorded in the checkpoint (``BackfillCheckpoint``) only once the runner committed every
+/// recorded in the checkpoint (``AppStoreHistoryCheckpoint``) only once the runner committed every
 /// record of it, and a restart resumes every sub-window after its last recorded page. A
 /// checkpoint whose sub-windows are all done is finished: the next open starts the
 /// configured window afresh.
 public final class AppStoreHistorySource: Source {
     public struct Options: Sendable {
-        /// Where the window starts and ends, as ``BackfillWindow/instant(_:now:)`` reads them
+        /// Where the window starts and ends, as ``AppStoreHistoryWindow/instant(_:now:)`` reads them
         /// (`72h`, an ISO-8601 date, UNIX ms); `end` nil is now. Used when no unfinished
         /// checkpoint exists.
         public var start: String
@@ -64,7 +64,7 @@ public final class AppStoreHistorySource: Source {
     public let options: Options
     private let logger: Logger
     /// The client, the buffer, the checkpoint writer, the fetcher and ``State``.
-    private let core: FetchingSourceCore<HistoryPage, State, BackfillCheckpoint>
+    private let core: FetchingSourceCore<HistoryPage, State, AppStoreHistoryCheckpoint>
 
     /// A page handed to the runner whose records are not all committed yet.
     private struct PendingPage {
@@ -84,7 +84,7 @@ public final class AppStoreHistorySource: Source {
     }
 
     private struct State {
-        var checkpoint: BackfillCheckpoint?
+        var checkpoint: AppStoreHistoryCheckpoint?
         var streams: [Stream] = []
         var resumed = false
         var pagesAtStart = 0
@@ -153,10 +153,10 @@ public final class AppStoreHistorySource: Source {
     }
 
     /// The unfinished checkpoint to resume, or a new one for the configured window.
-    private func startingCheckpoint(client: AppStoreServerAPIClient, now: Int64) throws -> BackfillCheckpoint {
-        let plan: BackfillPlan
+    private func startingCheckpoint(client: AppStoreServerAPIClient, now: Int64) throws -> AppStoreHistoryCheckpoint {
+        let plan: AppStoreHistoryPlan
         do {
-            plan = try BackfillPlan.make(
+            plan = try AppStoreHistoryPlan.make(
                 checkpointPath: options.checkpointPath, start: options.start, end: options.end, onlyFailures: options.onlyFailures,
                 subWindows: options.subWindows, configuration: client.configuration, now: now)
         } catch let error as SourceError {
@@ -172,7 +172,7 @@ public final class AppStoreHistorySource: Source {
     }
 
     /// Pages through sub-window `index` from where `sub` left off. False once the source stopped.
-    private func fetch(subWindow index: Int, _ sub: BackfillCheckpoint.SubWindow, client: AppStoreServerAPIClient) async throws -> Bool {
+    private func fetch(subWindow index: Int, _ sub: AppStoreHistoryCheckpoint.SubWindow, client: AppStoreServerAPIClient) async throws -> Bool {
         do {
             for try await page in client.notificationHistory(sub.request, resumingAfter: sub.paginationToken) {
                 guard await core.send(.init(subWindow: index, page: page)) else { return false }
@@ -182,7 +182,7 @@ public final class AppStoreHistorySource: Source {
             // more: the part ends before the lookback's edge. Anything else (the
             // client's clamps ran out, the clocks disagree) stops the run; the
             // checkpoint keeps what was committed, and the next run resumes.
-            let part = BackfillWindow(start: sub.request.startDate, end: sub.request.endDate)
+            let part = AppStoreHistoryWindow(start: sub.request.startDate, end: sub.request.endDate)
             let lookback = NotificationHistoryLookback(environment: client.configuration.environment)
             guard lookback.verdict(start: part.start, end: part.end, now: WallClock.milliseconds()) == .gone else {
                 throw SourceError(

@@ -2,10 +2,10 @@ import Foundation
 import SignetCore
 import SignetOpenSSL
 
-/// How far a reconcile got: the purchases it was asked about (by digest) and how many of them,
-/// from the first, are done (their statuses committed, or Apple knew none). A restart with
-/// the same list resumes after them; another list starts over.
-public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
+/// How far the `appstore_statuses` source (a `signet reconcile`) got: the purchases it was asked
+/// about (by digest) and how many of them, from the first, are done (their statuses committed,
+/// or Apple knew none). A restart with the same list resumes after them; another list starts over.
+public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
     package static let currentVersion = 1
 
     public var version = Self.currentVersion
@@ -43,10 +43,10 @@ public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
     }
 
     /// The checkpoint at `path`, nil when there is none.
-    public static func load(_ path: String) throws -> ReconcileCheckpoint? {
+    public static func load(_ path: String) throws -> AppStoreStatusCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
-            let checkpoint = try JSONDecoder().decode(ReconcileCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            let checkpoint = try JSONDecoder().decode(AppStoreStatusCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
             guard checkpoint.version == currentVersion else {
                 throw SourceError("version \(checkpoint.version), this signet writes \(currentVersion)")
             }
@@ -69,3 +69,7 @@ public struct ReconcileCheckpoint: Codable, Sendable, Equatable {
         try AtomicFile.write(try encoder.encode(self), to: path, what: "the reconcile checkpoint")
     }
 }
+
+/// The name of ``AppStoreStatusCheckpoint`` before the status source's types were named after it.
+@available(*, deprecated, renamed: "AppStoreStatusCheckpoint")
+public typealias ReconcileCheckpoint = AppStoreStatusCheckpoint

@@ -2,13 +2,14 @@ import Foundation
 public import SignetAppStoreAPI
 import SignetCore
 
-/// What a backfill has committed: its window and, per sub-window, the request and the
-/// pagination token to resume after. Kept as JSON in one file, replaced atomically.
+/// What the `appstore_history` source (a `signet backfill`) has committed: its window and, per
+/// sub-window, the request and the pagination token to resume after. Kept as JSON in one file,
+/// replaced atomically.
 ///
 /// A page is recorded only once every record made from it was committed by the runner
 /// (state written, every sink acknowledged), so resuming after the recorded token never
 /// skips a notification; it may fetch the page after it again, which dedupe drops.
-public struct BackfillCheckpoint: Codable, Sendable, Equatable {
+public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
     /// One sub-window's progress.
     public struct SubWindow: Codable, Sendable, Equatable {
         /// The body to send (its start may have been clamped by the client on 4000012).
@@ -43,7 +44,7 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
     package static let currentVersion = 1
 
     public var version: Int
-    public var window: BackfillWindow
+    public var window: AppStoreHistoryWindow
     public var onlyFailures: Bool
     /// The store and app the pages come from: a checkpoint of another one is not resumed.
     public var environment: String
@@ -52,7 +53,7 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
     public var startedAt: Int64
     public var subWindows: [SubWindow]
 
-    public init(window: BackfillWindow, onlyFailures: Bool, environment: String, bundleId: String, subWindowCount: Int, startedAt: Int64) {
+    public init(window: AppStoreHistoryWindow, onlyFailures: Bool, environment: String, bundleId: String, subWindowCount: Int, startedAt: Int64) {
         self.version = Self.currentVersion
         self.window = window
         self.onlyFailures = onlyFailures
@@ -73,10 +74,10 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
 
     /// The checkpoint at `path`, nil when there is none.
     /// - Throws: ``SourceError`` when the file exists but is not a checkpoint.
-    public static func load(_ path: String) throws -> BackfillCheckpoint? {
+    public static func load(_ path: String) throws -> AppStoreHistoryCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
-            let checkpoint = try JSONDecoder().decode(BackfillCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            let checkpoint = try JSONDecoder().decode(AppStoreHistoryCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
             guard checkpoint.version == currentVersion else {
                 throw SourceError("version \(checkpoint.version), this signet writes \(currentVersion)")
             }
@@ -94,3 +95,7 @@ public struct BackfillCheckpoint: Codable, Sendable, Equatable {
         try AtomicFile.write(try encoder.encode(self), to: path, what: "the backfill checkpoint")
     }
 }
+
+/// The name of ``AppStoreHistoryCheckpoint`` before the history source's types were named after it.
+@available(*, deprecated, renamed: "AppStoreHistoryCheckpoint")
+public typealias BackfillCheckpoint = AppStoreHistoryCheckpoint

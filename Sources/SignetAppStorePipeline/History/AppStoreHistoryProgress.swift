@@ -1,10 +1,11 @@
 import Foundation
 
-/// How far a backfill is, for progress lines: what the checkpoint held when it started,
-/// what was fetched and committed since, and how much of the window that covers.
+/// How far the `appstore_history` source is, for `signet backfill`'s progress lines: what the
+/// checkpoint held when it started, what was fetched and committed since, and how much of the
+/// window that covers.
 public struct AppStoreHistoryProgress: Sendable, Equatable {
     /// The window being backfilled (as clamped).
-    public var window: BackfillWindow
+    public var window: AppStoreHistoryWindow
     /// Whether this run resumed an unfinished checkpoint.
     public var resumed: Bool
     /// Pages and notifications the checkpoint held when this run started.

@@ -1,23 +1,23 @@
 import Foundation
-import SignetPostgres
-import SignetState
+public import SignetPostgres
+public import SignetState
 import SignetTestSupport
 
 /// The state stores every contract test runs against: in-memory, SQLite and a real
 /// PostgreSQL (started by ``PostgresServer``; left out only when its binaries are missing).
-enum StoreKind: String, CaseIterable, Sendable {
+public enum StoreKind: String, CaseIterable, Sendable {
     case memory, sqlite, postgres
 
     /// The stores that can run here (postgres needs the server binaries).
-    static var available: [StoreKind] {
+    public static var available: [StoreKind] {
         allCases.filter { $0 != .postgres || PostgresServer.unavailableReason == nil }
     }
 
     /// The durable stores (a restart keeps their contents).
-    static var durable: [StoreKind] { available.filter { $0 != .memory } }
+    public static var durable: [StoreKind] { available.filter { $0 != .memory } }
 
     /// A fresh store of each available kind.
-    static func freshStores() async throws -> [any StateStore] {
+    public static func freshStores() async throws -> [any StateStore] {
         var stores: [any StateStore] = []
         for kind in available { stores.append(try await kind.makeLocation().open()) }
         return stores
@@ -25,7 +25,7 @@ enum StoreKind: String, CaseIterable, Sendable {
 
     /// Where one test's store lives: a new SQLite file or PostgreSQL database.
     /// PostgreSQL's `CREATE DATABASE` runs off the cooperative pool (``offPool(_:)``).
-    func makeLocation(outboxRetention: Duration = .zero) async throws -> StoreLocation {
+    public func makeLocation(outboxRetention: Duration = .zero) async throws -> StoreLocation {
         switch self {
         case .memory: return .memory(InMemoryStateStore(outboxRetention: outboxRetention))
         case .sqlite:
@@ -45,13 +45,13 @@ enum StoreKind: String, CaseIterable, Sendable {
 
 
 /// One test's database, which can be opened again (a restart) or by a second instance.
-enum StoreLocation {
+public enum StoreLocation {
     case memory(InMemoryStateStore)
     case sqlite(String, SQLiteStateStore.Options)
     case postgres(PostgresStoreOptions)
 
     /// Opening a PostgreSQL store (connect, migrate, lease) runs off the cooperative pool.
-    func open() async throws -> any StateStore {
+    public func open() async throws -> any StateStore {
         switch self {
         case .memory(let store): return store
         case .sqlite(let path, let options): return try SQLiteStateStore(path: path, options: options)

@@ -3,6 +3,7 @@ import Foundation
 import SignetCore
 import SignetPostgres
 @testable import SignetState
+import SignetStateTestSupport
 import SignetTestSupport
 import Synchronization
 import Testing

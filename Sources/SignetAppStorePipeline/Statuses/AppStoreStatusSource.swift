@@ -78,7 +78,7 @@ public final class AppStoreStatusSource: Source {
 
     private struct State {
         var ids: [String] = []
-        var checkpoint: ReconcileCheckpoint?
+        var checkpoint: AppStoreStatusCheckpoint?
         var doneAtStart = 0
         var resumed = false
         var nextClaim = 0
@@ -94,7 +94,7 @@ public final class AppStoreStatusSource: Source {
     public let options: Options
     private let logger: Logger
     /// The client, the buffer, the checkpoint writer, the fetcher and ``State``.
-    private let core: FetchingSourceCore<Answer, State, ReconcileCheckpoint>
+    private let core: FetchingSourceCore<Answer, State, AppStoreStatusCheckpoint>
 
     /// - Parameter makeClient: builds the API client when the source opens; the source shuts it
     ///   down when it closes.
@@ -128,9 +128,9 @@ public final class AppStoreStatusSource: Source {
             let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
             let ids = try PurchaseIDList.read(explicit: explicit, file: file)
             try core.createCheckpointFolder()
-            var fresh = ReconcileCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+            var fresh = AppStoreStatusCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
             fresh.ascending = ascending ? true : nil
-            guard let saved = try ReconcileCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
+            guard let saved = try AppStoreStatusCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
             guard saved.environment == environment, saved.bundleId == bundleId else {
                 logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
                 return (ids, fresh)

@@ -1,9 +1,9 @@
 import Foundation
 import SignetCore
 
-/// The span of notification send dates a backfill asks Apple for: `start` inclusive, `end`
+/// The span of notification send dates the `appstore_history` source asks Apple for: `start` inclusive, `end`
 /// exclusive, UNIX milliseconds (Get Notification History's `startDate`/`endDate`).
-public struct BackfillWindow: Codable, Sendable, Hashable, CustomStringConvertible {
+public struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringConvertible {
     public var start: Int64
     public var end: Int64
 
@@ -16,11 +16,11 @@ public struct BackfillWindow: Codable, Sendable, Hashable, CustomStringConvertib
 
     /// `count` consecutive sub-windows covering this one, of equal length (the last takes the
     /// remainder); fewer when the window is shorter than `count` milliseconds.
-    public func split(into count: Int) -> [BackfillWindow] {
+    public func split(into count: Int) -> [AppStoreHistoryWindow] {
         let parts = Int64(max(1, min(count, Int(clamping: milliseconds))))
         let length = milliseconds / parts
         return (0..<parts).map { index in
-            BackfillWindow(start: start + index * length, end: index == parts - 1 ? end : start + (index + 1) * length)
+            AppStoreHistoryWindow(start: start + index * length, end: index == parts - 1 ? end : start + (index + 1) * length)
         }
     }
 
@@ -66,3 +66,7 @@ public struct BackfillWindow: Codable, Sendable, Hashable, CustomStringConvertib
     /// What ``instant(_:now:)`` accepts, for messages.
     public static let instantForms = "a duration before now (72h, 30d), an ISO-8601 date or date-time (2026-11-01T00:00:00Z), or UNIX milliseconds"
 }
+
+/// The name of ``AppStoreHistoryWindow`` before the history source's types were named after it.
+@available(*, deprecated, renamed: "AppStoreHistoryWindow")
+public typealias BackfillWindow = AppStoreHistoryWindow

@@ -3,21 +3,21 @@ import Foundation
 public import SignetAppStoreAPI
 import SignetCore
 
-/// What a backfill will fetch: the unfinished checkpoint to resume, or a new window clamped to
+/// What the `appstore_history` source will fetch: the unfinished checkpoint to resume, or a new window clamped to
 /// Apple's lookback. `signet backfill` plans to tell the operator before it starts and the
 /// ``AppStoreHistorySource`` plans when it opens; both with this one type, so they agree on
 /// the checkpoint's checks and the clamp (``NotificationHistoryLookback``).
-public struct BackfillPlan: Sendable {
+public struct AppStoreHistoryPlan: Sendable {
     /// The checkpoint to fetch from (resumed, or new and not yet written).
-    public var checkpoint: BackfillCheckpoint
+    public var checkpoint: AppStoreHistoryCheckpoint
     /// Whether ``checkpoint`` is an unfinished one found on disk.
     public var resumed: Bool
     /// The window asked for, when Apple's lookback made it start later (nil otherwise).
-    public var clampedFrom: BackfillWindow?
+    public var clampedFrom: AppStoreHistoryWindow?
 
     /// Plans a backfill.
     /// - Parameters:
-    ///   - start, end: as ``BackfillWindow/instant(_:now:)`` reads them; `end` nil is now.
+    ///   - start, end: as ``AppStoreHistoryWindow/instant(_:now:)`` reads them; `end` nil is now.
     ///     Used only when no unfinished checkpoint is at `checkpointPath`.
     /// - Throws: ``SourceError`` with the operator's next step: an unreadable checkpoint,
     ///   an unfinished one of another app or store, an instant that does not parse, or a
@@ -25,27 +25,27 @@ public struct BackfillPlan: Sendable {
     public static func make(
         checkpointPath: String, start: String, end: String?, onlyFailures: Bool, subWindows: Int,
         configuration: AppStoreAPIConfiguration, now: Int64
-    ) throws -> BackfillPlan {
+    ) throws -> AppStoreHistoryPlan {
         let environment = configuration.environment.rawValue
         let bundleId = configuration.credentials.bundleId
-        if let saved = try BackfillCheckpoint.load(checkpointPath), !saved.isFinished {
+        if let saved = try AppStoreHistoryCheckpoint.load(checkpointPath), !saved.isFinished {
             guard saved.environment == environment, saved.bundleId == bundleId else {
                 throw SourceError(
                     "the unfinished backfill in '\(checkpointPath)' is of \(saved.bundleId) (\(saved.environment)), not \(bundleId) (\(environment)); remove it (signet backfill --restart discards it) to start over")
             }
-            return BackfillPlan(checkpoint: saved, resumed: true, clampedFrom: nil)
+            return AppStoreHistoryPlan(checkpoint: saved, resumed: true, clampedFrom: nil)
         }
-        guard let startInstant = BackfillWindow.instant(start, now: now) else {
-            throw SourceError("the backfill start '\(start)' is not \(BackfillWindow.instantForms)")
+        guard let startInstant = AppStoreHistoryWindow.instant(start, now: now) else {
+            throw SourceError("the backfill start '\(start)' is not \(AppStoreHistoryWindow.instantForms)")
         }
         var endInstant = now
         if let end {
-            guard let instant = BackfillWindow.instant(end, now: now) else {
-                throw SourceError("the backfill end '\(end)' is not \(BackfillWindow.instantForms)")
+            guard let instant = AppStoreHistoryWindow.instant(end, now: now) else {
+                throw SourceError("the backfill end '\(end)' is not \(AppStoreHistoryWindow.instantForms)")
             }
             endInstant = min(instant, now)
         }
-        let asked = BackfillWindow(start: startInstant, end: endInstant)
+        let asked = AppStoreHistoryWindow(start: startInstant, end: endInstant)
         guard asked.start < asked.end else {
             throw SourceError("the backfill window \(asked) is empty: its start must come before its end")
         }
@@ -60,16 +60,20 @@ public struct BackfillPlan: Sendable {
             throw SourceError(
                 "the backfill window \(asked) lies beyond Apple's lookback (\(lookback.days) days of notification history in \(environment)): Apple has nothing of it")
         }
-        let checkpoint = BackfillCheckpoint(
+        let checkpoint = AppStoreHistoryCheckpoint(
             window: window, onlyFailures: onlyFailures, environment: environment, bundleId: bundleId,
             subWindowCount: subWindows, startedAt: now)
-        return BackfillPlan(checkpoint: checkpoint, resumed: false, clampedFrom: window == asked ? nil : asked)
+        return AppStoreHistoryPlan(checkpoint: checkpoint, resumed: false, clampedFrom: window == asked ? nil : asked)
     }
 
     /// The warning for a clamped window, nil when it was not clamped.
     public func clampWarning(configuration: AppStoreAPIConfiguration) -> String? {
         guard let clampedFrom else { return nil }
         let lookback = NotificationHistoryLookback(environment: configuration.environment)
-        return "the backfill window starts \(BackfillWindow.iso(clampedFrom.start)), older than Apple keeps notification history (\(lookback.days) days in \(configuration.environment.rawValue)); clamped to \(checkpoint.window)"
+        return "the backfill window starts \(AppStoreHistoryWindow.iso(clampedFrom.start)), older than Apple keeps notification history (\(lookback.days) days in \(configuration.environment.rawValue)); clamped to \(checkpoint.window)"
     }
 }
+
+/// The name of ``AppStoreHistoryPlan`` before the history source's types were named after it.
+@available(*, deprecated, renamed: "AppStoreHistoryPlan")
+public typealias BackfillPlan = AppStoreHistoryPlan

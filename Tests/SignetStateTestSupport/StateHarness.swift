@@ -1,0 +1,103 @@
+import Foundation
+public import SignetCore
+public import SignetJWS
+public import SignetState
+import SignetTestSupport
+
+/// A decoded event as published (from the output bytes, not the typed value).
+public struct PublishedEvent {
+    public let json: [String: Any]
+    public let bytes: [UInt8]
+    public let headers: [String: String]
+    public var type: String { json["type"] as? String ?? "" }
+    public var eventId: String { json["eventId"] as? String ?? "" }
+    public var state: String? { json["state"] as? String }
+    public var entitled: Bool { json["entitled"] as? Bool ?? false }
+}
+
+/// What one batch did.
+public struct BatchResult {
+    public var events: [PublishedEvent] = []
+    public var dropped = 0
+    public var rejected: [RecordRejection] = []
+    public var batch: RecordBatch
+}
+
+/// `dedupe` + `transition` over one store, driven the way the runner drives them.
+public final class StateHarness {
+    public let store: any StateStore
+    public let dedupe: DedupeStage
+    public let transition: TransitionStage
+    private var line: Int64 = 0
+    private let executor = BlockingExecutor(label: "signet.test.state-harness")
+
+    public init(
+        store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,
+        configure: (inout TransitionStage.Options) -> Void = { _ in }
+    ) {
+        self.store = store
+        var options = TransitionStage.Options()
+        options.policy = policy
+        configure(&options)
+        self.dedupe = DedupeStage(store: store)
+        self.transition = TransitionStage(store: store, options: options)
+        self.useDedupe = useDedupe
+    }
+
+    public let useDedupe: Bool
+
+    /// Runs one batch through the stages; acknowledges it unless told not to.
+    @discardableResult
+    public func run(_ payloads: [VerifiedPayload], acknowledge: Bool = true) async throws -> BatchResult {
+        var batch = RecordBatch(records: payloads.map { payload in
+            line += 1
+            return Fixture.record(payload, line: line)
+        })
+        // On a thread of its own, as the runner does: store calls block (a PostgreSQL store
+        // retrying through an outage blocks for seconds), which on the cooperative pool would
+        // stall the tests running beside this one.
+        try await withTaskExecutorPreference(executor) {
+            if useDedupe { try await dedupe.process(&batch) }
+            try await transition.process(&batch)
+            if acknowledge {
+                try await transition.acknowledge(batch)
+                if useDedupe { try await dedupe.acknowledge(batch) }
+            }
+        }
+        return Self.result(of: batch)
+    }
+
+    /// One expiry sweep at `instant`, acknowledged (delivered) unless told not to; its events.
+    public func sweep(at instant: Int64, acknowledge: Bool = true) async throws -> [PublishedEvent] {
+        try await withTaskExecutorPreference(executor) {
+            guard let batch = try transition.sweep(at: instant, limit: 1000) else { return [] }
+            if acknowledge { try await transition.acknowledge(batch) }
+            return Self.result(of: batch).events
+        }
+    }
+
+    /// Runs each payload as its own batch; returns all events.
+    public func runEach(_ payloads: [VerifiedPayload]) async throws -> [PublishedEvent] {
+        var events: [PublishedEvent] = []
+        for payload in payloads { events += try await run([payload]).events }
+        return events
+    }
+
+    public static func result(of batch: RecordBatch) -> BatchResult {
+        var result = BatchResult(batch: batch)
+        for record in batch.records {
+            switch record.status {
+            case .active:
+                for message in record.outputs {
+                    let object = (try? JSONSerialization.jsonObject(with: Data(message.value))) as? [String: Any] ?? [:]
+                    var headers: [String: String] = [:]
+                    for header in message.headers { headers[header.name] = String(decoding: header.value, as: UTF8.self) }
+                    result.events.append(PublishedEvent(json: object, bytes: message.value, headers: headers))
+                }
+            case .dropped: result.dropped += 1
+            case .rejected(let rejection, _): result.rejected.append(rejection)
+            }
+        }
+        return result
+    }
+}
