@@ -13,4 +13,9 @@ struct CoreBindingTests {
         #expect(ComponentSpec.fileSource.fields.map(\.name) == ["path", "max_line_bytes", "skip_blank_lines", "checkpoint"])
     }
 
+    @Test func settings() throws {
+        #expect(try boundDefaultMismatches(PipelineSettings.configuration, in: PipelineSettings.spec) == [])
+        let never = try PipelineSettings(PipelineSettings.spec.parse(parseNode("progress_interval: 0s")))
+        #expect(never.progressInterval == nil, "0s is never")
+    }
 }
