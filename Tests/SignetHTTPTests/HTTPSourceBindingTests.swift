@@ -21,3 +21,20 @@ struct HTTPSourceBindingTests {
         ])
     }
 }
+
+/// `type: http` (a sink) declares each key that sets an option once, bound to ``HTTPSink/Options``.
+@Suite("http sink bindings")
+struct HTTPSinkBindingTests {
+    @Test func everyDefaultIsTheOptionsValue() throws {
+        #expect(try boundDefaultMismatches(HTTPSink.Options.configuration, in: .httpSink, mapping: "url: http://x") == [])
+        #expect(ComponentSpec.httpSink.fields.map(\.name) == ["url"] + HTTPSink.Options.configuration.bindings.map(\.name) + ["headers"])
+    }
+
+    @Test func writtenKeysSetTheirOptions() throws {
+        let options = try HTTPSink.Options(
+            ComponentSpec.httpSink.parse(ConfigNode.parse(
+                yaml: "url: https://x/e\nmode: batch\nsigning_secret: s3\nheaders: {A: b}", file: "s.yaml", environment: [:])))
+        #expect(options.url == "https://x/e" && options.mode == .batch && options.maxBatch == 100)
+        #expect(options.signingSecret == Array("s3".utf8) && options.headers.map(\.name) == ["A"])
+    }
+}

@@ -49,3 +49,16 @@ extension Optional: ConfigBindable where Wrapped: ConfigBindable {
         .some(try Wrapped.configValue(key, in: config))
     }
 }
+
+/// An enumeration written as its raw value (`mode: batch`); the spec's
+/// ``ConfigFieldType/enumeration(_:)`` lists the same values, so a validated one always reads.
+extension ConfigBindable where Self: RawRepresentable, RawValue == String {
+    public var configText: String? { rawValue }
+    public static func configValue(_ key: String, in config: ParsedConfig) throws(ConfigError) -> Self? {
+        guard let text = try config.optionalString(key) else { return nil }
+        guard let value = Self(rawValue: text) else {
+            throw config.error("internal: '\(config.path).\(key)' allows '\(text)', which \(Self.self) does not have", key: key)
+        }
+        return value
+    }
+}
