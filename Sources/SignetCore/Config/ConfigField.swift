@@ -1,6 +1,8 @@
 /// One key of a component's configuration: its type, whether it is required or what
 /// it defaults to, and what it means. Written once; parsing, `signet lint`, `signet
-/// components`, docs/pipelines.md and Schemas/pipeline.schema.json all read it.
+/// components`, docs/pipelines.md and Schemas/pipeline.schema.json all read it. A key
+/// that sets an option is declared as a ``ConfigBinding`` instead, so its default is the
+/// option's own value rather than a second copy of it.
 ///
 /// ```swift
 /// ConfigField("bundle_id", .string, .required, "your app's bundle id", example: "com.example.app")

@@ -4,10 +4,10 @@
 extension ComponentRegistry {
     public mutating func registerCoreComponents() {
         registerSource(.stdinSource) { config, _ in
-            LineSource.standardInput(options: try Self.lineOptions(config))
+            LineSource.standardInput(options: try LineSource.Options.configuration.options(config))
         }
         registerSource(.fileSource) { config, _ in
-            LineSource(path: try config.string("path"), options: try Self.lineOptions(config))
+            LineSource(path: try config.string("path"), options: try LineSource.Options.fileConfiguration.options(config))
         }
         registerSink(.stdoutSink) { _, _ in
             StdoutSink()
@@ -18,13 +18,5 @@ extension ComponentRegistry {
                 path: try config.string("path"), fsync: try config.bool("fsync"),
                 rotation: maxBytes > 0 ? FileSink.Rotation(maxBytes: Int64(maxBytes), keep: try config.int("keep")) : nil)
         }
-    }
-
-    private static func lineOptions(_ config: ParsedConfig) throws(ConfigError) -> LineSource.Options {
-        var options = LineSource.Options()
-        options.maxLineBytes = try config.int("max_line_bytes")
-        options.skipBlankLines = try config.bool("skip_blank_lines")
-        options.checkpointPath = try config.optionalString("checkpoint")
-        return options
     }
 }

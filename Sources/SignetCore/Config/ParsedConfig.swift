@@ -126,7 +126,8 @@ public struct ParsedConfig: Sendable {
         ConfigError("internal: '\(path).\(key)' is not declared as a \(expected) in its spec", at: location)
     }
 
-    private func absent(_ key: String) -> ConfigError {
+    /// The error for a key the spec requires and the mapping lacks (also ``ConfigBinding``'s).
+    func absent(_ key: String) -> ConfigError {
         ConfigError("\(path.isEmpty ? "the pipeline" : "'\(path)'") needs '\(key)'", at: location)
     }
 }
