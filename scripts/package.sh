@@ -73,7 +73,8 @@ elif [ "$build" = 1 ]; then
   python3 - "$binary" <<'PYTHON'
 import json, re, subprocess, sys
 manifest = open(".build/debug.yaml").read()
-match = re.search(r'"C\.signet-[^"]*-debug\.exe":\n(?:    .*\n)*?    args: (\[.*\])', manifest)
+# The `signet` product only: the package's other executables (signet-http-floor) share the prefix.
+match = re.search(r'"C\.signet-[a-z0-9_]+-unknown-linux-gnu-debug\.exe":\n(?:    .*\n)*?    args: (\[.*\])', manifest)
 if not match:
     sys.exit("package: no link command for signet in .build/debug.yaml (is it built?)")
 args = json.loads(match.group(1))
