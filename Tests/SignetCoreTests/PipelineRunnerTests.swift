@@ -355,6 +355,19 @@ struct PipelineRunnerTests {
         #expect(summary.deliveredBySink == ["a": 4, "b": 4])
     }
 
+    /// A stage failing for good ends the run, also when the source never runs dry: the source
+    /// is told to stop, or it would read on while the cancelled steps refuse its batches.
+    @Test(.timeLimit(.minutes(1)), arguments: [4, 64])
+    func aFailingStageEndsARunWhoseSourceNeverRunsDry(batchSize: Int) async throws {
+        let source = MemorySource(endlessStream: "live")
+        let pipeline = Pipeline(
+            source: source, stages: [CheckStage(), FailingStage(afterBatches: 3)], sinks: [NamedSink(name: "out", sink: CaptureSink())],
+            deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: batchSize))
+        await #expect(throws: TestFailure.self) { try await PipelineRunner(pipeline: pipeline).run() }
+        // Only the batches before the failed one were committed.
+        #expect(source.committedOffsets.count <= 3 * batchSize)
+    }
+
     @Test func requestStopDrainsDeliversAndCommitsInFlightBatches() async throws {
         let box = RunnerBox()
         let source = MemorySource(endlessStream: "live")
@@ -600,4 +613,21 @@ private final class TrickleSource: Source {
 
     func commit(_ positions: [SourcePosition]) async throws { try await memory.commit(positions) }
     func stop() async { await memory.stop() }
+}
+
+/// Passes `afterBatches` batches, then fails for good.
+private final class FailingStage: Stage {
+    let name = "failing"
+    let afterBatches: Int
+    private let seen = Mutex(0)
+
+    init(afterBatches: Int) { self.afterBatches = afterBatches }
+
+    func process(_ batch: inout RecordBatch) async throws {
+        let count = seen.withLock { seen in
+            seen += 1
+            return seen
+        }
+        if count > afterBatches { throw TestFailure("stage broke") }
+    }
 }

@@ -167,8 +167,15 @@ public final class PipelineRunner: Sendable {
                 }
             }
         }
-        while let taken = try await queues[stages.count].take() {
-            if case .elements(let records) = taken, !records.isEmpty { try await deliverOrStop(RecordBatch(records: records)) }
+        do {
+            while let taken = try await queues[stages.count].take() {
+                if case .elements(let records) = taken, !records.isEmpty { try await deliver(RecordBatch(records: records)) }
+            }
+        } catch {
+            // A stage or the delivery failed: the source stops reading, or a source that polls
+            // (Kafka) would read on while the cancelled steps refuse its batches.
+            await source.stop()
+            throw error
         }
     }
 
