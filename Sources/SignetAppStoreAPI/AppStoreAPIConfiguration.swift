@@ -21,6 +21,7 @@ public struct AppStoreAPIConfiguration: Sendable {
     /// info and history) in ``environment``. Default 40 (Production) or 4 (Sandbox): below
     /// Apple's per-app limits, which are per second but enforced hourly, and Sandbox gets 10%.
     /// Never more than Apple's limit: the client spends at most that whatever is set here.
+    /// Send Consumption Information (also 50/s) spends this rate from a bucket of its own.
     public var requestsPerSecond: Double
     /// Requests per second for the test-notification endpoints (Apple: 1/s, Sandbox 10%).
     public var testNotificationRequestsPerSecond: Double
@@ -83,7 +84,7 @@ public struct AppStoreAPIConfiguration: Sendable {
     /// Why the rate set for `endpointClass` cannot be used, nil when it can.
     package func rateProblem(_ endpointClass: AppStoreAPIEndpointClass) -> String? {
         let rate = configuredRate(endpointClass)
-        let name = endpointClass == .standard ? "requests per second" : "test-notification requests per second"
+        let name = endpointClass == .testNotification ? "test-notification requests per second" : "requests per second"
         guard rate > 0, rate.isFinite else { return "App Store Server API \(name) must be greater than 0" }
         let limit = endpointClass.appleLimit(in: environment)
         guard !enforcesAppleLimits || rate <= limit else {
@@ -103,7 +104,7 @@ public struct AppStoreAPIConfiguration: Sendable {
 
     /// The property that sets `endpointClass`'s rate in ``environment``.
     private func configuredRate(_ endpointClass: AppStoreAPIEndpointClass) -> Double {
-        endpointClass == .standard ? requestsPerSecond : testNotificationRequestsPerSecond
+        endpointClass == .testNotification ? testNotificationRequestsPerSecond : requestsPerSecond
     }
 
     /// Where requests for `environment` go: ``baseURL`` for the configured store,

@@ -4,11 +4,14 @@ public import SignetCore
 import Synchronization
 
 /// Apple's rate-limit classes: each endpoint has its own per-app budget; these are the
-/// two the client uses.
+/// three the client uses.
 public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     /// 50/s in Production: Get Notification History, Get All Subscription Statuses, Get
     /// Transaction Info, Get Transaction History.
     case standard
+    /// 50/s in Production: Send Consumption Information (v2 and v1). Its own bucket, so a 429
+    /// on answering refund requests never pauses history paging, nor the other way round.
+    case consumption
     /// 1/s in Production: Request a Test Notification, Get Test Notification Status.
     case testNotification
 
@@ -17,7 +20,7 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     /// (developer.apple.com/documentation/appstoreserverapi/identifying-rate-limits).
     public func appleLimit(in environment: AppStoreEnvironment) -> Double {
         let production: Double = switch self {
-        case .standard: 50
+        case .standard, .consumption: 50
         case .testNotification: 1
         }
         return environment == .production ? production : production / 10
@@ -28,7 +31,7 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     /// limit for the test notification.
     public func defaultRate(in environment: AppStoreEnvironment) -> Double {
         switch self {
-        case .standard: appleLimit(in: environment) * 0.8
+        case .standard, .consumption: appleLimit(in: environment) * 0.8
         case .testNotification: appleLimit(in: environment)
         }
     }
@@ -37,6 +40,7 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     var label: String {
         switch self {
         case .standard: "standard"
+        case .consumption: "consumption"
         case .testNotification: "test_notification"
         }
     }

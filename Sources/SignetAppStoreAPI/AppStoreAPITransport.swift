@@ -46,7 +46,8 @@ struct AppStoreAPITransport: Sendable {
 
     /// What one attempt came to.
     private enum Outcome {
-        case success([UInt8])
+        /// A 2xx: its status and body.
+        case success(Int, [UInt8])
         /// Worth another try; the pause applies to the whole bucket when `pauseBucket`.
         case retry(AppStoreAPIError, wait: Duration?, pauseBucket: Bool)
         case fail(AppStoreAPIError)
@@ -56,6 +57,15 @@ struct AppStoreAPITransport: Sendable {
     /// or Sandbox for a Production client's fallback) and paid from that store's bucket.
     /// Throws ``AppStoreAPIError`` or `CancellationError`.
     func send<Answer: Decodable>(_ call: AppStoreAPICall, in environment: AppStoreEnvironment, as _: Answer.Type) async throws -> Answer {
+        try await send(call, in: environment) { _, body in try AppStoreJSON.decode(Answer.self, from: body) }
+    }
+
+    /// The 2xx answer of `call` as `read` makes it of the status and body (Send Consumption
+    /// Information answers 202 with no body), asked and paid for as above. A `read` that throws
+    /// is retried like a 5xx, then thrown as `invalidResponse`.
+    func send<Answer>(
+        _ call: AppStoreAPICall, in environment: AppStoreEnvironment, reading read: (Int, [UInt8]) throws -> Answer
+    ) async throws -> Answer {
         let bucket = AppStoreAPIRateLimiter.Bucket(
             bundleId: configuration.credentials.bundleId, environment: environment, endpointClass: call.endpointClass)
         let rate = configuration.rate(for: call.endpointClass, in: environment)
@@ -66,13 +76,13 @@ struct AppStoreAPITransport: Sendable {
             try await limiter.acquire(bucket, requestsPerSecond: rate)
             let (cause, wait, pauseBucket): (AppStoreAPIError, Duration?, Bool)
             switch await exchange(call, baseURL: baseURL) {
-            case .success(let body):
+            case .success(let status, let body):
                 do {
-                    return try AppStoreJSON.decode(Answer.self, from: body)
+                    return try read(status, body)
                 } catch {
                     // A proxy's `{}`, a truncated body: worth another try, like a 5xx.
                     (cause, wait, pauseBucket) = (
-                        AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: 200, errorMessage: "\(error)"), nil, false)
+                        AppStoreAPIError(.invalidResponse, endpoint: call.endpoint, status: status, errorMessage: "\(error)"), nil, false)
                 }
             case .fail(let failure):
                 throw failure
@@ -135,7 +145,7 @@ struct AppStoreAPITransport: Sendable {
             return .retry(AppStoreAPIError(.transport, endpoint: call.endpoint, errorMessage: "\(error)"), wait: nil, pauseBucket: false)
         }
         let status = Int(response.status.code)
-        if (200..<300).contains(status) { return .success(response.body) }
+        if (200..<300).contains(status) { return .success(status, response.body) }
         return classify(status: status, body: response.body, retryAfter: response.headers.first(name: "Retry-After"), call: call)
     }
 

@@ -230,6 +230,55 @@ public final class AppStoreServerAPIClient: Sendable {
         return kept
     }
 
+    // MARK: - Send Consumption Information
+
+    /// Send Consumption Information v2 (`PUT /inApps/v2/transactions/consumption/{transactionId}`):
+    /// answers a `CONSUMPTION_REQUEST` for `transactionId` (the id that notification carries)
+    /// with `information` (docs/consumption.md).
+    ///
+    /// The body is checked against every rule Apple documents before anything is sent: a body
+    /// Apple would refuse throws ``ConsumptionInformationError`` and no request goes out. Apple
+    /// answers 202 with no body; any 2xx counts as received (sending again what Apple took would
+    /// answer twice). Spends the consumption bucket (Apple: 50/s Production, 5/s Sandbox) and
+    /// retries 429 and Apple's retryable errors like every call; any other refusal throws
+    /// ``AppStoreAPIError``. A transaction of the Advanced Commerce API is refused by this
+    /// endpoint (AdvancedCommerceTransactionNotSupportedError): answer those with
+    /// ``sendConsumptionInformationV1(transactionId:_:in:)``.
+    ///
+    /// - Parameter environment: the store the purchase belongs to (the notification's
+    ///   `environment`); nil is the configured one, and a Production client may answer a Sandbox
+    ///   request, never the other way round.
+    public func sendConsumptionInformation(
+        transactionId: String, _ information: ConsumptionInformation, in environment: AppStoreEnvironment? = nil
+    ) async throws {
+        try information.validate()
+        try await sendConsumption(path: "/inApps/v2/transactions/consumption/", transactionId, try AppStoreJSON.encode(information), in: environment)
+    }
+
+    /// Send Consumption Information V1 (`PUT /inApps/v1/transactions/consumption/{transactionId}`):
+    /// the answer to a `CONSUMPTION_REQUEST` about a purchase made through the Advanced Commerce
+    /// API, which v2 refuses; for any other purchase use
+    /// ``sendConsumptionInformation(transactionId:_:in:)``. Checked, sent, paid for and retried
+    /// like it (same bucket).
+    public func sendConsumptionInformationV1(
+        transactionId: String, _ information: ConsumptionInformationV1, in environment: AppStoreEnvironment? = nil
+    ) async throws {
+        try information.validate()
+        try await sendConsumption(path: "/inApps/v1/transactions/consumption/", transactionId, try AppStoreJSON.encode(information), in: environment)
+    }
+
+    /// The PUT both versions make: `body` already validated, 202 (any 2xx) expected.
+    private func sendConsumption(path: String, _ transactionId: String, _ body: [UInt8], in environment: AppStoreEnvironment?) async throws {
+        guard !transactionId.isEmpty else {
+            throw ConsumptionInformationError(.emptyTransactionId, field: "transactionId", "must be the CONSUMPTION_REQUEST's transaction id, not empty")
+        }
+        let call = AppStoreAPICall(method: .PUT, path: path + PercentEncoding.encoded(transactionId), body: body, endpointClass: .consumption)
+        let logger = transport.logger
+        try await transport.send(call, in: try store(environment)) { status, _ in
+            if status != 202 { logger.notice("App Store Server API: \(call.endpoint) answered \(status), not 202; taken as received") }
+        }
+    }
+
     // MARK: - Test notifications
 
     /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a

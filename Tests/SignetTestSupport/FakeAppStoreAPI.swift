@@ -16,7 +16,10 @@ import Synchronization
 /// pagination tokens, 4000012 beyond the environment's lookback), Get All Subscription
 /// Statuses (every group and purchase of a customer, in no particular order), Get Transaction
 /// Info (4040010 for unknown ids), Get Transaction History v2
-/// (paged by revision) and the test-notification endpoints. Faults are scripted per route
+/// (paged by revision), the test-notification endpoints and Send Consumption Information v2
+/// (each body judged by ``FakeConsumptionRules``: 202, or Apple's 400, the body kept in
+/// ``rejectedConsumptionBodies``; 4040010 for a transaction not added with
+/// ``addConsumptionTransaction(_:productType:advancedCommerce:)``). Faults are scripted per route
 /// (``script(_:on:)``) and every request is recorded with its arrival time (``requests``).
 /// Stop it with ``stop()``.
 public final class FakeAppStoreAPI: Sendable {
@@ -24,6 +27,8 @@ public final class FakeAppStoreAPI: Sendable {
     public enum Route: String, Sendable, Hashable, CaseIterable {
         case notificationHistory, subscriptionStatuses, transactionInfo, transactionHistory
         case requestTestNotification, testNotificationStatus
+        /// Send Consumption Information v2, and V1 (Advanced Commerce API purchases).
+        case consumption, consumptionV1
     }
 
     /// An answer the fake gives instead of the real one, once, to the next request of a route.
@@ -87,6 +92,13 @@ public final class FakeAppStoreAPI: Sendable {
         }
     }
 
+    /// A Send Consumption Information body the fake refused, as Apple would have.
+    public struct RejectedConsumption: Sendable {
+        public var transactionId: String
+        public var body: [UInt8]
+        public var refusal: FakeConsumptionRules.Refusal
+    }
+
     /// One request as it arrived.
     public struct RecordedRequest: Sendable {
         public var route: Route
@@ -134,6 +146,10 @@ public final class FakeAppStoreAPI: Sendable {
         var delay: Duration = .zero
         var testNotificationPayload: String?
         var testNotificationResults: [String] = ["SUCCESS"]
+        /// Transactions Send Consumption Information knows: product type, and whether the
+        /// Advanced Commerce API sold it.
+        var consumptionTransactions: [String: (productType: String, advancedCommerce: Bool)] = [:]
+        var rejectedConsumption: [RejectedConsumption] = []
     }
 
     private let state = Mutex(State())
@@ -166,6 +182,8 @@ public final class FakeAppStoreAPI: Sendable {
             (.get, "/inApps/v2/history/:id", .transactionHistory),
             (.post, "/inApps/v1/notifications/test", .requestTestNotification),
             (.get, "/inApps/v1/notifications/test/:id", .testNotificationStatus),
+            (.put, "/inApps/v2/transactions/consumption/:id", .consumption),
+            (.put, "/inApps/v1/transactions/consumption/:id", .consumptionV1),
         ]
         for (method, path, route) in routes {
             router.on(RouterPath(path), method: method) { request, context in
@@ -264,6 +282,17 @@ public final class FakeAppStoreAPI: Sendable {
     /// The send attempts Get Test Notification Status reports (their `sendAttemptResult`s, in
     /// order); default one `SUCCESS`.
     public func setTestNotificationResults(_ results: [String]) { state.withLock { $0.testNotificationResults = results } }
+
+    /// A transaction Send Consumption Information answers for: Apple's product `type`
+    /// (`Consumable`, `Auto-Renewable Subscription`, ...), and whether it is an Advanced
+    /// Commerce API purchase (v2 refuses those).
+    public func addConsumptionTransaction(_ transactionId: String, productType: String, advancedCommerce: Bool = false) {
+        state.withLock { $0.consumptionTransactions[transactionId] = (productType, advancedCommerce) }
+    }
+
+    /// Every Send Consumption Information body refused so far (Apple's 400s): a correct client
+    /// leaves this empty.
+    public var rejectedConsumptionBodies: [RejectedConsumption] { state.withLock { $0.rejectedConsumption } }
 
     /// Every request so far, in arrival order.
     public var requests: [RecordedRequest] { state.withLock { $0.log } }
@@ -365,6 +394,8 @@ public final class FakeAppStoreAPI: Sendable {
                 let token = UUID().uuidString.lowercased()
                 state.testNotifications[token] = state.testNotificationPayload
                 return .ok(["testNotificationToken": token])
+            case .consumption, .consumptionV1:
+                return consumption(&state, transactionId: parameter ?? "", body: body, v1: route == .consumptionV1)
             case .testNotificationStatus:
                 guard let payload = state.testNotifications[parameter ?? ""] else { return .error(404, 4_040_008) }
                 var object: [String: Any] = [
@@ -374,6 +405,19 @@ public final class FakeAppStoreAPI: Sendable {
                 return .ok(object)
             }
         }
+    }
+
+    private func consumption(_ state: inout State, transactionId: String, body: [UInt8], v1: Bool) -> Answer {
+        guard let known = state.consumptionTransactions[transactionId] else { return .error(404, 4_040_010) }
+        let refusal = v1
+            ? FakeConsumptionRules.refusalV1(body: body)
+            : FakeConsumptionRules.refusal(body: body, productType: known.productType, advancedCommerce: known.advancedCommerce)
+        guard let refusal else { return Answer(status: 202) }
+        state.rejectedConsumption.append(RejectedConsumption(transactionId: transactionId, body: body, refusal: refusal))
+        guard let code = refusal.errorCode else { return Answer(status: 400) }
+        var answer = Answer.error(400, code)
+        answer.json = Array((try? JSONSerialization.data(withJSONObject: ["errorCode": code, "errorMessage": refusal.name], options: [.sortedKeys])) ?? Data())
+        return answer
     }
 
     private func notificationHistory(_ state: inout State, body: [UInt8], token: String?) -> Answer {
