@@ -44,13 +44,13 @@ struct PipelineRunnerTests {
 
     /// Stages may block in every call (a store's open, a delivery mark's transaction), so the
     /// runner makes none of them from Swift's cooperative pool: process on the stage's own
-    /// executor (with the short path off), the rest on the runner's.
+    /// executor, the rest on the runner's.
     @Test func noStageCallRunsOnTheCooperativePool() async throws {
         let probe = ExecutorProbeStage()
         let pipeline = Pipeline(
             source: MemorySource(lines: lines(5)), stages: [probe, CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 2))
-        _ = try await PipelineRunner(pipeline: pipeline, shortPathMaxRecords: 0).run()
+        _ = try await PipelineRunner(pipeline: pipeline).run()
         let calls = probe.executors
         // Five records in batches of two: three batches, each processed and acknowledged.
         #expect(calls.prefix(2).map(\.call) == ["open", "undeliveredOutputs"] && calls.last?.call == "close", "\(calls)")
@@ -59,37 +59,6 @@ struct PipelineRunnerTests {
             #expect(call.executor != nil, "\(call.call) ran on the cooperative pool")
         }
         #expect(calls.filter { $0.call == "process" }.allSatisfy { $0.executor == "signet.stage.probe" }, "\(calls)")
-    }
-
-    /// The short path: a small batch whose next steps are idle crosses every stage and is
-    /// delivered on the thread that read it (no hop per stage), still off the cooperative
-    /// pool, one batch at a time per stage and in source order.
-    @Test func aTrickleCrossesEveryStageOnTheSourceThread() async throws {
-        let first = ExecutorProbeStage()
-        let second = ExecutorProbeStage()
-        let out = CaptureSink(name: "out")
-        // One record every 15 ms: each batch is delivered before the next is read.
-        let source = TrickleSource(MemorySource(lines: lines(6)), gap: .milliseconds(15))
-        let pipeline = Pipeline(
-            source: source, stages: [first, CheckStage(), second], sinks: [NamedSink(name: "out", sink: out)],
-            deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 4))
-        _ = try await PipelineRunner(pipeline: pipeline).run()
-        #expect(out.values == lines(6).map { "out:\($0)" })
-        #expect(source.memory.committedOffsets == (1...6).map(Int64.init))
-        for probe in [first, second] {
-            let processed = probe.executors.filter { $0.call == "process" }
-            #expect(processed.count == 6, "\(processed)")
-            // Idle steps: every batch ran on the source's thread, none woke a stage's own.
-            #expect(processed.allSatisfy { $0.executor == "signet.source" }, "\(processed)")
-        }
-
-        // A batch larger than the short path's limit pipelines through the stages' own threads.
-        let probe = ExecutorProbeStage()
-        let large = Pipeline(
-            source: MemorySource(lines: lines(40)), stages: [probe], sinks: [NamedSink(name: "out", sink: CaptureSink())],
-            deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 40))
-        _ = try await PipelineRunner(pipeline: large, shortPathMaxRecords: 16).run()
-        #expect(probe.executors.filter { $0.call == "process" }.map(\.executor) == ["signet.stage.probe"])
     }
 
     @Test func outputsRejectsAndDropsEndToEnd() async throws {
@@ -368,6 +337,20 @@ struct PipelineRunnerTests {
         #expect(source.committedOffsets.count <= 3 * batchSize)
     }
 
+    /// The same for a sink failing for good, with small batches and large.
+    @Test(.timeLimit(.minutes(1)), arguments: [4, 64])
+    func aFailingSinkEndsARunWhoseSourceNeverRunsDry(batchSize: Int) async throws {
+        let source = MemorySource(endlessStream: "live")
+        let out = CaptureSink(name: "out", poison: { String(decoding: $0.value, as: UTF8.self) == "out:r10" })
+        let pipeline = Pipeline(
+            source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
+            deadLetter: DeadLetterOutput(sink: CaptureSink()),
+            settings: testSettings(batchSize: batchSize, sinkRetryTimeout: .milliseconds(300)))
+        await #expect(throws: TestFailure.self) { try await PipelineRunner(pipeline: pipeline).run() }
+        // The batch with r10 and everything after it stays uncommitted.
+        #expect(source.committedOffsets.allSatisfy { $0 < 10 })
+    }
+
     @Test func requestStopDrainsDeliversAndCommitsInFlightBatches() async throws {
         let box = RunnerBox()
         let source = MemorySource(endlessStream: "live")
@@ -595,26 +578,6 @@ struct RunnerLatencyTests {
         #expect(slow.summary?.count == 3)
     }
 }
-
-/// One record per batch, `gap` apart: the webhook's trickle.
-private final class TrickleSource: Source {
-    let memory: MemorySource
-    let gap: Duration
-
-    init(_ memory: MemorySource, gap: Duration) {
-        self.memory = memory
-        self.gap = gap
-    }
-
-    func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        try await Task.sleep(for: gap)
-        return try await memory.nextBatch(maxRecords: 1)
-    }
-
-    func commit(_ positions: [SourcePosition]) async throws { try await memory.commit(positions) }
-    func stop() async { await memory.stop() }
-}
-
 /// Passes `afterBatches` batches, then fails for good.
 private final class FailingStage: Stage {
     let name = "failing"

@@ -26,18 +26,10 @@ public final class PipelineRunner: Sendable {
     /// acknowledgements and the outbox redelivery. Never the cooperative pool.
     private let housekeeping = BlockingExecutor(label: "signet.runner")
 
-    /// Batches of at most this many records take the short path when the steps ahead are idle
-    /// (see ``PipelineRunner/init(pipeline:logger:metrics:health:shortPathMaxRecords:)``).
-    public let shortPathMaxRecords: Int
-
-    /// - Parameter shortPathMaxRecords: a batch this small, whose next steps are idle, crosses
-    ///   them on the thread that has it instead of waking each step's task (a trickle pays no
-    ///   thread hop per stage); 0 turns the short path off. Larger batches always pipeline.
     public init(
         pipeline: Pipeline, logger: Logger = Logger(label: "signet"), metrics: PipelineMetrics = PipelineMetrics(),
-        health: PipelineHealth = PipelineHealth(), shortPathMaxRecords: Int = 16
+        health: PipelineHealth = PipelineHealth()
     ) {
-        self.shortPathMaxRecords = shortPathMaxRecords
         self.pipeline = pipeline
         self.logger = logger
         self.metrics = metrics
@@ -128,15 +120,14 @@ public final class PipelineRunner: Sendable {
         let queues = (0...stages.count).map { _ in RecordQueue<Record>(capacity: batchSize) }
         let source = pipeline.source
 
-        // On a thread of its own: on the short path it runs stages and delivery, which may block.
-        group.addTask(executorPreference: BlockingExecutor(label: "signet.source")) { [self] in
+        group.addTask { [self] in
             do {
                 while var records = try await source.nextBatch(maxRecords: batchSize) {
                     guard !records.isEmpty else { continue }
                     summary.withLock { $0.read += records.count }
                     metrics.recordsRead(records.count)
                     records[0][BatchReadInstantPart.self] = .now
-                    try await pass(records, after: -1, through: queues)
+                    await queues[0].send(records)
                 }
                 queues[0].finish()
             } catch {
@@ -147,14 +138,14 @@ public final class PipelineRunner: Sendable {
         for (index, stage) in stages.enumerated() {
             let ticker = StageTicker(stage)
             if let ticker { group.addTask { try await ticker.wake(queues[index]) } }
-            group.addTask(executorPreference: BlockingExecutor(label: "signet.stage.\(stage.name)")) { [self] in
+            group.addTask(executorPreference: BlockingExecutor(label: "signet.stage.\(stage.name)")) {
                 do {
                     while let taken = try await queues[index].take() {
                         if case .elements(let records) = taken, !records.isEmpty {
                             var batch = RecordBatch(records: records)
                             try await stage.process(&batch)
                             FaultInjection.point("after_stage_process")
-                            try await pass(batch.records, after: index, through: queues)
+                            await queues[index + 1].send(batch.records)
                         }
                         if let ticker, let generated = try await ticker.tickIfDue() {
                             await queues[index + 1].send(generated.records)
@@ -175,55 +166,6 @@ public final class PipelineRunner: Sendable {
             // A stage or the delivery failed: the source stops reading, or a source that polls
             // (Kafka) would read on while the cancelled steps refuse its batches.
             await source.stop()
-            throw error
-        }
-    }
-
-    /// Hands `records`, done with step `step` (-1: just read), to the next step.
-    ///
-    /// The short path: while the batch is small (at most ``shortPathMaxRecords``) and the next
-    /// step waits idle with nothing queued, this task runs that step itself instead of waking
-    /// its task, then the next, down to delivery. A trickle (the webhook's single requests)
-    /// then crosses every stage and is committed on one thread, not one thread hop per stage;
-    /// under load the steps are busy and batches pipeline through their own tasks as before.
-    /// Order holds: a step is claimed only when idle with nothing queued, and its claim is
-    /// released only once the batch is in the step after it, so no later batch overtakes it.
-    private func pass(_ records: [Record], after step: Int, through queues: [RecordQueue<Record>]) async throws {
-        let stages = pipeline.stages
-        var records = records
-        var step = step
-        // The step this task runs for the batch in hand.
-        var held: RecordQueue<Record>?
-        do {
-            while records.count <= shortPathMaxRecords, queues[step + 1].claimIdleConsumer() {
-                held?.releaseClaim()
-                held = queues[step + 1]
-                step += 1
-                if step == stages.count {
-                    try await deliverOrStop(RecordBatch(records: records))
-                    held?.releaseClaim()
-                    return
-                }
-                var batch = RecordBatch(records: records)
-                try await stages[step].process(&batch)
-                FaultInjection.point("after_stage_process")
-                records = batch.records
-            }
-            await queues[step + 1].send(records)
-            held?.releaseClaim()
-        } catch {
-            held?.releaseClaim()
-            throw error
-        }
-    }
-
-    /// Delivers a batch; when that fails for good, the source stops reading (what was read
-    /// and not committed is read again next run).
-    private func deliverOrStop(_ batch: RecordBatch) async throws {
-        do {
-            try await deliver(batch)
-        } catch {
-            await pipeline.source.stop()
             throw error
         }
     }
@@ -288,9 +230,8 @@ public final class PipelineRunner: Sendable {
         }
         FaultInjection.point("after_sink_write")
 
-        // Commit: stages first (their outbox marks), then the source. Off the cooperative pool:
-        // on the short path this task already runs on a blocking executor, so no hop.
-        try await withTaskExecutorPreference(BlockingExecutor.current == nil ? housekeeping : nil) {
+        // Commit: stages first (their outbox marks), then the source.
+        try await withTaskExecutorPreference(housekeeping) {
             for stage in pipeline.stages {
                 try await stage.acknowledge(batch)
             }

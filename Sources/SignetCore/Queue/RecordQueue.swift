@@ -124,20 +124,6 @@ package final class RecordQueue<Element: Sendable>: Sendable {
         perform(state.withLock { $0.machine.wake(now: .now) })
     }
 
-    // MARK: - Claiming
-
-    /// Whether the caller may do the idle consumer's work itself for its next elements
-    /// instead of sending them (see ``RecordQueueStateMachine/claimIdleConsumer()``); when
-    /// true, the caller must call ``releaseClaim()`` once done.
-    package func claimIdleConsumer() -> Bool {
-        state.withLock { $0.machine.claimIdleConsumer() }
-    }
-
-    /// Ends a claim: the consumer takes what arrived meanwhile.
-    package func releaseClaim() {
-        perform(state.withLock { $0.machine.releaseClaim(now: .now) })
-    }
-
     // MARK: - Ending
 
     /// No more elements: the consumer takes what is queued, then nil, or `failure` thrown.

@@ -71,9 +71,6 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
     private var consumer: WaitingConsumer?
     private var woken = false
     private var phase = Phase.open
-    /// A producer runs the idle consumer's work itself (``claimIdleConsumer()``): the waiting
-    /// consumer is not resumed until ``releaseClaim(now:)``.
-    private var claimed = false
 
     package init(capacity: Int) {
         self.capacity = max(1, capacity)
@@ -181,7 +178,7 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
     /// not), or ``Taken/woken`` when nothing is; otherwise its next take does.
     package mutating func wake(now: Instant) -> Actions {
         guard isOpen else { return Actions() }
-        guard !claimed, let waiting = consumer else {
+        guard let waiting = consumer else {
             woken = true
             return Actions()
         }
@@ -196,26 +193,6 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
             actions.consumer = (waiting.waiter, .elements(taken))
         }
         return actions
-    }
-
-    // MARK: - Claiming
-
-    /// Lets a producer do the consumer's work itself instead of waking it (the runner's short
-    /// path: a small batch crosses the next stage on the thread that has it, no hop). Granted
-    /// only while the consumer waits with nothing queued, nothing to wake it for and no linger,
-    /// so the claimant's batch is the next one the consumer would have taken. Until
-    /// ``releaseClaim(now:)`` the consumer stays suspended: what arrives meanwhile queues behind.
-    package mutating func claimIdleConsumer() -> Bool {
-        guard isOpen, !claimed, elements.isEmpty, !woken, let waiting = consumer, waiting.linger == .none else { return false }
-        claimed = true
-        return true
-    }
-
-    /// The claimant is done: the consumer takes what queued meanwhile (or a wake, or the end).
-    package mutating func releaseClaim(now: Instant) -> Actions {
-        guard claimed else { return Actions() }
-        claimed = false
-        return consumerActions(now: now)
     }
 
     // MARK: - Ending
@@ -241,7 +218,7 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
         var actions = Actions()
         actions.producers = producers.map { ($0.waiter, false) }
         producers = []
-        if !claimed, let waiting = consumer {
+        if let waiting = consumer {
             consumer = nil
             actions.consumer = (waiting.waiter, .end)
         }
@@ -298,7 +275,7 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
 
     /// Resumes the waiting consumer if it may take now, or arms its deadline once it has one.
     private mutating func consumerActions(now: Instant) -> Actions {
-        guard !claimed, let waiting = consumer else { return Actions() }
+        guard let waiting = consumer else { return Actions() }
         switch evaluate(max: waiting.max, linger: waiting.linger, now: now) {
         case .ready(let taken):
             consumer = nil
