@@ -163,6 +163,21 @@ public enum PostgresMigrations {
                 """,
             ]),
         ]),
+        Migration(version: 7, summary: "refund questions (CONSUMPTION_REQUEST) and the consumption consent ledger", statements: [
+            """
+            CREATE TABLE signet_consumption_requests (
+                transaction_id TEXT NOT NULL,
+                requested_at BIGINT NOT NULL,
+                status TEXT NOT NULL,
+                due_at BIGINT,
+                record JSONB NOT NULL,
+                PRIMARY KEY (transaction_id, requested_at)
+            )
+            """,
+            "CREATE INDEX signet_consumption_requests_due ON signet_consumption_requests (due_at) WHERE due_at IS NOT NULL",
+            "CREATE INDEX signet_consumption_requests_requested_at ON signet_consumption_requests (requested_at)",
+            "CREATE TABLE signet_consumption_consents (subject TEXT PRIMARY KEY, record JSONB NOT NULL)",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

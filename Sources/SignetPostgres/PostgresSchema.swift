@@ -127,6 +127,11 @@ enum PostgresSchema {
         return (snapshot, try int(34) ?? 1)
     }
 
+    /// The `record` documents (selected as `record::text`, the first column) of `rows`, decoded.
+    static func records<Value: Decodable>(_ type: Value.Type, from rows: [PostgresRow]) throws -> [Value] {
+        try rows.map { try ConsumptionRecordCoding.decode(type, from: try $0.decode(String.self)) }
+    }
+
     /// The columns ``consentRestriction(from:)`` reads.
     static let consentRestrictionColumns =
         "app_transaction_id, bundle_id, environment, rescinded_at, notification_uuid, cleared_at, cleared_by"

@@ -262,6 +262,28 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
+    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+        try withSession("refund question listing", waitingOutOutages: false) { session in
+            var binds = PostgresBindings()
+            binds.append(requestedSince)
+            binds.append(Int64(max(0, limit)))
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                SELECT record::text FROM signet_consumption_requests WHERE requested_at >= $1
+                ORDER BY requested_at, transaction_id LIMIT $2
+                """, binds: binds))
+            return try PostgresSchema.records(ConsumptionRequestRecord.self, from: rows)
+        }
+    }
+
+    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        try withSession("consumption consent lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: "SELECT record::text FROM signet_consumption_consents WHERE subject = $1",
+                binds: Self.binds(subject.key)))
+            return try PostgresSchema.records(ConsumptionConsent.self, from: rows).first
+        }
+    }
+
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
         try withSession("account lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(

@@ -203,6 +203,60 @@ final class PostgresStateTransaction: StateTransaction {
         restrictions[restriction.appTransactionId] = .some(restriction)
     }
 
+    /// Locked (`FOR UPDATE`): the responder of another instance updates these rows too.
+    func consumptionRequests(transactionId: String) throws -> [ConsumptionRequestRecord] {
+        let rows = try session.query(PostgresQuery(
+            unsafeSQL: "SELECT record::text FROM signet_consumption_requests WHERE transaction_id = $1 ORDER BY requested_at FOR UPDATE",
+            binds: binds(transactionId)))
+        return try PostgresSchema.records(ConsumptionRequestRecord.self, from: rows)
+    }
+
+    /// Written at once (rare: one per refund question or answer), not queued for ``flush()``.
+    func save(_ request: ConsumptionRequestRecord) throws {
+        var binds = PostgresBindings()
+        binds.append(request.transactionId)
+        binds.append(request.requestedAt)
+        binds.append(request.status.rawValue)
+        binds.append(request.dueAt)
+        binds.append(try ConsumptionRecordCoding.encode(request))
+        try session.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO signet_consumption_requests (transaction_id, requested_at, status, due_at, record)
+            VALUES ($1, $2, $3, $4, $5::jsonb)
+            ON CONFLICT (transaction_id, requested_at) DO UPDATE SET status = excluded.status, due_at = excluded.due_at,
+                record = excluded.record
+            """, binds: binds))
+    }
+
+    /// SKIP LOCKED: a request another instance is answering is left to it.
+    func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+        guard limit > 0 else { return [] }
+        var binds = PostgresBindings()
+        binds.append(instant)
+        binds.append(Int64(limit))
+        let rows = try session.query(PostgresQuery(unsafeSQL: """
+            SELECT record::text FROM signet_consumption_requests WHERE due_at IS NOT NULL AND due_at <= $1
+            ORDER BY due_at, transaction_id LIMIT $2 FOR UPDATE SKIP LOCKED
+            """, binds: binds))
+        return try PostgresSchema.records(ConsumptionRequestRecord.self, from: rows)
+    }
+
+    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        let rows = try session.query(PostgresQuery(
+            unsafeSQL: "SELECT record::text FROM signet_consumption_consents WHERE subject = $1 FOR UPDATE",
+            binds: binds(subject.key)))
+        return try PostgresSchema.records(ConsumptionConsent.self, from: rows).first
+    }
+
+    func save(_ consent: ConsumptionConsent) throws {
+        var binds = PostgresBindings()
+        binds.append(consent.subject.key)
+        binds.append(try ConsumptionRecordCoding.encode(consent))
+        try session.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO signet_consumption_consents (subject, record) VALUES ($1, $2::jsonb)
+            ON CONFLICT (subject) DO UPDATE SET record = excluded.record
+            """, binds: binds))
+    }
+
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
         if let pending = written[originalTransactionId] { return pending }
         if let read = prefetched[originalTransactionId] { return read }

@@ -64,6 +64,17 @@ struct PostgresCLIEndToEndTests {
         #expect(restricted.exitCode == 0 && restricted.stdoutText.contains(#""restricted" : true"#), "\(restricted.stdoutText) \(restricted.stderr)")
         let cleared = try StateE2E.signet(["consent", "clear", "--app-transaction-id", rescind, "--by", "pg"], corpus: corpus, extra: onPostgres)
         #expect(cleared.exitCode == 0 && cleared.stdoutText.contains(#""restricted" : false"#), "\(cleared.stdoutText) \(cleared.stderr)")
+        // The refund questions and the consent ledger on PostgreSQL, through the same commands.
+        let listing = try StateE2E.signet(["consumption", "requests", "--since", "3650d"], corpus: corpus, extra: onPostgres)
+        let listed = (try? JSONSerialization.jsonObject(with: Data(listing.stdout)) as? [String: Any])?["requests"] as? [[String: Any]]
+        #expect(Set((listed ?? []).compactMap { $0["transactionId"] as? String }) == corpus.consumptionRequestTransactionIds,
+                "\(listing.stdoutText) \(listing.stderr)")
+        let granted = try StateE2E.signet(
+            ["consumption", "consent", "grant", "--original-transaction-id", "2000000000000042", "--by", "pg"], corpus: corpus, extra: onPostgres)
+        #expect(granted.exitCode == 0 && granted.stdoutText.contains(#""by" : "cli: pg""#), "\(granted.stdoutText) \(granted.stderr)")
+        let shownConsent = try StateE2E.signet(
+            ["consumption", "consent", "show", "--original-transaction-id", "2000000000000042"], corpus: corpus, extra: onPostgres)
+        #expect(shownConsent.exitCode == 0 && shownConsent.stdout == granted.stdout, "\(shownConsent.stdoutText) \(shownConsent.stderr)")
         let missing = try StateE2E.signet(
             ["state", "show", "--original-transaction-id", "no-such-purchase"], corpus: corpus, extra: onPostgres)
         #expect(missing.exitCode == 1 && missing.stderr.contains("postgres://postgres:***@"), "\(missing.stderr)")

@@ -165,6 +165,37 @@ struct StateCLIEndToEndTests {
         let none = try StateE2E.signet(["consent", "show", "--app-transaction-id", "no-such-app-transaction"], corpus: corpus, extra: env)
         #expect(none.exitCode == 1 && none.stderr.contains("no-such-app-transaction"), "\(none.exitCode) \(none.stderr)")
 
+        // CONSUMPTION_REQUEST through the binary: every refund question is listed, pending; the
+        // consent ledger is written beside a reader and read back; none recorded is exit 1.
+        let asked = corpus.consumptionRequestTransactionIds
+        try #require(!asked.isEmpty, "the fixtures hold CONSUMPTION_REQUESTs")
+        let listing = try StateE2E.signet(["consumption", "requests", "--since", "3650d"], corpus: corpus, extra: env)
+        try #require(listing.exitCode == 0, "\(listing.stderr)")
+        let requests = try #require((try Self.json(listing) as? [String: Any])?["requests"] as? [[String: Any]])
+        #expect(Set(requests.compactMap { $0["transactionId"] as? String }) == asked, "\(listing.stdoutText)")
+        #expect(requests.count == asked.count && requests.allSatisfy { $0["status"] as? String == "pending" })
+        let customer = try #require(requests.first?["appAccountToken"] as? String)
+        let consented = try StateE2E.signet(
+            ["consumption", "consent", "grant", "--app-account-token", customer, "--by", "e2e", "--refund-preference", "GRANT_PRORATED"],
+            corpus: corpus, extra: env)
+        try #require(consented.exitCode == 0, "\(consented.stderr)")
+        let entry = try #require(try Self.json(consented) as? [String: Any])
+        #expect(entry["consented"] as? Bool == true && entry["by"] as? String == "cli: e2e", "\(entry)")
+        #expect(entry["refundPreference"] as? String == "GRANT_PRORATED", "\(entry)")
+        let withdrawn = try StateE2E.signet(
+            ["consumption", "consent", "withdraw", "--app-account-token", customer], corpus: corpus, extra: env)
+        #expect(withdrawn.exitCode == 0 && withdrawn.stdoutText.contains(#""consented" : false"#), "\(withdrawn.stdoutText) \(withdrawn.stderr)")
+        let shownConsent = try StateE2E.signet(["consumption", "consent", "show", "--app-account-token", customer], corpus: corpus, extra: env)
+        #expect(shownConsent.stdout == withdrawn.stdout, "\(shownConsent.stdoutText)")
+        let noConsent = try StateE2E.signet(
+            ["consumption", "consent", "show", "--original-transaction-id", "1999999999999999"], corpus: corpus, extra: env)
+        #expect(noConsent.exitCode == 1 && noConsent.stderr.contains("1999999999999999"), "\(noConsent.exitCode) \(noConsent.stderr)")
+        for wrong in [["--refund-preference", "MAYBE"], ["--original-transaction-id", "1"]] {
+            let refused = try StateE2E.signet(
+                ["consumption", "consent", "grant", "--app-account-token", customer] + wrong, corpus: corpus, extra: env)
+            #expect(refused.exitCode == 2, "\(wrong): \(refused.exitCode) \(refused.stderr)")
+        }
+
         // Unknown ids.
         let unknownShow = try StateE2E.signet(["state", "show", "--original-transaction-id", "1999999999999999"], corpus: corpus, extra: env)
         #expect(unknownShow.exitCode == 1, "state show of an unknown id: \(unknownShow.exitCode)")

@@ -332,6 +332,18 @@ final class StateCorpus: Sendable {
         }
     }
 
+    /// The transactions the fixtures' CONSUMPTION_REQUEST notifications ask about (each once).
+    var consumptionRequestTransactionIds: Set<String> {
+        Set(notificationLines.compactMap { line -> String? in
+            guard let envelope = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let notification = (envelope["signedPayload"] as? String).flatMap(KafkaInput.jwsPayload),
+                  notification["notificationType"] as? String == "CONSUMPTION_REQUEST",
+                  let signed = (notification["data"] as? [String: Any])?["signedTransactionInfo"] as? String
+            else { return nil }
+            return KafkaInput.jwsPayload(signed)?["transactionId"] as? String
+        })
+    }
+
     private init(count: Int) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signet-e2e-state-\(getpid())")
         try? FileManager.default.removeItem(at: directory)

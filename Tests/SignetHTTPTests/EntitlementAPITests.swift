@@ -231,9 +231,12 @@ struct EntitlementAPITests {
                 try await pythonGET(port: port, path: "/v1/consent/app-9"),
                 try await pythonRequest("POST", port: port, path: "/v1/consent/app-9/clear"),
                 try await pythonGET(port: port, path: "/v1/consent/app-9"),
+                // The consumption consent ledger is written the same way: never without a token.
+                try await pythonRequest("POST", port: port, path: "/v1/consumption/consent?appAccountToken=a-1&consented=true"),
+                try await pythonGET(port: port, path: "/v1/consumption/consent?appAccountToken=a-1"),
             ]
         }
-        #expect(answers.map(\.status) == [200, 403, 200], "\(answers)")
+        #expect(answers.map(\.status) == [200, 403, 200, 403, 404], "\(answers)")
         for answer in [answers[0], answers[2]] {
             let body = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
             #expect(body["restricted"] as? Bool == true && body["appTransactionId"] as? String == "app-9", "\(body)")
@@ -258,6 +261,61 @@ struct EntitlementAPITests {
         #expect(answers.map(\.status) == [401, 401, 401, 200, 200, 404, 400], "\(answers)")
         let cleared = try #require(try JSONSerialization.jsonObject(with: Data(answers[4].body.utf8)) as? [String: Any])
         #expect(cleared["restricted"] as? Bool == false && cleared["clearedBy"] as? String == "api: support", "\(cleared)")
+    }
+
+    @Test("consumption: the backend records consent with the token (401 without), reads it back; an older call changes nothing; the refund questions are listed as the store keeps them; bad parameters are 400")
+    func consumptionConsentAndRequests() async throws {
+        let (bed, _) = try await Self.ranBed()
+        defer { bed.remove() }
+        let future = Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+        let consent = "/v1/consumption/consent"
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.2:0", environment: ["SIGNET_API_TOKEN": "tok-123"]) { port in
+            let post = { (query: String, token: String?) in
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: consent + "?" + query, token: token)
+            }
+            let get = { (path: String) in try await pythonGET(host: "127.0.0.2", port: port, path: path, token: "tok-123") }
+            return [
+                try await post("appAccountToken=acct-1&consented=true&by=app&refundPreference=DECLINE", nil),
+                try await post("appAccountToken=acct-1&consented=true&by=app&refundPreference=DECLINE", "tok-123"),
+                try await get(consent + "?appAccountToken=acct-1"),
+                try await post("appAccountToken=acct-1&consented=false&at=1", "tok-123"),
+                try await post("appAccountToken=acct-1&consented=false&by=support", "tok-123"),
+                try await get(consent + "?originalTransactionId=acct-1"),
+                try await post("appAccountToken=a&originalTransactionId=b&consented=true", "tok-123"),
+                try await post("appAccountToken=a&consented=maybe", "tok-123"),
+                try await post("appAccountToken=a&consented=false&refundPreference=DECLINE", "tok-123"),
+                try await post("appAccountToken=a&consented=true&at=\(future)", "tok-123"),
+                try await post("appAccountToken=a&consented=true&refundPreference=REFUND_ALL", "tok-123"),
+                try await post("appAccountToken=a&consented=true&consented=false", "tok-123"),
+                try await get("/v1/consumption/requests?since=0&limit=10000"),
+                try await get("/v1/consumption/requests?since=-1"),
+                try await get("/v1/consumption/requests?since=0&since=1"),
+                try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/consumption/requests"),
+            ]
+        }
+        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401], "\(answers)")
+        func object(_ index: Int) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: Data(answers[index].body.utf8)) as? [String: Any])
+        }
+        let granted = try object(1)
+        #expect(granted["consented"] as? Bool == true && granted["by"] as? String == "api: app", "\(granted)")
+        #expect(granted["refundPreference"] as? String == "DECLINE" && granted["appAccountToken"] as? String == "acct-1", "\(granted)")
+        #expect(try object(2)["at"] as? NSNumber == granted["at"] as? NSNumber)
+        // `at=1` is older than the entry kept: the answer is the standing consent.
+        #expect(try object(3)["consented"] as? Bool == true)
+        let withdrawn = try object(4)
+        #expect(withdrawn["consented"] as? Bool == false && withdrawn["by"] as? String == "api: support", "\(withdrawn)")
+
+        // The listing is the store's: every CONSUMPTION_REQUEST of the run, pending.
+        let store = try SQLiteStateStore(
+            path: bed.directory.appendingPathComponent("signet.sqlite").path, options: { var o = SQLiteStateStore.Options(); o.readOnly = true; return o }())
+        defer { try? store.close() }
+        let kept = try store.consumptionRequests(requestedSince: 0, limit: 10_000)
+        let listed = try #require(try object(12)["requests"] as? [[String: Any]])
+        #expect(!kept.isEmpty, "the fixtures hold CONSUMPTION_REQUESTs")
+        #expect(listed.map { $0["transactionId"] as? String } == kept.map(\.transactionId))
+        #expect(listed.allSatisfy { $0["status"] as? String == "pending" && $0["deadline"] is NSNumber && $0["overdue"] is Bool })
+        #expect(try store.consumptionConsent(.appAccountToken("acct-1"))?.consented == false)
     }
 
     @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost", .ownThread)

@@ -44,13 +44,14 @@ public enum Fixture {
     public static func notification(
         _ type: NotificationType, _ subtype: Subtype? = nil, uuid: String, signed: Int64,
         transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
-        summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil, status: SubscriptionStatus? = nil
+        summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil, status: SubscriptionStatus? = nil,
+        reason: ConsumptionRequestReason? = nil
     ) -> VerifiedPayload {
         let body = ResponseBodyV2DecodedPayload(
             notificationType: type, subtype: subtype, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
             data: summary == nil && externalToken == nil
                 ? NotificationData(bundleId: bundleId, environment: transaction?.environment ?? .production, signedTransactionInfo: transaction == nil ? nil : "jws",
-                                   signedRenewalInfo: renewal == nil ? nil : "jws", status: status)
+                                   signedRenewalInfo: renewal == nil ? nil : "jws", status: status, consumptionRequestReason: reason)
                 : nil,
             summary: summary, externalPurchaseToken: externalToken)
         return .notification(VerifiedNotification(

@@ -41,6 +41,17 @@ import Testing
                 try inner.consentRestriction(appTransactionId: appTransactionId)
             }
             func save(_ restriction: ConsentRestriction) throws { try inner.save(restriction) }
+            func consumptionRequests(transactionId: String) throws -> [ConsumptionRequestRecord] {
+                try inner.consumptionRequests(transactionId: transactionId)
+            }
+            func save(_ request: ConsumptionRequestRecord) throws { try inner.save(request) }
+            func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+                try inner.consumptionRequestsDue(atOrBefore: instant, limit: limit)
+            }
+            func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+                try inner.consumptionConsent(subject)
+            }
+            func save(_ consent: ConsumptionConsent) throws { try inner.save(consent) }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -64,6 +75,12 @@ import Testing
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
         func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
             try inner.consentRestriction(appTransactionId: appTransactionId)
+        }
+        func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+            try inner.consumptionRequests(requestedSince: requestedSince, limit: limit)
+        }
+        func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+            try inner.consumptionConsent(subject)
         }
         func close() throws {}
     }

@@ -92,6 +92,15 @@ public final class AdminServer: Service {
                 let id = context.parameters.get("appTransactionId") ?? ""
                 return await withTaskExecutorPreference(reads) { api.clearConsent(request, appTransactionId: id) }
             }
+            router.get("/v1/consumption/consent") { request, _ in
+                await withTaskExecutorPreference(reads) { api.consumptionConsent(request) }
+            }
+            router.post("/v1/consumption/consent") { request, _ in
+                await withTaskExecutorPreference(reads) { api.recordConsumptionConsent(request) }
+            }
+            router.get("/v1/consumption/requests") { request, _ in
+                await withTaskExecutorPreference(reads) { api.consumptionRequests(request) }
+            }
         }
         let idle = IdleConnections(listener: "http")
         let app = Application(

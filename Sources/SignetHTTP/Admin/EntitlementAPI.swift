@@ -96,7 +96,7 @@ struct EntitlementAPI: Sendable {
 
     private static let noConsentRecord = #"{"error":"no consent restriction was ever recorded for this appTransactionId"}"#
 
-    private func answer(notFound: String = #"{"error":"no state for this originalTransactionId"}"#, _ body: () throws -> [UInt8]?) -> Response {
+    func answer(notFound: String = #"{"error":"no state for this originalTransactionId"}"#, _ body: () throws -> [UInt8]?) -> Response {
         do {
             guard let json = try body() else { return Self.json(.notFound, notFound) }
             return Response(
@@ -108,7 +108,7 @@ struct EntitlementAPI: Sendable {
     }
 
     /// nil when the request may proceed, else the 401 to send.
-    private func authorize(_ request: Request) -> Response? {
+    func authorize(_ request: Request) -> Response? {
         guard let token else { return nil }
         if token.accepts(authorizationHeader: request.headers[.authorization]) { return nil }
         var response = Self.json(.unauthorized, #"{"error":"a valid bearer token is required"}"#)

@@ -21,6 +21,8 @@ public final class TransitionInput: Sendable {
     public let status: SubscriptionStatus?
     /// The verified app transaction of an app-level notification (RESCIND_CONSENT's `appData`).
     public let appTransaction: JWSAppTransactionDecodedPayload?
+    /// Why the customer asked for a refund (CONSUMPTION_REQUEST's `data.consumptionRequestReason`).
+    public let consumptionRequestReason: ConsumptionRequestReason?
 
     public init(
         source: EntitlementEvent.Source,
@@ -33,7 +35,8 @@ public final class TransitionInput: Sendable {
         transaction: JWSTransactionDecodedPayload? = nil,
         renewalInfo: JWSRenewalInfoDecodedPayload? = nil,
         status: SubscriptionStatus? = nil,
-        appTransaction: JWSAppTransactionDecodedPayload? = nil
+        appTransaction: JWSAppTransactionDecodedPayload? = nil,
+        consumptionRequestReason: ConsumptionRequestReason? = nil
     ) {
         self.source = source
         self.notificationType = notificationType
@@ -46,6 +49,7 @@ public final class TransitionInput: Sendable {
         self.renewalInfo = renewalInfo
         self.status = status
         self.appTransaction = appTransaction
+        self.consumptionRequestReason = consumptionRequestReason
     }
 
     /// The facts of a verified payload from the `verify` stage.
@@ -64,7 +68,8 @@ public final class TransitionInput: Sendable {
                 transaction: notification.transaction?.payload,
                 renewalInfo: notification.renewalInfo?.payload,
                 status: body.data?.status,
-                appTransaction: notification.appTransaction?.payload)
+                appTransaction: notification.appTransaction?.payload,
+                consumptionRequestReason: body.data?.consumptionRequestReason)
         case .transaction(let transaction):
             self.init(
                 source: .appTransaction,

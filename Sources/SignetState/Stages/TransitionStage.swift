@@ -136,6 +136,7 @@ public final class TransitionStage: TickingStage {
                 switch SubscriptionStateMachine.apply(input, to: previous, policy: policy) {
                 case .ignored:
                     if let consent { try transaction.save(consent.restriction) }
+                    try Self.recordRefundQuestion(of: input, now: now, in: transaction)
                     try transaction.recordKey(key, seenAt: now)
                     let events = names.annotated(consent.map { [$0.event] } ?? [])
                     outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
@@ -147,6 +148,7 @@ public final class TransitionStage: TickingStage {
                         events.insert(consent.event, at: 0)
                     }
                     if let snapshot { try transaction.save(snapshot) }
+                    try Self.recordRefundQuestion(of: input, now: now, in: transaction)
                     if let current = snapshot ?? previous {
                         events += try Self.endMigratedPurchase(of: current, input: input, policy: policy, in: transaction)
                     }
@@ -178,6 +180,14 @@ public final class TransitionStage: TickingStage {
                 batch.records[index].outputs = entries.map(Self.message(for:))
             }
         }
+    }
+
+    /// The refund question a CONSUMPTION_REQUEST asks, or the outcome a REFUND, REFUND_DECLINED or
+    /// REFUND_REVERSED tells of one (``ConsumptionRequestRule``), saved in the input's transaction.
+    private static func recordRefundQuestion(of input: TransitionInput, now: Int64, in transaction: any StateTransaction) throws {
+        guard let transactionId = ConsumptionRequestRule.transactionId(concernedBy: input) else { return }
+        let kept = try transaction.consumptionRequests(transactionId: transactionId)
+        if let changed = ConsumptionRequestRule.apply(input, to: kept, now: now) { try transaction.save(changed) }
     }
 
     /// When `purchase` was migrated from another one (its transaction's

@@ -19,6 +19,10 @@ public final class InMemoryStateStore: StateStore {
         var delivered: [(sequence: Int64, at: Int64)] = []
         var entitlementNames = EntitlementNames.none
         var consentRestrictions: [String: ConsentRestriction] = [:]
+        /// Refund questions per transactionId, oldest first.
+        var consumptionRequests: [String: [ConsumptionRequestRecord]] = [:]
+        /// The consent ledger by ``ConsumptionConsent/Subject/key``.
+        var consumptionConsents: [String: ConsumptionConsent] = [:]
     }
 
     /// The most dedupe keys kept.
@@ -39,6 +43,8 @@ public final class InMemoryStateStore: StateStore {
         var snapshots: [String: SubscriptionSnapshot] = [:]
         var events: [OutboxEntry] = []
         var restrictions: [String: ConsentRestriction] = [:]
+        var requests: [String: [ConsumptionRequestRecord]] = [:]
+        var consents: [String: ConsumptionConsent] = [:]
         var nextSequence: Int64
 
         init(base: Contents) {
@@ -65,6 +71,32 @@ public final class InMemoryStateStore: StateStore {
         }
 
         func save(_ restriction: ConsentRestriction) throws { restrictions[restriction.appTransactionId] = restriction }
+
+        func consumptionRequests(transactionId: String) throws -> [ConsumptionRequestRecord] {
+            requests[transactionId] ?? base.consumptionRequests[transactionId] ?? []
+        }
+
+        func save(_ request: ConsumptionRequestRecord) throws {
+            var kept = try consumptionRequests(transactionId: request.transactionId)
+            kept.removeAll { $0.requestedAt == request.requestedAt }
+            kept.append(request)
+            kept.sort { $0.requestedAt < $1.requestedAt }
+            requests[request.transactionId] = kept
+        }
+
+        /// A scan: refund questions are few, and the memory store serves embedding and tests.
+        func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+            var merged = base.consumptionRequests
+            merged.merge(requests) { $1 }
+            let due = merged.values.joined().filter { ($0.dueAt ?? .max) <= instant }
+            return Array(due.sorted { ($0.dueAt ?? 0, $0.transactionId) < ($1.dueAt ?? 0, $1.transactionId) }.prefix(max(0, limit)))
+        }
+
+        func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+            consents[subject.key] ?? base.consumptionConsents[subject.key]
+        }
+
+        func save(_ consent: ConsumptionConsent) throws { consents[consent.subject.key] = consent }
 
         func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
             let sequence = nextSequence
@@ -116,6 +148,8 @@ public final class InMemoryStateStore: StateStore {
             contents.outbox.append(contentsOf: events)
             contents.nextSequence = nextSequence
             contents.consentRestrictions.merge(transaction.restrictions) { $1 }
+            contents.consumptionRequests.merge(transaction.requests) { $1 }
+            contents.consumptionConsents.merge(transaction.consents) { $1 }
             return result
         }
     }
@@ -171,6 +205,17 @@ public final class InMemoryStateStore: StateStore {
 
     public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
         contents.withLock { $0.consentRestrictions[appTransactionId] }
+    }
+
+    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+        contents.withLock { contents in
+            let since = contents.consumptionRequests.values.joined().filter { $0.requestedAt >= requestedSince }
+            return Array(since.sorted { ($0.requestedAt, $0.transactionId) < ($1.requestedAt, $1.transactionId) }.prefix(max(0, limit)))
+        }
+    }
+
+    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        contents.withLock { $0.consumptionConsents[subject.key] }
     }
 
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {

@@ -75,6 +75,8 @@ public final class SQLiteStateStore: StateStore {
     /// Whether the database has the `consent_restrictions` table: a writer creates it at open;
     /// a reader of a database from before it existed has no restrictions to read.
     private let hasConsentRestrictions: Bool
+    /// Whether the database has the refund-question tables (as `hasConsentRestrictions`).
+    private let hasConsumptionTables: Bool
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -127,6 +129,7 @@ public final class SQLiteStateStore: StateStore {
         }
         names = Mutex(try Self.readEntitlementNames(from: database))
         hasConsentRestrictions = try database.columnExists(table: "consent_restrictions", column: "app_transaction_id")
+        hasConsumptionTables = try database.columnExists(table: "consumption_consents", column: "subject")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }
 
@@ -349,6 +352,24 @@ public final class SQLiteStateStore: StateStore {
         return try withConnection { connection in
             try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
                 .consentRestriction(appTransactionId: appTransactionId)
+        }
+    }
+
+    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+        guard hasConsumptionTables else { return [] }
+        return try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectConsumptionRequestsSince)
+            defer { statement.reset() }
+            try statement.bind(1, requestedSince)
+            try statement.bind(2, Int64(max(0, limit)))
+            return try SQLiteStateTransaction.records(ConsumptionRequestRecord.self, from: statement)
+        }
+    }
+
+    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        guard hasConsumptionTables else { return nil }
+        return try withConnection { connection in
+            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: []).consumptionConsent(subject)
         }
     }
 

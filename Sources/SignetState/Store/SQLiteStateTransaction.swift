@@ -94,6 +94,53 @@ final class SQLiteStateTransaction: StateTransaction {
         try statement.run()
     }
 
+    func consumptionRequests(transactionId: String) throws -> [ConsumptionRequestRecord] {
+        let statement = try database.statement(SQLiteSchema.selectConsumptionRequests)
+        defer { statement.reset() }
+        try statement.bind(1, transactionId)
+        return try Self.records(ConsumptionRequestRecord.self, from: statement)
+    }
+
+    func save(_ request: ConsumptionRequestRecord) throws {
+        let statement = try database.statement(SQLiteSchema.upsertConsumptionRequest)
+        try statement.bind(1, request.transactionId)
+        try statement.bind(2, request.requestedAt)
+        try statement.bind(3, request.dueAt)
+        try statement.bind(4, try ConsumptionRecordCoding.encode(request))
+        try statement.run()
+    }
+
+    func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+        let statement = try database.statement(SQLiteSchema.selectConsumptionRequestsDue)
+        defer { statement.reset() }
+        try statement.bind(1, instant)
+        try statement.bind(2, Int64(max(0, limit)))
+        return try Self.records(ConsumptionRequestRecord.self, from: statement)
+    }
+
+    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        let statement = try database.statement(SQLiteSchema.selectConsumptionConsent)
+        defer { statement.reset() }
+        try statement.bind(1, subject.key)
+        return try Self.records(ConsumptionConsent.self, from: statement).first
+    }
+
+    func save(_ consent: ConsumptionConsent) throws {
+        let statement = try database.statement(SQLiteSchema.upsertConsumptionConsent)
+        try statement.bind(1, consent.subject.key)
+        try statement.bind(2, try ConsumptionRecordCoding.encode(consent))
+        try statement.run()
+    }
+
+    /// Every row's `record` column (the statement's first), decoded.
+    static func records<Value: Decodable>(_ type: Value.Type, from statement: SQLiteStatement) throws -> [Value] {
+        var values: [Value] = []
+        while try statement.step() {
+            values.append(try ConsumptionRecordCoding.decode(type, from: statement.string(0) ?? ""))
+        }
+        return values
+    }
+
     func save(_ snapshot: SubscriptionSnapshot) throws {
         let indexed = IndexedColumns(snapshot)
         // A row read in this transaction (which holds the write lock) is still as read, so

@@ -53,6 +53,12 @@ public protocol StateStore: AnyObject, Sendable {
     /// The consent restriction of one app transaction (RESCIND_CONSENT), in force or cleared.
     func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
 
+    /// The refund questions (CONSUMPTION_REQUEST) signed at or after `requestedSince` (ms since
+    /// 1970), oldest first, at most `limit`: `signet consumption requests` and the report.
+    func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord]
+    /// The consent ledger's entry for `subject`, nil when none was recorded.
+    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent?
+
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
     func prune(keysBefore: Int64, now: Int64) throws
@@ -102,6 +108,19 @@ public protocol StateTransaction {
     func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
     /// Inserts or replaces a consent restriction.
     func save(_ restriction: ConsentRestriction) throws
+
+    /// The refund questions kept for one transaction (any status), oldest first.
+    func consumptionRequests(transactionId: String) throws -> [ConsumptionRequestRecord]
+    /// Inserts or replaces a refund question (keyed by transactionId and requestedAt).
+    func save(_ request: ConsumptionRequestRecord) throws
+    /// The refund questions whose ``ConsumptionRequestRecord/dueAt`` is at or before `instant`,
+    /// earliest first, at most `limit`: what the responder acts on. A shared store locks the
+    /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances never answer one request.
+    func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord]
+    /// The consent ledger's entry for `subject` as of this transaction.
+    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent?
+    /// Inserts or replaces the ledger's entry for the consent's subject.
+    func save(_ consent: ConsumptionConsent) throws
 }
 
 extension StateTransaction {

@@ -1,0 +1,102 @@
+import HTTPTypes
+import Hummingbird
+import SignetCore
+import SignetState
+
+/// `/v1/consumption/...`: the consumption consent ledger the app's backend writes (Apple may
+/// be answered about a refund only with the customer's consent) and the refund questions
+/// Apple asked. docs/consumption.md.
+extension EntitlementAPI {
+    /// `GET /v1/consumption/consent?appAccountToken=…` (or `originalTransactionId=…`): the
+    /// ledger's entry, 404 when none was recorded.
+    func consumptionConsent(_ request: Request) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        var subjects: [ConsumptionConsent.Subject] = []
+        var unknown = false
+        for (name, value) in request.uri.queryParameters {
+            if let subject = Self.subject(String(name), String(value)) { subjects.append(subject) } else { unknown = true }
+        }
+        guard !unknown, subjects.count == 1, let subject = subjects.first else { return Self.json(.badRequest, Self.oneSubject) }
+        return answer(notFound: #"{"error":"no consumption consent was recorded for this customer or purchase"}"#) {
+            try StateJSON.consumptionConsent(subject, in: try store.store())
+        }
+    }
+
+    /// `POST /v1/consumption/consent?appAccountToken=…&consented=true|false[&by=NAME][&refundPreference=…][&at=MS]`:
+    /// records the customer's consent or its withdrawal (and, optionally, their own refund
+    /// preference). A write: only with a token configured (else 403). Answers the entry that
+    /// stands (an older `at` than the one kept changes nothing).
+    func recordConsumptionConsent(_ request: Request) -> Response {
+        guard token != nil else {
+            return Self.json(.forbidden, #"{"error":"recording consent needs the API token configured (http.api_token)"}"#)
+        }
+        if let refusal = authorize(request) { return refusal }
+        let now = WallClock.milliseconds()
+        var subjects: [ConsumptionConsent.Subject] = []
+        var consented: Bool?, by: String?, preference: String?, at: Int64?
+        var seen: Set<String> = []
+        for (name, value) in request.uri.queryParameters {
+            let name = String(name), value = String(value)
+            guard seen.insert(name).inserted || Self.subject(name, value) != nil else {
+                return Self.json(.badRequest, #"{"error":"each parameter at most once"}"#)
+            }
+            switch name {
+            case "consented" where value == "true" || value == "false": consented = value == "true"
+            case "by" where !value.isEmpty && value.count <= 200: by = value
+            case "refundPreference" where ConsumptionConsent.refundPreferences.contains(value): preference = value
+            // When the customer decided, if not now; never later than now (a minute of clock skew allowed).
+            case "at" where Int64(value).map({ $0 >= 0 && $0 <= now + 60_000 }) == true: at = Int64(value)
+            default:
+                guard let subject = Self.subject(name, value) else {
+                    return Self.json(.badRequest, #"{"error":"parameters: appAccountToken or originalTransactionId (one), consented=true|false, by (up to 200 characters), refundPreference (DECLINE, GRANT_FULL, GRANT_PRORATED), at (ms since 1970, not in the future)"}"#)
+                }
+                subjects.append(subject)
+            }
+        }
+        guard subjects.count == 1, let subject = subjects.first else { return Self.json(.badRequest, Self.oneSubject) }
+        guard let consented else { return Self.json(.badRequest, #"{"error":"consented=true or consented=false is required"}"#) }
+        if preference != nil, !consented {
+            return Self.json(.badRequest, #"{"error":"a refundPreference goes with consented=true (without consent Apple is not answered)"}"#)
+        }
+        let consent = ConsumptionConsent(
+            subject, consented: consented, at: at ?? now, by: "api: " + (by ?? "backend"), refundPreference: preference)
+        return answer {
+            try StateJSON.recordConsumptionConsent(consent, in: try store.store())
+        }
+    }
+
+    /// `GET /v1/consumption/requests[?since=MS][&limit=N]`: the refund questions signed since
+    /// `since` (default: the last 30 days), oldest first, at most `limit` (1...10000, default 1000).
+    func consumptionRequests(_ request: Request) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        let now = WallClock.milliseconds()
+        var since = now - 30 * 86_400_000
+        var limit = StateJSON.defaultConsumptionRequestLimit
+        var seen: Set<String> = []
+        for (name, value) in request.uri.queryParameters {
+            let name = String(name), value = String(value)
+            if name == "since", seen.insert(name).inserted, let value = Int64(value), value >= 0 {
+                since = value
+            } else if name == "limit", seen.insert(name).inserted, let value = Int(value), (1...10_000).contains(value) {
+                limit = value
+            } else {
+                return Self.json(.badRequest, #"{"error":"parameters: since (ms since 1970), limit (1 to 10000), each at most once"}"#)
+            }
+        }
+        return answer {
+            try StateJSON.consumptionRequests(since: since, limit: limit, in: try store.store(), at: now)
+        }
+    }
+
+    private static let oneSubject = #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#
+
+    /// The ledger subject a query parameter names, nil for any other parameter.
+    private static func subject(_ name: String, _ value: String) -> ConsumptionConsent.Subject? {
+        guard !value.isEmpty, value.count <= 200 else { return nil }
+        switch name {
+        case "appAccountToken": return .appAccountToken(value)
+        case "originalTransactionId": return .originalTransactionId(value)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,49 @@
+extension StateJSON {
+    /// The consent ledger's entry for `subject` as JSON (`appAccountToken` or
+    /// `originalTransactionId`, `consented`, `at`, `by`, `refundPreference`), nil when none was
+    /// recorded: `signet consumption consent show` and `GET /v1/consumption/consent`.
+    public static func consumptionConsent(_ subject: ConsumptionConsent.Subject, in store: any StateStore) throws -> [UInt8]? {
+        guard let consent = try store.consumptionConsent(subject) else { return nil }
+        return try encode(consent)
+    }
+
+    /// Records `consent` (``StateStore/recordConsumptionConsent(_:)``) and answers with the entry
+    /// that stands (the one kept when it is newer than `consent`).
+    public static func recordConsumptionConsent(_ consent: ConsumptionConsent, in store: any StateStore) throws -> [UInt8] {
+        try encode(try store.recordConsumptionConsent(consent))
+    }
+
+    /// Most refund questions one listing returns unless told otherwise.
+    public static let defaultConsumptionRequestLimit = 1000
+
+    /// The refund questions signed at or after `since` (ms since 1970), oldest first, as JSON:
+    /// `{"asOf", "requests": [...], "truncated"}`, each request as stored plus `overdue` (still
+    /// pending at or past its deadline as of `instant`: it will never be answered).
+    public static func consumptionRequests(
+        since: Int64, limit: Int = defaultConsumptionRequestLimit, in store: any StateStore, at instant: Int64
+    ) throws -> [UInt8] {
+        let requests = try store.consumptionRequests(requestedSince: since, limit: limit + 1)
+        let listed = requests.prefix(limit).map { Listed(request: $0, overdue: $0.status == .pending && $0.isPastDeadline(at: instant)) }
+        return try encode(Listing(asOf: instant, requests: Array(listed), truncated: requests.count > limit))
+    }
+
+    private struct Listing: Encodable {
+        var asOf: Int64
+        var requests: [Listed]
+        var truncated: Bool
+    }
+
+    /// A request with what the listing adds to it, flat.
+    private struct Listed: Encodable {
+        var request: ConsumptionRequestRecord
+        var overdue: Bool
+
+        private enum CodingKeys: String, CodingKey { case overdue }
+
+        func encode(to encoder: any Encoder) throws {
+            try request.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(overdue, forKey: .overdue)
+        }
+    }
+}

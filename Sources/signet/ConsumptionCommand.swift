@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import SignetAppStorePipeline
+import SignetState
+
+/// `signet consumption consent show|grant|withdraw` and `signet consumption requests`: the
+/// consumption consent ledger and the refund questions (CONSUMPTION_REQUEST) Apple asked.
+struct ConsumptionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "consumption",
+        abstract: "Shows the refund questions Apple asked, and records customers' consent to answer them.",
+        discussion: """
+            When a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST and asks the developer for consumption information within 12 hours, but only with the customer's consent: "If not, don't respond." The transition stage keeps every request with its deadline; this command lists them and keeps the consent ledger the app's backend also writes through `POST /v1/consumption/consent`. docs/consumption.md.
+            """,
+        subcommands: [Consent.self, Requests.self])
+
+    struct Consent: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Shows or records whether a customer consented to share consumption data with Apple.",
+            discussion: """
+                An entry is kept per customer (--app-account-token, the appAccountToken the app set on its purchases) or per purchase (--original-transaction-id). For a refund question the newest entry of the purchase's and its account's decides; at the same instant a withdrawal wins; none known means no consent, and Apple is not answered.
+                """,
+            subcommands: [Show.self, Grant.self, Withdraw.self])
+    }
+
+    /// Whom a ledger entry is about: exactly one of the two options.
+    struct SubjectOptions: ParsableArguments {
+        @Option(help: "The customer's appAccountToken (every purchase made with it).")
+        var appAccountToken: String?
+
+        @Option(help: "One purchase (its originalTransactionId).")
+        var originalTransactionId: String?
+
+        func validate() throws {
+            guard (appAccountToken == nil) != (originalTransactionId == nil) else {
+                throw ValidationError("give exactly one of --app-account-token and --original-transaction-id")
+            }
+            for value in [appAccountToken, originalTransactionId].compactMap({ $0 }) where value.isEmpty || value.count > 200 {
+                throw ValidationError("an id is 1 to 200 characters")
+            }
+        }
+
+        var subject: ConsumptionConsent.Subject {
+            if let appAccountToken { return .appAccountToken(appAccountToken) }
+            return .originalTransactionId(originalTransactionId ?? "")
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Prints the ledger's entry for one customer or purchase as JSON.",
+            discussion: """
+                Exit 1 when none was recorded (no consent).
+
+                Example:
+                  signet consumption consent show --app-account-token "$TOKEN"
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var who: SubjectOptions
+
+        func run() throws {
+            let database = try store.open()
+            defer { try? database.close() }
+            guard let json = try StateJSON.consumptionConsent(who.subject, in: database) else {
+                Terminal.error("no consumption consent was recorded for \(who.subject.key) in \(store.location)")
+                throw ExitCode.failure
+            }
+            try Terminal.printLine(json)
+        }
+    }
+
+    struct Grant: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Records that a customer consented: their refund questions may be answered.",
+            discussion: """
+                Replaces the subject's earlier entry, kept with when and by whom. Safe while `signet run` writes the same store. Prints the entry that stands. --refund-preference records the customer's own preference, which wins over the pipeline's policy.
+
+                Example:
+                  signet consumption consent grant --app-account-token "$TOKEN" --by t-4711
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var who: SubjectOptions
+
+        @Option(help: "Who recorded it and why, kept with the entry.")
+        var by: String = "operator"
+
+        @Option(help: "The customer's own refund preference, over the pipeline's policy: DECLINE, GRANT_FULL or GRANT_PRORATED.")
+        var refundPreference: String?
+
+        func validate() throws {
+            if let refundPreference, !ConsumptionConsent.refundPreferences.contains(refundPreference) {
+                throw ValidationError("--refund-preference is DECLINE, GRANT_FULL or GRANT_PRORATED, not '\(refundPreference)'")
+            }
+        }
+
+        func run() throws {
+            try ConsumptionCommand.record(
+                ConsumptionConsent(who.subject, consented: true, at: Self.now, by: "cli: \(by)", refundPreference: refundPreference),
+                store: store)
+        }
+
+        static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    }
+
+    struct Withdraw: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Records that a customer withdrew (or refused) consent: their refund questions are not answered.",
+            discussion: """
+                Apple: once consent is withdrawn, no further data is sent. Requests already answered stay answered. Prints the entry that stands.
+
+                Example:
+                  signet consumption consent withdraw --app-account-token "$TOKEN" --by gdpr-88
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var who: SubjectOptions
+
+        @Option(help: "Who recorded it and why, kept with the entry.")
+        var by: String = "operator"
+
+        func run() throws {
+            try ConsumptionCommand.record(
+                ConsumptionConsent(who.subject, consented: false, at: Grant.now, by: "cli: \(by)"), store: store)
+        }
+    }
+
+    struct Requests: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lists the refund questions (CONSUMPTION_REQUEST) Apple asked, oldest first, as JSON.",
+            discussion: """
+                Each with its deadline (12 hours after Apple signed it), status (pending, answered, skipped for no consent, late, failed), the answer sent and Apple's decision (REFUND, REFUND_DECLINED, REFUND_REVERSED) once it came; `overdue` marks one still pending past its deadline. --since takes \(AppStoreHistoryWindow.instantForms).
+
+                Example:
+                  signet consumption requests --since 7d
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "Only requests Apple signed at or after this instant.")
+        var since: String = "30d"
+
+        @Option(help: "Most requests printed (1 to 100000).")
+        var limit: Int = StateJSON.defaultConsumptionRequestLimit
+
+        func validate() throws {
+            guard AppStoreHistoryWindow.instant(since, now: Grant.now) != nil else {
+                throw ValidationError("--since '\(since)' is not \(AppStoreHistoryWindow.instantForms)")
+            }
+            guard (1...100_000).contains(limit) else { throw ValidationError("--limit is 1 to 100000") }
+        }
+
+        func run() throws {
+            let now = Grant.now
+            let database = try store.open()
+            defer { try? database.close() }
+            let start = AppStoreHistoryWindow.instant(since, now: now) ?? 0
+            try Terminal.printLine(try StateJSON.consumptionRequests(since: start, limit: limit, in: database, at: now))
+        }
+    }
+
+    static func record(_ consent: ConsumptionConsent, store: StoreOptions) throws {
+        let database = try store.open(writingBesideThePipeline: true)
+        defer { try? database.close() }
+        try Terminal.printLine(try StateJSON.recordConsumptionConsent(consent, in: database))
+    }
+}
