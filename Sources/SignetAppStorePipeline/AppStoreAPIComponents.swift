@@ -20,34 +20,23 @@ extension ComponentRegistry {
             }
             let settings = try AppStoreAPISettings(config, env: context.environment)
             let environment = context.environment
-            var options = AppStoreHistorySource.Options(
-                start: try config.string("start"), end: try config.optionalString("end"),
-                checkpointPath: try settings.resolved(config.string("checkpoint"), environment))
-            options.onlyFailures = try config.bool("only_failures")
-            options.subWindows = try config.int("sub_windows")
-            options.parallelism = try config.int("parallelism")
+            var options = try AppStoreHistorySource.Options.configuration.options(config)
+            options.start = try config.string("start")
+            options.checkpointPath = try settings.resolved(config.string("checkpoint"), environment)
             return AppStoreHistorySource(options: options, logger: context.logger) {
                 try settings.makeClient(environment, context: context)
             }
         }
         registerStage(.appStoreCatchUpStage) { config, context in
             let settings = try AppStoreAPISettings(config, env: context.environment)
-            var options = AppStoreCatchUpStage.Options()
-            options.interval = try config.duration("interval")
-            options.window = try config.duration("window")
-            options.overlap = try config.duration("overlap")
-            options.onlyFailures = try config.bool("only_failures")
+            let options = try AppStoreCatchUpStage.Options.configuration.options(config)
             return AppStoreCatchUpStage(options: options, logger: context.logger) {
                 try settings.makeClient(context.environment, context: context)
             }
         }
         registerStage(.appStoreReconcileStage) { config, context in
             let settings = try AppStoreAPISettings(config, env: context.environment)
-            var options = AppStoreReconcileStage.Options()
-            options.interval = try config.duration("interval")
-            options.window = try config.duration("window")
-            options.leeway = try config.duration("leeway")
-            options.limit = try config.int("limit")
+            let options = try AppStoreReconcileStage.Options.configuration.options(config)
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreReconcileStage(options: options, store: store, logger: context.logger) {
                 try settings.makeClient(context.environment, context: context)
@@ -56,14 +45,12 @@ extension ComponentRegistry {
         registerSource(.appStoreStatusSource) { config, context in
             let settings = try AppStoreAPISettings(config, env: context.environment)
             let environment = context.environment
-            var options = AppStoreStatusSource.Options(
-                ids: try config.stringList("original_transaction_ids") ?? [],
-                checkpointPath: try settings.resolved(config.string("checkpoint"), environment))
-            options.idsFile = try config.optionalString("ids_file")
+            var options = try AppStoreStatusSource.Options.configuration.options(config)
+            options.ids = try config.stringList("original_transaction_ids") ?? []
+            options.checkpointPath = try settings.resolved(config.string("checkpoint"), environment)
             guard !options.ids.isEmpty || options.idsFile != nil else {
                 throw config.error("'\(config.path)' needs original_transaction_ids or ids_file", key: "ids_file")
             }
-            options.parallelism = try config.int("parallelism")
             return AppStoreStatusSource(options: options, logger: context.logger) {
                 try settings.makeClient(environment, context: context)
             }

@@ -48,9 +48,7 @@ extension VerifierConfiguration {
                 key: "environment")
         }
         self.init(roots: roots, environments: environments, bundleId: try config.string("bundle_id"), appAppleId: appAppleId)
-        maxFutureSkew = try config.duration("max_future_skew")
-        dateRule = VerificationDateRule(rawValue: try config.string("check_time")) ?? .signedDate
-        chainCacheCapacity = try config.int("chain_cache_size")
+        try Self.configuration.apply(config, to: &self)
     }
 }
 
@@ -82,3 +80,7 @@ extension AppleRoots {
 public struct RootLoadingError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
+
+/// `check_time` reads it by its raw value (here, where SignetCore is imported publicly, as a
+/// public type's conformance needs).
+extension VerificationDateRule: ConfigBindable {}

@@ -21,16 +21,24 @@ extension ComponentSpec {
                 "app_apple_id", .int(1...Int.max), .optional,
                 "your app's Apple ID; required for Production (Apple sends none in Sandbox)", example: "1234567890"),
             ConfigField("workers", .int(0...256), .default("0"), "threads verifying signatures; 0 = every core"),
-            ConfigField(
-                "max_future_skew", .duration(.zero...(.seconds(86_400))), .default("5m"),
-                "how far a signedDate may lie in the future before it is rejected", advanced: true),
-            ConfigField(
-                "check_time", .enumeration(VerificationDateRule.allCases.map(\.rawValue)), .default("signedDate"),
-                "the instant certificates are judged at: the payload's signedDate, or now", advanced: true),
-            ConfigField("chain_cache_size", .int(1...1_000_000), .default("256"), "verified certificate chains kept", advanced: true),
-        ],
+        ] + VerifierConfiguration.configuration.fields,
         examples: [
             "stages:\n  - type: decode\n  - type: verify\n    environment: Production\n    bundle_id: com.example.app\n    app_apple_id: 1234567890",
         ],
         requiresBefore: ["decode"])
+}
+
+extension VerifierConfiguration {
+    /// The `verify` keys that set a checking option, their defaults `VerifierConfiguration()`'s.
+    /// roots, environment, bundle_id and app_apple_id are read apart: a list of files, a
+    /// required list, a required string, and a check that needs the environments.
+    package static let configuration = ConfigBindings<VerifierConfiguration>(defaults: VerifierConfiguration(), [
+        ConfigBinding(
+            "max_future_skew", \.maxFutureSkew, .duration(.zero...(.seconds(86_400))),
+            "how far a signedDate may lie in the future before it is rejected", advanced: true),
+        ConfigBinding(
+            "check_time", \.dateRule, .enumeration(VerificationDateRule.allCases.map(\.rawValue)),
+            "the instant certificates are judged at: the payload's signedDate, or now", advanced: true),
+        ConfigBinding("chain_cache_size", \.chainCacheCapacity, .int(1...1_000_000), "verified certificate chains kept", advanced: true),
+    ])
 }

@@ -14,12 +14,10 @@ extension ComponentRegistry {
                 firstClass: [("brokers", "bootstrap.servers"), ("group", "group.id")])
             let topics = try config.stringList("topics") ?? []
             guard !topics.isEmpty else { throw config.error("'\(config.path).topics' needs at least one topic", key: "topics") }
-            return KafkaSource(
-                options: KafkaSource.Options(
-                    properties: properties, topics: topics, pollTimeout: try config.duration("poll_timeout"),
-                    commitTimeout: try config.duration("commit_timeout"),
-                    maxUncommittedPerPartition: try config.int("max_uncommitted_per_partition")),
-                logger: context.logger)
+            var options = try KafkaSource.Options.configuration.options(config)
+            options.properties = properties
+            options.topics = topics
+            return KafkaSource(options: options, logger: context.logger)
         }
         registerSink(.kafkaSink) { config, context in
             var properties = try KafkaComponentConfig.properties(

@@ -15,19 +15,7 @@ extension ComponentSpec {
             ConfigField("brokers", .string, .required, "bootstrap.servers", example: "127.0.0.1:9092"),
             ConfigField("group", .string, .required, "group.id: members of one group share the partitions", example: "signet"),
             ConfigField("topics", .stringList(allowed: nil), .required, "the topics to read; a list or a comma-separated string", example: "appstore-notifications"),
-            ConfigField(
-                "poll_timeout", .duration(.milliseconds(1)...(.seconds(10))), .default("100ms"),
-                "how long one poll waits for the first message", advanced: true),
-            ConfigField(
-                "commit_timeout", .duration(.milliseconds(100)...(.seconds(600))), .default("10s"),
-                "how long a clean stop keeps committing finished offsets through a rebalance or a coordinator move (keep it below settings.shutdown_timeout); what stays uncommitted is logged, listed in --summary-json and exits 1",
-                advanced: true),
-            ConfigField(
-                "max_uncommitted_per_partition", .int(1...10_000_000), .default(String(KafkaSource.Options.defaultMaxUncommittedPerPartition)),
-                "while the group coordinator refuses a partition's commits, how many of its records may be finished but uncommitted before it stops fetching that partition (resumed when a commit passes or the partition moves); bounds what a lost partition leaves to redo",
-                advanced: true),
-            kafkaPropertiesField,
-        ],
+        ] + KafkaSource.Options.configuration.fields + [kafkaPropertiesField],
         examples: ["source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group: signet\n  topics: [appstore-notifications]"])
 
     /// The sink's own `message.timeout.ms` default, as a duration.
@@ -50,4 +38,22 @@ extension ComponentSpec {
             kafkaPropertiesField,
         ],
         examples: ["sinks:\n  events:\n    type: kafka\n    brokers: 127.0.0.1:9092\n    topic: entitlement-events"])
+}
+
+extension KafkaSource.Options {
+    /// The source's keys that set an option, their defaults the options' own; brokers, group,
+    /// topics and properties become librdkafka properties and topics, read apart.
+    package static let configuration = ConfigBindings<KafkaSource.Options>(defaults: KafkaSource.Options(properties: [], topics: []), [
+        ConfigBinding(
+            "poll_timeout", \.pollTimeout, .duration(.milliseconds(1)...(.seconds(10))),
+            "how long one poll waits for the first message", advanced: true),
+        ConfigBinding(
+            "commit_timeout", \.commitTimeout, .duration(.milliseconds(100)...(.seconds(600))),
+            "how long a clean stop keeps committing finished offsets through a rebalance or a coordinator move (keep it below settings.shutdown_timeout); what stays uncommitted is logged, listed in --summary-json and exits 1",
+            advanced: true),
+        ConfigBinding(
+            "max_uncommitted_per_partition", \.maxUncommittedPerPartition, .int(1...10_000_000),
+            "while the group coordinator refuses a partition's commits, how many of its records may be finished but uncommitted before it stops fetching that partition (resumed when a commit passes or the partition moves); bounds what a lost partition leaves to redo",
+            advanced: true),
+    ])
 }

@@ -29,6 +29,7 @@ public struct PostgresStoreOptions: Sendable, Hashable {
 
     /// Reads a `postgres` (or `auto`) store's settings; a malformed url is a configuration error.
     public init(_ config: ParsedConfig) throws(ConfigError) {
+        let url: PostgresURL
         do {
             url = try PostgresURL(try config.string("url"))
         } catch let error as PostgresStoreError {
@@ -38,34 +39,38 @@ public struct PostgresStoreOptions: Sendable, Hashable {
         } catch {
             throw config.error("\(error)", key: "url")
         }
-        poolSize = try config.int("pool_size")
-        statementTimeout = try config.duration("statement_timeout")
-        lease = try config.duration("lease")
-        outageTimeout = try config.duration("outage_timeout")
-        outboxRetention = try config.duration("outbox_retention")
+        self.init(url: url)
+        try Self.configuration.apply(config, to: &self)
     }
 
     /// The YAML keys of a postgres store (`url` required or defaulted, as `auto` needs).
     static func fields(urlRequirement: ConfigField.Requirement) -> [ConfigField] {
-        let defaults = PostgresStoreOptions(url: PostgresURL.localDefault)
-        return [
+        [
             ConfigField(
                 "url", .string, urlRequirement,
                 "postgres://user:password@host:5432/database?sslmode=disable|prefer|require|verify-ca|verify-full (the password is never logged)",
-                example: "${SIGNET_DATABASE_URL}"),
-            ConfigField("pool_size", .int(1...64), .default(String(defaults.poolSize)), "connections for batches, delivery marks and lookups, one call each at a time (one more renews the lease)", advanced: true),
-            ConfigField(
-                "statement_timeout", .duration(.milliseconds(1)...(.seconds(3600))), .default(ConfigDuration.format(defaults.statementTimeout)),
-                "the server aborts a statement running longer", advanced: true),
-            ConfigField(
-                "lease", .duration(.seconds(1)...(.seconds(3600))), .default(ConfigDuration.format(defaults.lease)),
-                "how long another instance waits before redelivering this one's undelivered events after it is gone", advanced: true),
-            ConfigField(
-                "outage_timeout", .duration(.zero...(.seconds(86400))), .default(ConfigDuration.format(defaults.outageTimeout)),
-                "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable, at start or mid-run, before it fails", advanced: true),
-            .outboxRetention(default: defaults.outboxRetention),
-        ]
+                example: "${SIGNET_DATABASE_URL}")
+        ] + configuration.fields
     }
+
+    /// The keys that set an option besides `url` (whose requirement differs between `postgres`
+    /// and `auto`, so it is declared apart), their defaults the options' own.
+    package static let configuration = ConfigBindings<PostgresStoreOptions>(defaults: PostgresStoreOptions(url: PostgresURL.localDefault), [
+        ConfigBinding(
+            "pool_size", \.poolSize, .int(1...64),
+            "connections for batches, delivery marks and lookups, one call each at a time (one more renews the lease)", advanced: true),
+        ConfigBinding(
+            "statement_timeout", \.statementTimeout, .duration(.milliseconds(1)...(.seconds(3600))),
+            "the server aborts a statement running longer", advanced: true),
+        ConfigBinding(
+            "lease", \.lease, .duration(.seconds(1)...(.seconds(3600))),
+            "how long another instance waits before redelivering this one's undelivered events after it is gone", advanced: true),
+        ConfigBinding(
+            "outage_timeout", \.outageTimeout, .duration(.zero...(.seconds(86400))),
+            "how long the pipeline pauses (retrying with backoff) while PostgreSQL is unreachable, at start or mid-run, before it fails",
+            advanced: true),
+        .outboxRetention(\.outboxRetention),
+    ])
 
     static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000

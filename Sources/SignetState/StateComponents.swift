@@ -7,11 +7,7 @@ public import SignetCore
 extension ComponentRegistry {
     public mutating func registerStateComponents() {
         registerStore(.sqliteStore) { config, _ in
-            var options = SQLiteStateStore.Options()
-            options.durability = SQLiteStateStore.Durability(rawValue: try config.string("durability")) ?? .full
-            options.busyTimeout = try config.duration("busy_timeout")
-            options.cacheCapacity = try config.int("cache_size")
-            options.outboxRetention = try config.duration("outbox_retention")
+            let options = try SQLiteStateStore.Options.configuration.options(config)
             return StateStoreResource(.sqlite(path: try config.string("path"), options: options), entitlementNames: try EntitlementNames(config))
         }
         registerStore(.memoryStore) { config, _ in
@@ -22,22 +18,17 @@ extension ComponentRegistry {
         defaultStoreType = ComponentSpec.sqliteStore.name
 
         registerStage(.dedupeStage) { config, context in
-            var options = DedupeStage.Options()
-            options.key = DedupeKeyKind(rawValue: try config.string("key")) ?? .notificationUUID
-            options.retention = try config.duration("retention")
+            var options = try DedupeStage.Options.configuration.options(config)
             let storeName = try config.string("store")
             options.keysCheckedByTransition = context.otherStage(declares: .checksDedupeKeys, usingStore: storeName)
             return DedupeStage(resource: try context.resource(named: storeName, as: StateStoreResource.self), options: options)
         }
         registerStage(.transitionStage) { config, context in
-            var options = TransitionStage.Options()
-            options.dedupeKey = DedupeKeyKind(rawValue: try config.string("key")) ?? .notificationUUID
-            options.retention = try config.duration("retention")
+            var options = try TransitionStage.Options.configuration.options(config)
             if let policy = try config.object("policy") {
-                options.policy = try Self.policy(policy)
+                options.policy = try TransitionPolicy.configuration.options(policy)
             }
-            options.expirySweep = try config.duration("expiry_sweep")
-            options.expiryLeeway = try config.duration("expiry_leeway")
+            try TransitionStage.Options.expiryConfiguration.apply(config, to: &options)
             for entry in try config.map("non_renewing_durations") {
                 guard case .duration(let duration) = entry.value else { continue }
                 options.policy.nonRenewingDurations.set(entry.name, duration)
@@ -62,16 +53,6 @@ extension ComponentRegistry {
         }
     }
 
-    private static func policy(_ config: ParsedConfig) throws(ConfigError) -> TransitionPolicy {
-        var policy = TransitionPolicy()
-        policy.billingRetryEntitled = try config.bool("billing_retry_entitled")
-        policy.gracePeriodEntitled = try config.bool("grace_period_entitled")
-        policy.familySharedEntitled = try config.bool("family_shared_entitled")
-        policy.entitleOnAppTransaction = try config.bool("entitle_on_app_transaction")
-        policy.rejectUnknownTypes = try config.bool("reject_unknown_types")
-        return policy
-    }
-
     private static func checkSinks(_ sinks: [String], key: String, in config: ParsedConfig, context: ComponentContext) throws(ConfigError) {
         for sink in sinks where !context.sinkNames.contains(sink) {
             let known = context.sinkNames.isEmpty ? "none" : context.sinkNames.joined(separator: ", ")
@@ -81,3 +62,7 @@ extension ComponentRegistry {
         }
     }
 }
+
+/// `key` reads it by its raw value (here, where SignetCore is imported publicly, as a public
+/// type's conformance needs).
+extension DedupeKeyKind: ConfigBindable {}

@@ -18,4 +18,12 @@ struct CoreBindingTests {
         let never = try PipelineSettings(PipelineSettings.spec.parse(parseNode("progress_interval: 0s")))
         #expect(never.progressInterval == nil, "0s is never")
     }
+
+    @Test func deadLetter() throws {
+        let spec = ComponentSpec(name: "dead_letter", summary: "", fields: DeadLetterOutput.fields)
+        #expect(try boundDefaultMismatches(DeadLetterOutput.configuration, in: spec) == [])
+        #expect(DeadLetterOutput.fields.compactMap(\.defaultValue) == ["json", "1048576"])
+        let raw = try DeadLetterOutput.configuration.options(spec.parse(parseNode("format: raw\nmax_input_bytes: 64")))
+        #expect(raw.format == .raw && raw.maxInputBytes == 64)
+    }
 }

@@ -38,3 +38,23 @@ struct HTTPSinkBindingTests {
         #expect(options.signingSecret == Array("s3".utf8) && options.headers.map(\.name) == ["A"])
     }
 }
+
+/// The top-level `http:` section declares each key once, bound to ``AdminConfiguration``.
+@Suite("http section bindings")
+struct AdminBindingTests {
+    func configuration(_ yaml: String) throws -> AdminConfiguration {
+        try AdminConfiguration.configuration.options(
+            ComponentSpec.httpSection.parse(ConfigNode.parse(yaml: yaml, file: "a.yaml", environment: [:])))
+    }
+
+    @Test func everyDefaultIsTheConfigurationsValue() throws {
+        #expect(try boundDefaultMismatches(AdminConfiguration.configuration, in: .httpSection) == [])
+        #expect(try configuration("{}") == AdminConfiguration())
+    }
+
+    @Test func addressApiAndStoreSetTheirOptions() throws {
+        #expect(try configuration("address: \"[::1]:9000\"\napi: false\nstore: s") == AdminConfiguration(host: "::1", port: 9000, store: nil))
+        #expect(try configuration("store: s").store == "s")
+        #expect(throws: ConfigError.self) { try configuration("address: nowhere") }
+    }
+}

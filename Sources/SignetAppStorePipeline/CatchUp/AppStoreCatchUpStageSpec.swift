@@ -13,26 +13,28 @@ extension ComponentSpec {
             the pipeline, within the process-wide rate limit, and never holds up other input. Nothing is checkpointed: a \
             restart sweeps `window` again. Figures on /metrics (signet_catch_up_*); docs/appstore-api.md.
             """,
-        fields: [
-            ConfigField(
-                "interval", .duration(.zero...(.seconds(7 * 86_400))),
-                .default(ConfigDuration.format(AppStoreCatchUpStage.Options().interval)),
-                "time between sweeps; 0s turns the stage off (no API calls, no credentials needed)"),
-            ConfigField(
-                "window", .duration(.seconds(60)...(.seconds(180 * 86_400))),
-                .default(ConfigDuration.format(AppStoreCatchUpStage.Options().window)),
-                "how far back the first sweep of a run looks (Apple stops retrying after about 6.5 days; older than Apple keeps is clamped)"),
-            ConfigField(
-                "overlap", .duration(.zero...(.seconds(7 * 86_400))),
-                .default(ConfigDuration.format(AppStoreCatchUpStage.Options().overlap)),
-                "how far before the previous successful sweep's start the next one begins (failures Apple records late)",
-                advanced: true),
-            ConfigField(
-                "only_failures", .bool, .default("true"),
-                "only notifications Apple never delivered successfully; false reads every notification of the window (dedupe drops the known ones)",
-                advanced: true),
-        ] + AppStoreAPISettings.fields,
+        fields: AppStoreCatchUpStage.Options.configuration.fields + AppStoreAPISettings.fields,
         examples: [
             "stages:\n  - type: appstore_catch_up\n    interval: 15m\n    window: 8d"
         ])
+}
+
+extension AppStoreCatchUpStage.Options {
+    /// The stage's own keys, their defaults `Options()`'s (the API settings are read apart).
+    package static let configuration = ConfigBindings<AppStoreCatchUpStage.Options>(defaults: AppStoreCatchUpStage.Options(), [
+        ConfigBinding(
+            "interval", \.interval, .duration(.zero...(.seconds(7 * 86_400))),
+            "time between sweeps; 0s turns the stage off (no API calls, no credentials needed)"),
+        ConfigBinding(
+            "window", \.window, .duration(.seconds(60)...(.seconds(180 * 86_400))),
+            "how far back the first sweep of a run looks (Apple stops retrying after about 6.5 days; older than Apple keeps is clamped)"),
+        ConfigBinding(
+            "overlap", \.overlap, .duration(.zero...(.seconds(7 * 86_400))),
+            "how far before the previous successful sweep's start the next one begins (failures Apple records late)",
+            advanced: true),
+        ConfigBinding(
+            "only_failures", \.onlyFailures, .bool,
+            "only notifications Apple never delivered successfully; false reads every notification of the window (dedupe drops the known ones)",
+            advanced: true),
+    ])
 }

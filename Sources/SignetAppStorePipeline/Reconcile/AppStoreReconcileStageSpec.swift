@@ -13,25 +13,29 @@ extension ComponentSpec {
             event, a lapse is confirmed, a state that agrees stays silent. Each stale period is asked about once per run. \
             docs/appstore-api.md.
             """,
-        fields: [
-            ConfigField(
-                "interval", .duration(.zero...(.seconds(7 * 86_400))),
-                .default(ConfigDuration.format(AppStoreReconcileStage.Options().interval)),
-                "time between sweeps; 0s turns the stage off (no API calls, no credentials needed)"),
-            ConfigField(
-                "window", .duration(.seconds(60)...(.seconds(180 * 86_400))),
-                .default(ConfigDuration.format(AppStoreReconcileStage.Options().window)),
-                "how long ago a period may have ended and still be asked about"),
-            ConfigField(
-                "leeway", .duration(.zero...(.seconds(7 * 86_400))),
-                .default(ConfigDuration.format(AppStoreReconcileStage.Options().leeway)),
-                "how long after a period's end Apple's own renewal notification is waited for first", advanced: true),
-            ConfigField(
-                "limit", .int(1...1_000_000), .default(String(AppStoreReconcileStage.Options().limit)),
-                "most subscriptions one sweep asks about (a larger backlog goes on at the next sweep)", advanced: true),
+        fields: AppStoreReconcileStage.Options.configuration.fields + [
             ConfigField("store", .storeName, .default("default"), "the store whose subscriptions it checks (`stores:`)"),
         ] + AppStoreAPISettings.fields,
         examples: [
             "stages:\n  - type: appstore_reconcile\n    interval: 6h\n    window: 3d"
         ])
+}
+
+extension AppStoreReconcileStage.Options {
+    /// The stage's keys that set an option, their defaults `Options()`'s (store names a
+    /// resource and the API settings are read apart).
+    package static let configuration = ConfigBindings<AppStoreReconcileStage.Options>(defaults: AppStoreReconcileStage.Options(), [
+        ConfigBinding(
+            "interval", \.interval, .duration(.zero...(.seconds(7 * 86_400))),
+            "time between sweeps; 0s turns the stage off (no API calls, no credentials needed)"),
+        ConfigBinding(
+            "window", \.window, .duration(.seconds(60)...(.seconds(180 * 86_400))),
+            "how long ago a period may have ended and still be asked about"),
+        ConfigBinding(
+            "leeway", \.leeway, .duration(.zero...(.seconds(7 * 86_400))),
+            "how long after a period's end Apple's own renewal notification is waited for first", advanced: true),
+        ConfigBinding(
+            "limit", \.limit, .int(1...1_000_000),
+            "most subscriptions one sweep asks about (a larger backlog goes on at the next sweep)", advanced: true),
+    ])
 }

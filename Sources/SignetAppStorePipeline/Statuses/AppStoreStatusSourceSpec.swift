@@ -17,13 +17,25 @@ extension ComponentSpec {
             ConfigField(
                 "original_transaction_ids", .stringList(allowed: nil), .optional,
                 "the purchases to ask about (any transaction id of each)", example: "[\"2000000123456789\"]"),
-            ConfigField("ids_file", .string, .optional, "a file with one id per line (blank lines and # comments skipped)"),
-            ConfigField("parallelism", .int(1...64), .default("8"), "ids asked about at the same time (all within requests_per_second)", advanced: true),
+        ] + AppStoreStatusSource.Options.configuration.fields + [
             ConfigField(
                 "checkpoint", .string, .default("${SIGNET_DATA_DIR:signet-data}/reconcile.json"),
                 "how many ids are done (replaced atomically); an unfinished reconcile of the same list is resumed"),
         ] + AppStoreAPISettings.fields,
         examples: [
             "source:\n  type: appstore_statuses\n  ids_file: /var/lib/signet/purchases.txt"
+        ])
+}
+
+extension AppStoreStatusSource.Options {
+    /// The source's keys that set an option, their defaults the options' own; the id list
+    /// and checkpoint (a path with variables, expanded when the source opens) are read apart.
+    package static let configuration = ConfigBindings<AppStoreStatusSource.Options>(
+        defaults: AppStoreStatusSource.Options(ids: [], checkpointPath: ""),
+        [
+            ConfigBinding("ids_file", \.idsFile, .string, "a file with one id per line (blank lines and # comments skipped)"),
+            ConfigBinding(
+                "parallelism", \.parallelism, .int(1...64), "ids asked about at the same time (all within requests_per_second)",
+                advanced: true),
         ])
 }

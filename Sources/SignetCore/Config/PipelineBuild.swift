@@ -103,10 +103,9 @@ struct PipelineBuild {
                 extraFields: DeadLetterOutput.fields)
             {
                 deadLetter = attempt {
-                    DeadLetterOutput(
-                        sink: built.component,
-                        format: DeadLetterOutput.Format(rawValue: try built.config.string("format")) ?? .json,
-                        maxInputBytes: try built.config.int("max_input_bytes"))
+                    var output = try DeadLetterOutput.configuration.options(built.config)
+                    output.sink = built.component
+                    return output
                 }
             }
         } else {

@@ -62,23 +62,7 @@ extension ComponentSpec {
             Off loopback, the /v1 API needs a bearer token (api_token, or SIGNET_API_TOKEN); \
             Signet refuses to start such a listener without one. See docs/operations.md.
             """,
-        fields: [
-            ConfigField("address", .string, .default("127.0.0.1:9464"), "host:port to listen on", example: "127.0.0.1:9464"),
-            ConfigField(
-                "api_token", .string, .optional,
-                "bearer token for /v1/... (default: $SIGNET_API_TOKEN); required off loopback",
-                example: "${SIGNET_API_TOKEN}"),
-            ConfigField("api", .bool, .default("true"), "serve the /v1 entitlement API"),
-            ConfigField("store", .string, .default("default"), "the store the /v1 API reads"),
-            ConfigField(
-                "max_connections", .int(1...65_536), .default("64"),
-                "open connections at most (at the limit the longest-idle keep-alive one is closed for the next client; "
-                    + "with none idle, more wait in the backlog): its own budget, apart from the webhook's",
-                advanced: true),
-            ConfigField(
-                "idle_timeout", .duration(.milliseconds(100)...(.seconds(3600))), .default("30s"),
-                "a connection silent this long (headers not complete, or idle between requests) is closed", advanced: true),
-        ],
+        fields: AdminConfiguration.configuration.fields,
         examples: [
             """
             http:
@@ -92,15 +76,47 @@ extension AdminConfiguration {
     /// `environment` supplies `SIGNET_API_TOKEN` when the section names no token.
     public init?(pipeline: Pipeline, environment: [String: String]) throws(ConfigError) {
         guard let section = pipeline.sections[ComponentSpec.httpSection.name] else { return nil }
-        let address = try section.string("address")
-        guard let (host, port) = Self.parseAddress(address) else {
-            throw section.error("'address' must be host:port (e.g. 127.0.0.1:9464), not '\(address)'", key: "address")
-        }
-        let token = try section.optionalString("api_token") ?? environment["SIGNET_API_TOKEN"]
-        let store = try section.bool("api") ? try section.string("store") : nil
-        self.init(
-            host: host, port: port, apiToken: token, store: store, maxConnections: try section.int("max_connections"),
-            idleTimeout: try section.duration("idle_timeout"))
+        self = try Self.configuration.options(section)
+        if apiToken == nil { apiToken = environment["SIGNET_API_TOKEN"] }
+    }
+
+    /// Every key of the `http:` section, its default the configuration's own
+    /// (``AdminConfiguration/init(host:port:apiToken:store:maxConnections:idleTimeout:)``).
+    package static let configuration = ConfigBindings<AdminConfiguration>(defaults: AdminConfiguration(), [
+        ConfigBinding(
+            "address", \.hostAndPort, .string, "host:port to listen on", example: "127.0.0.1:9464",
+            written: { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" },
+            read: { address, _, config throws(ConfigError) in
+                guard let hostAndPort = Self.parseAddress(address) else {
+                    throw config.error("'address' must be host:port (e.g. 127.0.0.1:9464), not '\(address)'", key: "address")
+                }
+                return hostAndPort
+            }),
+        ConfigBinding(
+            "api_token", \.apiToken, .string,
+            "bearer token for /v1/... (default: $SIGNET_API_TOKEN); required off loopback",
+            example: "${SIGNET_API_TOKEN}"),
+        // api and store both set `store` (nil: no API): api decides whether, store which.
+        ConfigBinding(
+            "api", \.store, .bool, "serve the /v1 entitlement API",
+            written: { $0 != nil }, read: { api, options, _ in api ? options.store ?? "" : nil }),
+        ConfigBinding(
+            "store", \.store, .string, "the store the /v1 API reads",
+            written: { $0 }, read: { name, options, _ in options.store == nil ? nil : name }),
+        ConfigBinding(
+            "max_connections", \.maxConnections, .int(1...65_536),
+            "open connections at most (at the limit the longest-idle keep-alive one is closed for the next client; "
+                + "with none idle, more wait in the backlog): its own budget, apart from the webhook's",
+            advanced: true),
+        ConfigBinding(
+            "idle_timeout", \.idleTimeout, .duration(.milliseconds(100)...(.seconds(3600))),
+            "a connection silent this long (headers not complete, or idle between requests) is closed", advanced: true),
+    ])
+
+    /// `host` and `port` together, as `address` sets them.
+    private var hostAndPort: (host: String, port: Int) {
+        get { (host, port) }
+        set { (host, port) = newValue }
     }
 }
 

@@ -1,13 +1,21 @@
 public import SignetCore
 
-extension ConfigField {
-    /// `outbox_retention` of every store type: it is also how long a purchase's history lasts.
-    public static func outboxRetention(default value: Duration) -> ConfigField {
-        ConfigField(
-            "outbox_retention", .duration(nil), .default(ConfigDuration.format(value)),
+extension ConfigBinding {
+    /// `outbox_retention` of every store type, bound to its options' retention: it is also
+    /// how long a purchase's history lasts.
+    public static func outboxRetention(_ keyPath: any WritableKeyPath<Options, Duration> & Sendable) -> ConfigBinding {
+        ConfigBinding(
+            "outbox_retention", keyPath, .duration(nil),
             "how long delivered events stay in the outbox: a purchase's history (`signet state history`, "
                 + "/v1/subscriptions/{id}/events) keeps them that long; 0s deletes them on acknowledgement",
             example: "90d")
+    }
+}
+
+extension ConfigField {
+    /// `outbox_retention` of a store whose retention is no option (``ConfigBinding/outboxRetention(_:)``).
+    public static func outboxRetention(default value: Duration) -> ConfigField {
+        ConfigBinding<Duration>.outboxRetention(\.self).field(defaults: value)
     }
 }
 
@@ -21,17 +29,7 @@ extension ComponentSpec {
             ConfigField(
                 "path", .string, .default(StateStoreConfiguration.defaultDatabasePath),
                 "the database file (what signet state and signet entitlements read by default)", example: "${SIGNET_DATA_DIR:signet-data}/signet.sqlite"),
-            ConfigField(
-                "durability", .enumeration(SQLiteStateStore.Durability.allCases.map(\.rawValue)),
-                .default(SQLiteStateStore.Options().durability.rawValue),
-                "full: fsync per committed batch (survives power loss); normal: fsync at WAL checkpoints (survives a process crash); off", advanced: true),
-            ConfigField(
-                "busy_timeout", .duration(.zero...(.seconds(3600))), .default(ConfigDuration.format(SQLiteStateStore.Options().busyTimeout)),
-                "how long SQLite waits for another connection's lock", advanced: true),
-            ConfigField(
-                "cache_size", .int(0...100_000_000), .default(String(SQLiteStateStore.Options().cacheCapacity)),
-                "snapshots kept in memory (bounded; 0 disables): saves re-reading purchases that receive many notifications within minutes", advanced: true),
-            .outboxRetention(default: SQLiteStateStore.Options().outboxRetention),
+        ] + SQLiteStateStore.Options.configuration.fields + [
             .entitlementNames,
         ],
         examples: ["stores:\n  default:\n    type: sqlite\n    path: ${SIGNET_DATA_DIR:signet-data}/signet.sqlite"],
@@ -48,3 +46,24 @@ extension ComponentSpec {
         ],
         examples: ["stores:\n  default:\n    type: memory"])
 }
+
+extension SQLiteStateStore.Options {
+    /// The sqlite store's keys that set an option, their defaults `Options()`'s (path and
+    /// entitlement names are the resource's, read apart).
+    package static let configuration = ConfigBindings<SQLiteStateStore.Options>(defaults: SQLiteStateStore.Options(), [
+        ConfigBinding(
+            "durability", \.durability, .enumeration(SQLiteStateStore.Durability.allCases.map(\.rawValue)),
+            "full: fsync per committed batch (survives power loss); normal: fsync at WAL checkpoints (survives a process crash); off",
+            advanced: true),
+        ConfigBinding(
+            "busy_timeout", \.busyTimeout, .duration(.zero...(.seconds(3600))), "how long SQLite waits for another connection's lock",
+            advanced: true),
+        ConfigBinding(
+            "cache_size", \.cacheCapacity, .int(0...100_000_000),
+            "snapshots kept in memory (bounded; 0 disables): saves re-reading purchases that receive many notifications within minutes",
+            advanced: true),
+        .outboxRetention(\.outboxRetention),
+    ])
+}
+
+extension SQLiteStateStore.Durability: ConfigBindable {}
