@@ -235,7 +235,7 @@ let package = Package(
             name: "SignetAppStorePipelineTests",
             dependencies: [
                 "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetState", "SignetCore",
-                "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetFixtures", "AppStoreModels", "SignetTestSupport", "SignetStateTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),

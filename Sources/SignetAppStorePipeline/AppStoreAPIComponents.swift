@@ -1,9 +1,10 @@
 import Foundation
 public import SignetCore
+import SignetAppStoreAPI
 import SignetState
 
 /// Registers the App Store Server API's pipeline components: the `appstore_history` and
-/// `appstore_statuses` sources and the `appstore_catch_up` and `appstore_reconcile` stages (keys:
+/// `appstore_statuses` sources and the `appstore_catch_up`, `appstore_reconcile` and `appstore_consumption` stages (keys:
 /// ``ComponentSpec/appStoreHistorySource``, ``ComponentSpec/appStoreStatusSource``,
 /// ``ComponentSpec/appStoreCatchUpStage``, ``ComponentSpec/appStoreReconcileStage``).
 ///
@@ -39,6 +40,24 @@ extension ComponentRegistry {
             let options = try AppStoreReconcileStage.Options.configuration.options(config)
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreReconcileStage(options: options, store: store, logger: context.logger) {
+                try settings.makeClient(context.environment, context: context)
+            }
+        }
+        registerStage(.appStoreConsumptionStage) { config, context in
+            let settings = try AppStoreAPISettings(config, env: context.environment)
+            var options = try AppStoreConsumptionStage.Options.configuration.options(config)
+            for (key, path) in [
+                ("refund_preference_by_reason", \ConsumptionPolicy.refundPreferenceByReason),
+                ("refund_preference_by_product", \ConsumptionPolicy.refundPreferenceByProduct),
+                ("refund_preference_by_entitlement", \ConsumptionPolicy.refundPreferenceByEntitlement),
+            ] {
+                for entry in try config.map(key) {
+                    guard case .string(let value) = entry.value else { continue }
+                    options.responder.policy[keyPath: path][entry.name] = .some(ConsumptionInformation.RefundPreference(rawValue: value))
+                }
+            }
+            let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
+            return AppStoreConsumptionStage(options: options, store: store, logger: context.logger) {
                 try settings.makeClient(context.environment, context: context)
             }
         }

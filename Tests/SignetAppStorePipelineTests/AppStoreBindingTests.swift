@@ -26,6 +26,10 @@ struct AppStoreBindingTests {
         #expect(try boundDefaultMismatches(AppStoreStatusSource.Options.configuration, in: .appStoreStatusSource) == [])
     }
 
+    @Test func consumptionStage() throws {
+        #expect(try boundDefaultMismatches(AppStoreConsumptionStage.Options.configuration, in: .appStoreConsumptionStage) == [])
+    }
+
     /// The bound keys sit where they always did, before the checkpoint and the API settings.
     @Test func keysKeepTheirOrder() {
         let names = { (spec: ComponentSpec) in Array(spec.fields.map(\.name).prefix { $0 != "key_id" }) }

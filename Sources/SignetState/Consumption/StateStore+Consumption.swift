@@ -13,14 +13,29 @@ extension StateStore {
     }
 }
 
-extension StateTransaction {
-    /// The ledger entry that decides whether `request` may be answered: the newest of those
-    /// kept for its purchase and its account (``ConsumptionConsent/deciding(_:)``); nil: no
-    /// consent known.
+extension StateStore {
+    /// The ledger entry that decides whether `request` may be answered, read outside any
+    /// transaction (no row is locked): the newest of those kept for its purchase and its
+    /// account (``ConsumptionConsent/deciding(_:)``); nil: no consent known.
     public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
-        var entries: [ConsumptionConsent?] = []
-        if let id = request.originalTransactionId { entries.append(try consumptionConsent(.originalTransactionId(id))) }
-        if let token = request.appAccountToken, !token.isEmpty { entries.append(try consumptionConsent(.appAccountToken(token))) }
-        return ConsumptionConsent.deciding(entries)
+        ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
+    }
+}
+
+extension StateTransaction {
+    /// As ``StateStore/consumptionConsent(for:)``, as of this transaction.
+    public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
+        ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
+    }
+}
+
+extension ConsumptionRequestRecord {
+    /// The ledger subjects whose entries may decide this request's consent: its purchase and
+    /// its customer account.
+    public var consentSubjects: [ConsumptionConsent.Subject] {
+        var subjects: [ConsumptionConsent.Subject] = []
+        if let id = originalTransactionId, !id.isEmpty { subjects.append(.originalTransactionId(id)) }
+        if let token = appAccountToken, !token.isEmpty { subjects.append(.appAccountToken(token)) }
+        return subjects
     }
 }
