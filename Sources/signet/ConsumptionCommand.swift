@@ -12,7 +12,7 @@ struct ConsumptionCommand: ParsableCommand {
         discussion: """
             When a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST and asks the developer for consumption information within 12 hours, but only with the customer's consent: "If not, don't respond." The transition stage keeps every request with its deadline; this command lists them and keeps the consent ledger the app's backend also writes through `POST /v1/consumption/consent`. docs/consumption.md.
             """,
-        subcommands: [Consent.self, Requests.self])
+        subcommands: [Consent.self, Requests.self, Report.self])
 
     struct Consent: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -157,6 +157,36 @@ struct ConsumptionCommand: ParsableCommand {
             defer { try? database.close() }
             let start = AppStoreHistoryWindow.instant(since, now: now) ?? 0
             try Terminal.printLine(try StateJSON.consumptionRequests(since: start, limit: limit, in: database, at: now))
+        }
+    }
+
+    struct Report: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Prints what became of the refund questions Apple asked, as JSON.",
+            discussion: """
+                In total and per product: requests, answered, skipped (no consent), late, failed, pending and overdue (pending past the deadline: nothing is answering them), repeats; and Apple's decisions (REFUND refunded, REFUND_DECLINED declined, REFUND_REVERSED reversed, or still undecided) by the refund preference sent (NONE: none), and for the requests not answered. --since takes \(AppStoreHistoryWindow.instantForms).
+
+                Example:
+                  signet consumption report --since 90d
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "Only requests Apple signed at or after this instant.")
+        var since: String = "30d"
+
+        func validate() throws {
+            guard AppStoreHistoryWindow.instant(since, now: Grant.now) != nil else {
+                throw ValidationError("--since '\(since)' is not \(AppStoreHistoryWindow.instantForms)")
+            }
+        }
+
+        func run() throws {
+            let now = Grant.now
+            let database = try store.open()
+            defer { try? database.close() }
+            let start = AppStoreHistoryWindow.instant(since, now: now) ?? 0
+            try Terminal.printLine(try StateJSON.consumptionReport(since: start, in: database, at: now))
         }
     }
 

@@ -85,7 +85,11 @@ struct ConsumptionResponderTests {
                 Asked(id: "late", type: .consumable, token: "tok-a", askedHoursAgo: 13),
             ]
             try Self.seed(asked, in: store, now: now)
-            for item in asked { fake.addConsumptionTransaction(item.id, productType: item.type.rawValue, advancedCommerce: item.advancedCommerce) }
+            for item in asked {
+                fake.addConsumptionTransaction(
+                    item.id, productType: item.type.rawValue, advancedCommerce: item.advancedCommerce,
+                    deadline: now - item.askedHoursAgo * Self.hour + ConsumptionRequestRecord.answerWindow)
+            }
             // Per customer for most, per purchase for one; the customer's own preference wins.
             for token in ["tok-a", "tok-b", "tok-d", "6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b"] {
                 try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(token), consented: true, at: now - 100, by: "test"))
@@ -110,6 +114,7 @@ struct ConsumptionResponderTests {
             try await client.shutdown()
 
             #expect(fake.rejectedConsumptionBodies.isEmpty, "\(fake.rejectedConsumptionBodies.map { "\($0.transactionId): \($0.refusal)" })")
+            #expect(fake.duplicateConsumptionAnswers.isEmpty && fake.lateConsumptionAnswers.isEmpty)
             let sent = fake.requests(.consumption).compactMap(\.pathParameter)
             #expect(sent.sorted() == ["autorenewable", "consumable", "nonconsumable", "nonrenewing"], "\(sent)")
             #expect(fake.requests(.consumptionV1).compactMap(\.pathParameter) == ["advanced"])
@@ -248,6 +253,7 @@ struct ConsumptionResponderTests {
             for client in clients { try await client.shutdown() }
             let sent = fake.requests(.consumption).compactMap(\.pathParameter)
             #expect(sent.count == 120 && Set(sent) == Set(ids), "\(sent.count) answers for \(Set(sent).count) requests")
+            #expect(fake.duplicateConsumptionAnswers.isEmpty)
             #expect(counts.map(\.answered).reduce(0, +) == 120, "\(counts)")
             #expect(try first.consumptionRequests(requestedSince: 0, limit: 1000).allSatisfy { $0.status == .answered })
         }

@@ -86,7 +86,7 @@ struct ConsumptionStageEndToEndTests {
         #expect(await child.exit(within: .seconds(60)) == 0, "stderr: \(child.stderrTail())")
         let sent = bed.fake.requests(.consumption).compactMap(\.pathParameter)
         #expect(sent.sorted() == ["c-consented", "c-purchase"], "\(sent)")
-        #expect(bed.fake.rejectedConsumptionBodies.isEmpty)
+        #expect(bed.fake.rejectedConsumptionBodies.isEmpty && bed.fake.duplicateConsumptionAnswers.isEmpty)
         for request in bed.fake.requests(.consumption) {
             let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
             #expect(body["refundPreference"] as? String == "DECLINE" && body["deliveryStatus"] as? String == "DELIVERED", "\(body)")
@@ -100,5 +100,12 @@ struct ConsumptionStageEndToEndTests {
         #expect(statuses["c-purchase"]?["status"] as? String == "answered")
         #expect(statuses["c-silent"]?["status"] as? String == "skipped", "\(statuses["c-silent"] ?? [:])")
         #expect((statuses["c-silent"]?["detail"] as? String)?.contains("no consent") == true)
+
+        let report = try await SignetProcess.output(["consumption", "report", "--since", "1d"], environment: bed.environment, timeout: 60)
+        let figures = try #require(try JSONSerialization.jsonObject(with: report.stdout) as? [String: Any])
+        let total = try #require((figures["total"] as? [String: Any])?["statuses"] as? [String: Any], "\(report.stdoutText)")
+        #expect(total["requests"] as? Int == 3 && total["answered"] as? Int == 2 && total["skipped"] as? Int == 1 && total["repeats"] as? Int == 1)
+        let byPreference = ((figures["products"] as? [String: Any])?["coins.100"] as? [String: Any])?["outcomesByPreference"] as? [String: Any]
+        #expect((byPreference?["DECLINE"] as? [String: Any])?["undecided"] as? Int == 2, "\(report.stdoutText)")
     }
 }

@@ -291,9 +291,11 @@ struct EntitlementAPITests {
                 try await get("/v1/consumption/requests?since=-1"),
                 try await get("/v1/consumption/requests?since=0&since=1"),
                 try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/consumption/requests"),
+                try await get("/v1/consumption/report?since=0"),
+                try await get("/v1/consumption/report?from=0"),
             ]
         }
-        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401], "\(answers)")
+        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401, 200, 400], "\(answers)")
         func object(_ index: Int) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(answers[index].body.utf8)) as? [String: Any])
         }
@@ -316,6 +318,9 @@ struct EntitlementAPITests {
         #expect(listed.map { $0["transactionId"] as? String } == kept.map(\.transactionId))
         #expect(listed.allSatisfy { $0["status"] as? String == "pending" && $0["deadline"] is NSNumber && $0["overdue"] is Bool })
         #expect(try store.consumptionConsent(.appAccountToken("acct-1"))?.consented == false)
+        // The report counts the same requests: all pending (no responder in this pipeline).
+        let statuses = try #require((try object(16)["total"] as? [String: Any])?["statuses"] as? [String: Any])
+        #expect(statuses["requests"] as? Int == kept.count && statuses["pending"] as? Int == kept.count, "\(statuses)")
     }
 
     @Test("bind policy: the API off loopback needs a token; loopback is 127.0.0.0/8, ::1, localhost", .ownThread)

@@ -195,6 +195,47 @@ import Testing
         #expect(try store.withTransaction { try $0.consumptionConsent(for: request) } == nil, "\(kind)")
     }
 
+    @Test func theReportCountsStatusesAndAppleDecisionsByThePreferenceSentPerProduct() throws {
+        func asked(_ id: String, _ product: String, _ status: ConsumptionRequestRecord.Status, preference: String? = nil,
+                   outcome: ConsumptionRequestRecord.Outcome? = nil, at requested: Int64 = 1_000, repeats: Int = 0) -> ConsumptionRequestRecord {
+            var request = ConsumptionRequestRecord(transactionId: id, productId: product, requestedAt: requested, receivedAt: requested)
+            request.status = status
+            request.refundPreference = preference
+            request.outcome = outcome
+            request.repeats = repeats
+            return request
+        }
+        let now = 1_000 + 13 * hour
+        let report = ConsumptionReport([
+            asked("1", "coins", .answered, preference: "DECLINE", outcome: .declined, repeats: 2),
+            asked("2", "coins", .answered, preference: "DECLINE", outcome: .refunded),
+            asked("3", "coins", .answered, outcome: nil),
+            asked("4", "pro", .answered, preference: "GRANT_FULL", outcome: .reversed),
+            asked("5", "pro", .skipped, outcome: .refunded),
+            asked("6", "pro", .late),
+            asked("7", "pro", .failed),
+            asked("8", "pro", .pending),
+            asked("9", "pro", .pending, at: now - hour),
+        ], since: 0, asOf: now)
+        let total = report.total.statuses
+        let figures: [Int] = [total.requests, total.answered, total.skipped, total.late, total.failed, total.pending, total.overdue, total.repeats]
+        #expect(figures == [9, 4, 1, 1, 1, 2, 1, 2])
+        let coins = try #require(report.products["coins"])
+        #expect(coins.outcomesByPreference["DECLINE"] == .init(answered: 2, refunded: 1, declined: 1, reversed: 0, undecided: 0))
+        #expect(coins.outcomesByPreference["NONE"] == .init(answered: 1, refunded: 0, declined: 0, reversed: 0, undecided: 1))
+        let pro = try #require(report.products["pro"])
+        #expect(pro.outcomesByPreference == ["GRANT_FULL": .init(answered: 1, refunded: 0, declined: 0, reversed: 1, undecided: 0)])
+        #expect(pro.outcomesUnanswered == .init(answered: 0, refunded: 1, declined: 0, reversed: 0, undecided: 4))
+        #expect(report.total.outcomesByPreference["DECLINE"]?.answered == 2 && !report.truncated)
+        // Through the store and its JSON: the same figures.
+        let store = InMemoryStateStore()
+        try store.withTransaction { transaction in try transaction.save(asked("1", "coins", .answered, preference: "DECLINE", outcome: .declined)) }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(StateJSON.consumptionReport(since: 0, in: store, at: now))) as? [String: Any])
+        let products = try #require(json["products"] as? [String: Any])
+        let decline = ((products["coins"] as? [String: Any])?["outcomesByPreference"] as? [String: Any])?["DECLINE"] as? [String: Any]
+        #expect(decline?["declined"] as? Int == 1 && (json["total"] as? [String: Any])?["statuses"] != nil, "\(json)")
+    }
+
     @Test func atTheSameInstantAWithdrawalWins() {
         let consent = ConsumptionConsent(.appAccountToken("a"), consented: true, at: 10, by: "x")
         let withdrawal = ConsumptionConsent(.originalTransactionId("o"), consented: false, at: 10, by: "y")

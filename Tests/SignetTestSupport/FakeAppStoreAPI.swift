@@ -148,8 +148,11 @@ public final class FakeAppStoreAPI: Sendable {
         var testNotificationResults: [String] = ["SUCCESS"]
         /// Transactions Send Consumption Information knows: product type, and whether the
         /// Advanced Commerce API sold it.
-        var consumptionTransactions: [String: (productType: String, advancedCommerce: Bool)] = [:]
+        var consumptionTransactions: [String: (productType: String, advancedCommerce: Bool, deadline: Int64?)] = [:]
         var rejectedConsumption: [RejectedConsumption] = []
+        /// Answers accepted (202) per transaction, and those that came after the deadline.
+        var acceptedConsumption: [String: Int] = [:]
+        var lateConsumption: [String] = []
     }
 
     private let state = Mutex(State())
@@ -284,11 +287,20 @@ public final class FakeAppStoreAPI: Sendable {
     public func setTestNotificationResults(_ results: [String]) { state.withLock { $0.testNotificationResults = results } }
 
     /// A transaction Send Consumption Information answers for: Apple's product `type`
-    /// (`Consumable`, `Auto-Renewable Subscription`, ...), and whether it is an Advanced
-    /// Commerce API purchase (v2 refuses those).
-    public func addConsumptionTransaction(_ transactionId: String, productType: String, advancedCommerce: Bool = false) {
-        state.withLock { $0.consumptionTransactions[transactionId] = (productType, advancedCommerce) }
+    /// (`Consumable`, `Auto-Renewable Subscription`, ...), whether it is an Advanced Commerce
+    /// API purchase (v2 refuses those), and the deadline of its CONSUMPTION_REQUEST (UNIX ms;
+    /// an answer after it is accepted and counted in ``lateConsumptionAnswers``).
+    public func addConsumptionTransaction(_ transactionId: String, productType: String, advancedCommerce: Bool = false, deadline: Int64? = nil) {
+        state.withLock { $0.consumptionTransactions[transactionId] = (productType, advancedCommerce, deadline) }
     }
+
+    /// Transactions answered (202) more than once: a correct responder leaves this empty.
+    public var duplicateConsumptionAnswers: [String] {
+        state.withLock { $0.acceptedConsumption.filter { $0.value > 1 }.keys.sorted() }
+    }
+
+    /// Answers accepted after their request's deadline: a correct responder leaves this empty.
+    public var lateConsumptionAnswers: [String] { state.withLock { $0.lateConsumption } }
 
     /// Every Send Consumption Information body refused so far (Apple's 400s): a correct client
     /// leaves this empty.
@@ -412,7 +424,11 @@ public final class FakeAppStoreAPI: Sendable {
         let refusal = v1
             ? FakeConsumptionRules.refusalV1(body: body)
             : FakeConsumptionRules.refusal(body: body, productType: known.productType, advancedCommerce: known.advancedCommerce)
-        guard let refusal else { return Answer(status: 202) }
+        guard let refusal else {
+            state.acceptedConsumption[transactionId, default: 0] += 1
+            if let deadline = known.deadline, Self.nowMilliseconds() >= deadline { state.lateConsumption.append(transactionId) }
+            return Answer(status: 202)
+        }
         state.rejectedConsumption.append(RejectedConsumption(transactionId: transactionId, body: body, refusal: refusal))
         guard let code = refusal.errorCode else { return Answer(status: 400) }
         var answer = Answer.error(400, code)

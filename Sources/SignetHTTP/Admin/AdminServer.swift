@@ -101,6 +101,9 @@ public final class AdminServer: Service {
             router.get("/v1/consumption/requests") { request, _ in
                 await withTaskExecutorPreference(reads) { api.consumptionRequests(request) }
             }
+            router.get("/v1/consumption/report") { request, _ in
+                await withTaskExecutorPreference(reads) { api.consumptionReport(request) }
+            }
         }
         let idle = IdleConnections(listener: "http")
         let app = Application(

@@ -88,6 +88,26 @@ extension EntitlementAPI {
         }
     }
 
+    /// `GET /v1/consumption/report[?since=MS]`: answered, skipped, late, failed and pending
+    /// refund questions signed since `since` (default: 30 days ago), and Apple's decisions by
+    /// the refund preference sent, per product (``ConsumptionReport``).
+    func consumptionReport(_ request: Request) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        let now = WallClock.milliseconds()
+        var since = now - 30 * 86_400_000
+        var seen = 0
+        for (name, value) in request.uri.queryParameters {
+            seen += 1
+            guard name == "since", seen == 1, let value = Int64(String(value)), value >= 0 else {
+                return Self.json(.badRequest, #"{"error":"the only parameter is since (ms since 1970), once"}"#)
+            }
+            since = value
+        }
+        return answer {
+            try StateJSON.consumptionReport(since: since, in: try store.store(), at: now)
+        }
+    }
+
     private static let oneSubject = #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#
 
     /// The ledger subject a query parameter names, nil for any other parameter.

@@ -27,6 +27,16 @@ extension StateJSON {
         return try encode(Listing(asOf: instant, requests: Array(listed), truncated: requests.count > limit))
     }
 
+    /// Most requests one report reads (beyond: `truncated`).
+    public static let consumptionReportLimit = 1_000_000
+
+    /// The ``ConsumptionReport`` of the refund questions signed at or after `since`, as JSON.
+    public static func consumptionReport(since: Int64, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
+        let requests = try store.consumptionRequests(requestedSince: since, limit: consumptionReportLimit + 1)
+        return try encode(ConsumptionReport(
+            Array(requests.prefix(consumptionReportLimit)), since: since, asOf: instant, truncated: requests.count > consumptionReportLimit))
+    }
+
     private struct Listing: Encodable {
         var asOf: Int64
         var requests: [Listed]
