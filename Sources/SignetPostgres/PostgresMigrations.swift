@@ -163,7 +163,7 @@ public enum PostgresMigrations {
                 """,
             ]),
         ]),
-        Migration(version: 7, summary: "refund questions (CONSUMPTION_REQUEST) and the consumption consent ledger", statements: [
+        Migration(version: 7, summary: "refund questions (CONSUMPTION_REQUEST) and the consumption ledger (consent, usage)", statements: [
             """
             CREATE TABLE signet_consumption_requests (
                 transaction_id TEXT NOT NULL,
@@ -176,7 +176,7 @@ public enum PostgresMigrations {
             """,
             "CREATE INDEX signet_consumption_requests_due ON signet_consumption_requests (due_at) WHERE due_at IS NOT NULL",
             "CREATE INDEX signet_consumption_requests_requested_at ON signet_consumption_requests (requested_at)",
-            "CREATE TABLE signet_consumption_consents (subject TEXT PRIMARY KEY, record JSONB NOT NULL)",
+            "CREATE TABLE signet_consumption_ledger (key TEXT PRIMARY KEY, record JSONB NOT NULL)",
         ]),
     ]
 

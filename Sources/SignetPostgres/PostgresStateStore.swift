@@ -275,12 +275,11 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
-    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-        try withSession("consumption consent lookup", waitingOutOutages: false) { session in
+    public func consumptionLedgerEntry(_ key: String) throws -> String? {
+        try withSession("consumption ledger lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(
-                unsafeSQL: "SELECT record::text FROM signet_consumption_consents WHERE subject = $1",
-                binds: Self.binds(subject.key)))
-            return try PostgresSchema.records(ConsumptionConsent.self, from: rows).first
+                unsafeSQL: "SELECT record::text FROM signet_consumption_ledger WHERE key = $1", binds: Self.binds(key)))
+            return try rows.first?.decode(String.self)
         }
     }
 

@@ -240,21 +240,17 @@ final class PostgresStateTransaction: StateTransaction {
         return try PostgresSchema.records(ConsumptionRequestRecord.self, from: rows)
     }
 
-    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+    func consumptionLedgerEntry(_ key: String) throws -> String? {
         let rows = try session.query(PostgresQuery(
-            unsafeSQL: "SELECT record::text FROM signet_consumption_consents WHERE subject = $1 FOR UPDATE",
-            binds: binds(subject.key)))
-        return try PostgresSchema.records(ConsumptionConsent.self, from: rows).first
+            unsafeSQL: "SELECT record::text FROM signet_consumption_ledger WHERE key = $1 FOR UPDATE", binds: binds(key)))
+        return try rows.first?.decode(String.self)
     }
 
-    func save(_ consent: ConsumptionConsent) throws {
-        var binds = PostgresBindings()
-        binds.append(consent.subject.key)
-        binds.append(try ConsumptionRecordCoding.encode(consent))
+    func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws {
         try session.query(PostgresQuery(unsafeSQL: """
-            INSERT INTO signet_consumption_consents (subject, record) VALUES ($1, $2::jsonb)
-            ON CONFLICT (subject) DO UPDATE SET record = excluded.record
-            """, binds: binds))
+            INSERT INTO signet_consumption_ledger (key, record) VALUES ($1, $2::jsonb)
+            ON CONFLICT (key) DO UPDATE SET record = excluded.record
+            """, binds: binds(key, document)))
     }
 
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {

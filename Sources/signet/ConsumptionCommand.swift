@@ -12,7 +12,7 @@ struct ConsumptionCommand: ParsableCommand {
         discussion: """
             When a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST and asks the developer for consumption information within 12 hours, but only with the customer's consent: "If not, don't respond." The transition stage keeps every request with its deadline; this command lists them and keeps the consent ledger the app's backend also writes through `POST /v1/consumption/consent`. docs/consumption.md.
             """,
-        subcommands: [Consent.self, Requests.self, Report.self])
+        subcommands: [Consent.self, Usage.self, Requests.self, Report.self])
 
     struct Consent: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -157,6 +157,84 @@ struct ConsumptionCommand: ParsableCommand {
             defer { try? database.close() }
             let start = AppStoreHistoryWindow.instant(since, now: now) ?? 0
             try Terminal.printLine(try StateJSON.consumptionRequests(since: start, limit: limit, in: database, at: now))
+        }
+    }
+
+    struct Usage: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Shows or records how much of a purchase the customer used, for the answer to Apple.",
+            discussion: """
+                Signet cannot know how much of a consumable or non-consumable was used; the app can, and tells Signet here or through `POST /v1/consumption/usage`. The answer to a refund question about the transaction then carries it as consumptionPercentage (milliunits: 100000 = 100%), and a delivery status the app knows better than Signet's state (UNDELIVERED_SERVER_OUTAGE, ...) replaces the derived one.
+                """,
+            subcommands: [ShowUsage.self, SetUsage.self])
+    }
+
+    struct ShowUsage: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "Prints what was recorded of one transaction's use as JSON.",
+            discussion: """
+                Exit 1 when nothing was recorded.
+
+                Example:
+                  signet consumption usage show --transaction-id 2000000123456789
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "The transaction (the id a CONSUMPTION_REQUEST names).")
+        var transactionId: String
+
+        func run() throws {
+            let database = try store.open()
+            defer { try? database.close() }
+            guard let json = try StateJSON.consumptionUsage(transactionId: transactionId, in: database) else {
+                Terminal.error("nothing was recorded about the use of transaction \(transactionId) in \(store.location)")
+                throw ExitCode.failure
+            }
+            try Terminal.printLine(json)
+        }
+    }
+
+    struct SetUsage: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set",
+            abstract: "Records how much of one transaction was consumed, or how it was delivered.",
+            discussion: """
+                Replaces the transaction's earlier record. Safe while `signet run` writes the same store. Prints the record that stands.
+
+                Example:
+                  signet consumption usage set --transaction-id "$ID" --percentage 40000
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "The transaction (the id a CONSUMPTION_REQUEST names).")
+        var transactionId: String
+
+        @Option(help: "Consumed share in milliunits, 0 to 100000 (100000 = 100%).")
+        var percentage: Int?
+
+        @Option(help: "DELIVERED, UNDELIVERED_QUALITY_ISSUE, UNDELIVERED_WRONG_ITEM, UNDELIVERED_SERVER_OUTAGE or UNDELIVERED_OTHER.")
+        var deliveryStatus: String?
+
+        @Option(help: "Who recorded it and why, kept with the record.")
+        var by: String = "operator"
+
+        func validate() throws {
+            if let problem = usage.problem { throw ValidationError(problem) }
+        }
+
+        var usage: ConsumptionUsage {
+            ConsumptionUsage(
+                transactionId: transactionId, consumptionPercentage: percentage, deliveryStatus: deliveryStatus, at: Grant.now,
+                by: "cli: \(by)")
+        }
+
+        func run() throws {
+            let database = try store.open(writingBesideThePipeline: true)
+            defer { try? database.close() }
+            try Terminal.printLine(try StateJSON.recordConsumptionUsage(usage, in: database))
         }
     }
 

@@ -152,6 +152,35 @@ struct ConsumptionResponderTests {
         }
     }
 
+    @Test("what the app recorded of a purchase's use goes into the answer: its consumption (so GRANT_PRORATED can be asked), its delivery status")
+    func theAppsUsage() async throws {
+        try await Self.withFake { bed, fake in
+            let store = InMemoryStateStore()
+            let now = WallClock.milliseconds()
+            try Self.seed([Asked(id: "used", type: .consumable, token: "t"), Asked(id: "outage", type: .nonConsumable, token: "t")], in: store, now: now)
+            fake.addConsumptionTransaction("used", productType: TransactionType.consumable.rawValue)
+            fake.addConsumptionTransaction("outage", productType: TransactionType.nonConsumable.rawValue)
+            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+            try store.recordConsumptionUsage(ConsumptionUsage(transactionId: "used", consumptionPercentage: 40_000, at: now, by: "api: app"))
+            try store.recordConsumptionUsage(
+                ConsumptionUsage(transactionId: "outage", consumptionPercentage: nil, deliveryStatus: "UNDELIVERED_SERVER_OUTAGE", at: now, by: "api: app"))
+            var options = ConsumptionResponder.Options()
+            options.policy.refundPreference = .grantProrated
+            let client = try bed.client(fake, environment: .production)
+            let counts = try await ConsumptionResponder(options: options, store: StateStoreResource(store: store), logger: Self.quiet)
+                .sweep(client: client)
+            try await client.shutdown()
+            #expect(counts.answered == 2, "\(counts)")
+            let used = Self.body(try Self.request("used", in: store))
+            #expect(used["consumptionPercentage"] as? Int == 40_000 && used["refundPreference"] as? String == "GRANT_PRORATED", "\(used)")
+            // Undelivered: 0, and GRANT_PRORATED (which needs more than 0) dropped, never refused by Apple.
+            let outage = Self.body(try Self.request("outage", in: store))
+            #expect(outage["deliveryStatus"] as? String == "UNDELIVERED_SERVER_OUTAGE" && outage["consumptionPercentage"] as? Int == 0, "\(outage)")
+            #expect(outage["refundPreference"] == nil)
+            #expect(fake.rejectedConsumptionBodies.isEmpty)
+        }
+    }
+
     @Test("Apple's 429 pauses the answer until Retry-After, a 5xx is retried; a purchase Apple does not know fails for good, never retried")
     func rateLimitsAndErrors() async throws {
         try await Self.withFake { bed, fake in

@@ -196,6 +196,17 @@ struct StateCLIEndToEndTests {
             #expect(refused.exitCode == 2, "\(wrong): \(refused.exitCode) \(refused.stderr)")
         }
 
+        // The app's word on a transaction's use, recorded and read back; a value Apple would refuse is exit 2.
+        let used = try StateE2E.signet(
+            ["consumption", "usage", "set", "--transaction-id", "2000000000000077", "--percentage", "25000"], corpus: corpus, extra: env)
+        #expect(used.exitCode == 0 && used.stdoutText.contains(#""consumptionPercentage" : 25000"#), "\(used.stdoutText) \(used.stderr)")
+        let usedShown = try StateE2E.signet(["consumption", "usage", "show", "--transaction-id", "2000000000000077"], corpus: corpus, extra: env)
+        #expect(usedShown.exitCode == 0 && usedShown.stdout == used.stdout, "\(usedShown.stderr)")
+        let usedBadly = try StateE2E.signet(
+            ["consumption", "usage", "set", "--transaction-id", "2000000000000077", "--percentage", "5", "--delivery-status", "UNDELIVERED_OTHER"],
+            corpus: corpus, extra: env)
+        #expect(usedBadly.exitCode == 2 && usedBadly.stderr.contains("must be 0"), "\(usedBadly.exitCode) \(usedBadly.stderr)")
+
         // Unknown ids.
         let unknownShow = try StateE2E.signet(["state", "show", "--original-transaction-id", "1999999999999999"], corpus: corpus, extra: env)
         #expect(unknownShow.exitCode == 1, "state show of an unknown id: \(unknownShow.exitCode)")

@@ -293,9 +293,18 @@ struct EntitlementAPITests {
                 try await pythonGET(host: "127.0.0.2", port: port, path: "/v1/consumption/requests"),
                 try await get("/v1/consumption/report?since=0"),
                 try await get("/v1/consumption/report?from=0"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=40000&by=app", token: "tok-123"),
+                try await get("/v1/consumption/usage?transactionId=t-1"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=100001", token: "tok-123"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=5&deliveryStatus=UNDELIVERED_OTHER", token: "tok-123"),
+                try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=5"),
+                try await get("/v1/consumption/usage?transactionId=t-2"),
             ]
         }
-        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401, 200, 400], "\(answers)")
+        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401, 200, 400, 200, 200, 400, 400, 401, 404], "\(answers)")
+        let usage = try object(19)
+        #expect(usage["consumptionPercentage"] as? Int == 40_000 && usage["by"] as? String == "api: app", "\(usage)")
+        #expect(answers[21].body.contains("must be 0"), "\(answers[21].body)")
         func object(_ index: Int) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(answers[index].body.utf8)) as? [String: Any])
         }

@@ -236,6 +236,37 @@ import Testing
         #expect(decline?["declined"] as? Int == 1 && (json["total"] as? [String: Any])?["statuses"] != nil, "\(json)")
     }
 
+    @Test(arguments: StoreKind.available)
+    func theAppsWordOnUsageIsKeptPerTransactionTheNewestStanding(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        #expect(try store.consumptionUsage(transactionId: "t1") == nil, "\(kind)")
+        try store.recordConsumptionUsage(ConsumptionUsage(transactionId: "t1", consumptionPercentage: 40_000, at: 100, by: "api: app"))
+        let older = try store.recordConsumptionUsage(ConsumptionUsage(transactionId: "t1", consumptionPercentage: 90_000, at: 50, by: "api: retry"))
+        #expect(older.consumptionPercentage == 40_000, "\(kind): an older record changes nothing")
+        try store.recordConsumptionUsage(
+            ConsumptionUsage(transactionId: "t1", consumptionPercentage: 0, deliveryStatus: "UNDELIVERED_SERVER_OUTAGE", at: 200, by: "cli: ops"))
+        let kept = try #require(try store.consumptionUsage(transactionId: "t1"))
+        #expect(kept.deliveryStatus == "UNDELIVERED_SERVER_OUTAGE" && kept.consumptionPercentage == 0 && kept.by == "cli: ops", "\(kind)")
+        // The ledger's keys do not collide: a consent for a purchase with the same id is apart.
+        try store.recordConsumptionConsent(ConsumptionConsent(.originalTransactionId("t1"), consented: true, at: 1, by: "x"))
+        #expect(try store.consumptionUsage(transactionId: "t1") == kept)
+        #expect(try store.consumptionConsent(.originalTransactionId("t1"))?.consented == true)
+    }
+
+    @Test func usageApplesRulesWouldRefuseIsRefusedWhenRecorded() {
+        func problem(_ percentage: Int?, _ status: String?) -> String? {
+            ConsumptionUsage(transactionId: "t", consumptionPercentage: percentage, deliveryStatus: status, at: 0, by: "x").problem
+        }
+        #expect(problem(50_000, nil) == nil && problem(0, "UNDELIVERED_WRONG_ITEM") == nil && problem(nil, "DELIVERED") == nil)
+        #expect(problem(100_001, nil)?.contains("0 to 100000") == true)
+        #expect(problem(-1, nil) != nil)
+        #expect(problem(10, "UNDELIVERED_OTHER")?.contains("must be 0") == true)
+        #expect(problem(nil, "LOST")?.contains("deliveryStatus is one of") == true)
+        #expect(problem(nil, nil) != nil)
+        #expect(ConsumptionUsage(transactionId: "", consumptionPercentage: 1, at: 0, by: "x").problem != nil)
+    }
+
     @Test func atTheSameInstantAWithdrawalWins() {
         let consent = ConsumptionConsent(.appAccountToken("a"), consented: true, at: 10, by: "x")
         let withdrawal = ConsumptionConsent(.originalTransactionId("o"), consented: false, at: 10, by: "y")

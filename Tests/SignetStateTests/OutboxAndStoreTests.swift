@@ -48,10 +48,8 @@ import Testing
             func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
                 try inner.consumptionRequestsDue(atOrBefore: instant, limit: limit)
             }
-            func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-                try inner.consumptionConsent(subject)
-            }
-            func save(_ consent: ConsumptionConsent) throws { try inner.save(consent) }
+            func consumptionLedgerEntry(_ key: String) throws -> String? { try inner.consumptionLedgerEntry(key) }
+            func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws { try inner.saveConsumptionLedgerEntry(key, document) }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -79,9 +77,7 @@ import Testing
         func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
             try inner.consumptionRequests(requestedSince: requestedSince, limit: limit)
         }
-        func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-            try inner.consumptionConsent(subject)
-        }
+        func consumptionLedgerEntry(_ key: String) throws -> String? { try inner.consumptionLedgerEntry(key) }
         func close() throws {}
     }
 

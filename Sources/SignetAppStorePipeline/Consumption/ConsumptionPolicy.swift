@@ -46,11 +46,11 @@ public struct ConsumptionPolicy: Sendable, Hashable {
     }
 
     /// The decision for `request` at `instant` (ms since 1970), given the ledger entry that
-    /// decides its consent (``StateTransaction/consumptionConsent(for:)``), Signet's snapshot of
-    /// the purchase and the store's entitlement names.
+    /// decides its consent (``StateStore/consumptionConsent(for:)``), what the app recorded of
+    /// the transaction's use, Signet's snapshot of the purchase and the store's entitlement names.
     public func decide(
-        _ request: ConsumptionRequestRecord, consent entry: ConsumptionConsent?, purchase: SubscriptionSnapshot?,
-        names: EntitlementNames, at instant: Int64
+        _ request: ConsumptionRequestRecord, consent entry: ConsumptionConsent?, usage: ConsumptionUsage? = nil,
+        purchase: SubscriptionSnapshot?, names: EntitlementNames, at instant: Int64
     ) -> Decision {
         if request.isPastDeadline(at: instant) {
             return .late("the deadline (12 hours after Apple signed the request) passed before an answer was sent")
@@ -67,10 +67,13 @@ public struct ConsumptionPolicy: Sendable, Hashable {
         guard let purchase else {
             return .fail("Signet holds no state for purchase \(request.originalTransactionId ?? "?"): its delivery is unknown")
         }
-        // Signet granted what Apple signed; refunded or revoked before the question: not working as delivered.
+        // The app's word first; else Signet granted what Apple signed, and a purchase refunded or
+        // revoked before the question is not working as delivered.
         let revokedBefore = purchase.revocationDate.map { $0 <= request.requestedAt } ?? false
-        let delivery: ConsumptionInformation.DeliveryStatus = revokedBefore ? .undeliveredOther : .delivered
-        var percentage = delivery == .delivered ? consumption(of: purchase, type: type, at: request.requestedAt) : 0
+        let delivery = usage?.deliveryStatus.flatMap(ConsumptionInformation.DeliveryStatus.init(rawValue:))
+            ?? (revokedBefore ? .undeliveredOther : .delivered)
+        var percentage = delivery == .delivered
+            ? usage?.consumptionPercentage ?? consumption(of: purchase, type: type, at: request.requestedAt) : 0
         if type == .autoRenewableSubscription { percentage = nil }
         var preference = refundPreference(for: request, purchase: purchase, customer: entry, names: names)
         var note: String?

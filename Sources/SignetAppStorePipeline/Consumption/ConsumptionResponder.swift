@@ -126,8 +126,9 @@ public final class ConsumptionResponder: Sendable {
         var settled = 0
         for var request in due {
             let consent = try store.consumptionConsent(for: request)
+            let usage = try store.consumptionUsage(transactionId: request.transactionId)
             let purchase = try request.originalTransactionId.flatMap { try store.subscription(originalTransactionId: $0) }
-            switch options.policy.decide(request, consent: consent, purchase: purchase, names: names, at: now) {
+            switch options.policy.decide(request, consent: consent, usage: usage, purchase: purchase, names: names, at: now) {
             case .late(let why):
                 request.settle(.late, why)
             case .skip(let why):

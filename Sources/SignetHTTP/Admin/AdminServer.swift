@@ -101,6 +101,12 @@ public final class AdminServer: Service {
             router.get("/v1/consumption/requests") { request, _ in
                 await withTaskExecutorPreference(reads) { api.consumptionRequests(request) }
             }
+            router.get("/v1/consumption/usage") { request, _ in
+                await withTaskExecutorPreference(reads) { api.consumptionUsage(request) }
+            }
+            router.post("/v1/consumption/usage") { request, _ in
+                await withTaskExecutorPreference(reads) { api.recordConsumptionUsage(request) }
+            }
             router.get("/v1/consumption/report") { request, _ in
                 await withTaskExecutorPreference(reads) { api.consumptionReport(request) }
             }

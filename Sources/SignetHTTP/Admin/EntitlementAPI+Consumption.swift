@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import SignetCore
@@ -106,6 +107,67 @@ extension EntitlementAPI {
         return answer {
             try StateJSON.consumptionReport(since: since, in: try store.store(), at: now)
         }
+    }
+
+    /// `GET /v1/consumption/usage?transactionId=…`: what the app recorded of a transaction's
+    /// use, 404 when nothing.
+    func consumptionUsage(_ request: Request) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        var ids: [String] = []
+        for (name, value) in request.uri.queryParameters {
+            guard name == "transactionId", !value.isEmpty, value.count <= 200 else {
+                return Self.json(.badRequest, #"{"error":"the only parameter is transactionId, once"}"#)
+            }
+            ids.append(String(value))
+        }
+        guard ids.count == 1, let id = ids.first else {
+            return Self.json(.badRequest, #"{"error":"the only parameter is transactionId, once"}"#)
+        }
+        return answer(notFound: #"{"error":"nothing was recorded about this transaction's use"}"#) {
+            try StateJSON.consumptionUsage(transactionId: id, in: try store.store())
+        }
+    }
+
+    /// `POST /v1/consumption/usage?transactionId=…[&consumptionPercentage=N][&deliveryStatus=…][&by=NAME][&at=MS]`:
+    /// records how much of a purchase was consumed (milliunits, 0...100000) and, when the app
+    /// knows better than Signet, whether it was delivered. A write: only with a token configured.
+    func recordConsumptionUsage(_ request: Request) -> Response {
+        guard token != nil else {
+            return Self.json(.forbidden, #"{"error":"recording usage needs the API token configured (http.api_token)"}"#)
+        }
+        if let refusal = authorize(request) { return refusal }
+        let now = WallClock.milliseconds()
+        var id: String?, percentage: Int?, delivery: String?, by: String?, at: Int64?
+        var seen: Set<String> = []
+        for (name, value) in request.uri.queryParameters {
+            let name = String(name), value = String(value)
+            let valid: Bool
+            switch name {
+            case "transactionId": id = value; valid = !value.isEmpty && value.count <= 200
+            case "consumptionPercentage": percentage = Int(value); valid = percentage != nil
+            case "deliveryStatus": delivery = value; valid = true
+            case "by": by = value; valid = !value.isEmpty && value.count <= 200
+            case "at": at = Int64(value); valid = at.map { $0 >= 0 && $0 <= now + 60_000 } ?? false
+            default: valid = false
+            }
+            guard valid, seen.insert(name).inserted else {
+                return Self.json(.badRequest, #"{"error":"parameters: transactionId, consumptionPercentage (milliunits 0 to 100000), deliveryStatus (DELIVERED or UNDELIVERED_*), by (up to 200 characters), at (ms since 1970, not in the future), each once"}"#)
+            }
+        }
+        guard let id else { return Self.json(.badRequest, #"{"error":"transactionId is required"}"#) }
+        let usage = ConsumptionUsage(
+            transactionId: id, consumptionPercentage: percentage, deliveryStatus: delivery, at: at ?? now, by: "api: " + (by ?? "backend"))
+        if let problem = usage.problem { return Self.error(.badRequest, problem) }
+        return answer {
+            try StateJSON.recordConsumptionUsage(usage, in: try store.store())
+        }
+    }
+
+    /// `{"error": message}` with `message` escaped as JSON.
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        let body = (try? JSONSerialization.data(withJSONObject: ["error": message], options: [.sortedKeys]))
+            .map { String(decoding: $0, as: UTF8.self) } ?? #"{"error":"bad request"}"#
+        return json(status, body)
     }
 
     private static let oneSubject = #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#

@@ -13,4 +13,9 @@ package enum ConsumptionRecordCoding {
     package static func decode<Value: Decodable>(_ type: Value.Type, from text: String) throws -> Value {
         try JSONDecoder().decode(type, from: Data(text.utf8))
     }
+
+    /// `text` decoded, nil when there is none.
+    package static func decode<Value: Decodable>(_ type: Value.Type, orNil text: String?) throws -> Value? {
+        try text.map { try decode(type, from: $0) }
+    }
 }

@@ -13,6 +13,18 @@ extension StateJSON {
         try encode(try store.recordConsumptionConsent(consent))
     }
 
+    /// What the app recorded of transaction `transactionId`'s use, as JSON; nil when nothing.
+    public static func consumptionUsage(transactionId: String, in store: any StateStore) throws -> [UInt8]? {
+        guard let usage = try store.consumptionUsage(transactionId: transactionId) else { return nil }
+        return try encode(usage)
+    }
+
+    /// Records `usage` (``StateStore/recordConsumptionUsage(_:)``) and answers with the record
+    /// that stands.
+    public static func recordConsumptionUsage(_ usage: ConsumptionUsage, in store: any StateStore) throws -> [UInt8] {
+        try encode(try store.recordConsumptionUsage(usage))
+    }
+
     /// Most refund questions one listing returns unless told otherwise.
     public static let defaultConsumptionRequestLimit = 1000
 

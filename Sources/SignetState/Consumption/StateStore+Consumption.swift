@@ -1,4 +1,15 @@
 extension StateStore {
+    /// The consent ledger's entry for `subject`, nil when none was recorded.
+    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))
+    }
+
+    /// What the app recorded about the use of transaction `transactionId`, nil when nothing.
+    public func consumptionUsage(transactionId: String) throws -> ConsumptionUsage? {
+        try ConsumptionRecordCoding.decode(
+            ConsumptionUsage.self, orNil: try consumptionLedgerEntry(ConsumptionUsage.key(transactionId: transactionId)))
+    }
+
     /// Records a ledger entry (the app's backend through the entitlement API, or
     /// `signet consumption consent`), replacing the subject's earlier one. An entry older than
     /// the one kept (`at` before it: a retried or reordered call) changes nothing. Returns the
@@ -11,9 +22,23 @@ extension StateStore {
             return consent
         }
     }
-}
 
-extension StateStore {
+    /// Records what the app says of a transaction's use, replacing the earlier record unless
+    /// that one is newer. Returns the record that stands.
+    @discardableResult
+    public func recordConsumptionUsage(_ usage: ConsumptionUsage) throws -> ConsumptionUsage {
+        try withTransaction { transaction in
+            let key = ConsumptionUsage.key(transactionId: usage.transactionId)
+            if let kept = try ConsumptionRecordCoding.decode(ConsumptionUsage.self, orNil: try transaction.consumptionLedgerEntry(key)),
+                kept.at > usage.at
+            {
+                return kept
+            }
+            try transaction.saveConsumptionLedgerEntry(key, try ConsumptionRecordCoding.encode(usage))
+            return usage
+        }
+    }
+
     /// The ledger entry that decides whether `request` may be answered, read outside any
     /// transaction (no row is locked): the newest of those kept for its purchase and its
     /// account (``ConsumptionConsent/deciding(_:)``); nil: no consent known.
@@ -23,6 +48,16 @@ extension StateStore {
 }
 
 extension StateTransaction {
+    /// The consent ledger's entry for `subject` as of this transaction.
+    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+        try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))
+    }
+
+    /// Inserts or replaces the ledger's entry for the consent's subject.
+    public func save(_ consent: ConsumptionConsent) throws {
+        try saveConsumptionLedgerEntry(consent.subject.key, try ConsumptionRecordCoding.encode(consent))
+    }
+
     /// As ``StateStore/consumptionConsent(for:)``, as of this transaction.
     public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
         ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })

@@ -21,8 +21,8 @@ public final class InMemoryStateStore: StateStore {
         var consentRestrictions: [String: ConsentRestriction] = [:]
         /// Refund questions per transactionId, oldest first.
         var consumptionRequests: [String: [ConsumptionRequestRecord]] = [:]
-        /// The consent ledger by ``ConsumptionConsent/Subject/key``.
-        var consumptionConsents: [String: ConsumptionConsent] = [:]
+        /// The consumption ledger's documents by key.
+        var consumptionLedger: [String: String] = [:]
     }
 
     /// The most dedupe keys kept.
@@ -44,7 +44,7 @@ public final class InMemoryStateStore: StateStore {
         var events: [OutboxEntry] = []
         var restrictions: [String: ConsentRestriction] = [:]
         var requests: [String: [ConsumptionRequestRecord]] = [:]
-        var consents: [String: ConsumptionConsent] = [:]
+        var ledger: [String: String] = [:]
         var nextSequence: Int64
 
         init(base: Contents) {
@@ -92,11 +92,9 @@ public final class InMemoryStateStore: StateStore {
             return Array(due.sorted { ($0.dueAt ?? 0, $0.transactionId) < ($1.dueAt ?? 0, $1.transactionId) }.prefix(max(0, limit)))
         }
 
-        func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-            consents[subject.key] ?? base.consumptionConsents[subject.key]
-        }
+        func consumptionLedgerEntry(_ key: String) throws -> String? { ledger[key] ?? base.consumptionLedger[key] }
 
-        func save(_ consent: ConsumptionConsent) throws { consents[consent.subject.key] = consent }
+        func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws { ledger[key] = document }
 
         func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64 {
             let sequence = nextSequence
@@ -149,7 +147,7 @@ public final class InMemoryStateStore: StateStore {
             contents.nextSequence = nextSequence
             contents.consentRestrictions.merge(transaction.restrictions) { $1 }
             contents.consumptionRequests.merge(transaction.requests) { $1 }
-            contents.consumptionConsents.merge(transaction.consents) { $1 }
+            contents.consumptionLedger.merge(transaction.ledger) { $1 }
             return result
         }
     }
@@ -214,8 +212,8 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
-    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-        contents.withLock { $0.consumptionConsents[subject.key] }
+    public func consumptionLedgerEntry(_ key: String) throws -> String? {
+        contents.withLock { $0.consumptionLedger[key] }
     }
 
     public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {

@@ -68,7 +68,7 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS consumption_requests_due ON consumption_requests (due_at) WHERE due_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS consumption_requests_requested_at ON consumption_requests (requested_at);
-        CREATE TABLE IF NOT EXISTS consumption_consents (subject TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS consumption_ledger (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
         CREATE TABLE IF NOT EXISTS outbox (
@@ -196,9 +196,9 @@ enum SQLiteSchema {
         "SELECT record FROM consumption_requests WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at, transaction_id LIMIT ?2")
     static let selectConsumptionRequestsSince = SQLiteQuery(
         "SELECT record FROM consumption_requests WHERE requested_at >= ?1 ORDER BY requested_at, transaction_id LIMIT ?2")
-    static let selectConsumptionConsent = SQLiteQuery("SELECT record FROM consumption_consents WHERE subject = ?1")
-    static let upsertConsumptionConsent = SQLiteQuery(
-        "INSERT INTO consumption_consents (subject, record) VALUES (?1, ?2) ON CONFLICT (subject) DO UPDATE SET record = excluded.record")
+    static let selectConsumptionLedgerEntry = SQLiteQuery("SELECT record FROM consumption_ledger WHERE key = ?1")
+    static let upsertConsumptionLedgerEntry = SQLiteQuery(
+        "INSERT INTO consumption_ledger (key, record) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET record = excluded.record")
     static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
     static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
     static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")

@@ -129,7 +129,7 @@ public final class SQLiteStateStore: StateStore {
         }
         names = Mutex(try Self.readEntitlementNames(from: database))
         hasConsentRestrictions = try database.columnExists(table: "consent_restrictions", column: "app_transaction_id")
-        hasConsumptionTables = try database.columnExists(table: "consumption_consents", column: "subject")
+        hasConsumptionTables = try database.columnExists(table: "consumption_ledger", column: "key")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }
 
@@ -366,10 +366,10 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
-    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+    public func consumptionLedgerEntry(_ key: String) throws -> String? {
         guard hasConsumptionTables else { return nil }
         return try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: []).consumptionConsent(subject)
+            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: []).consumptionLedgerEntry(key)
         }
     }
 

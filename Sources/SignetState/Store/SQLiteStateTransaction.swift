@@ -118,17 +118,17 @@ final class SQLiteStateTransaction: StateTransaction {
         return try Self.records(ConsumptionRequestRecord.self, from: statement)
     }
 
-    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
-        let statement = try database.statement(SQLiteSchema.selectConsumptionConsent)
+    func consumptionLedgerEntry(_ key: String) throws -> String? {
+        let statement = try database.statement(SQLiteSchema.selectConsumptionLedgerEntry)
         defer { statement.reset() }
-        try statement.bind(1, subject.key)
-        return try Self.records(ConsumptionConsent.self, from: statement).first
+        try statement.bind(1, key)
+        return try statement.step() ? statement.string(0) : nil
     }
 
-    func save(_ consent: ConsumptionConsent) throws {
-        let statement = try database.statement(SQLiteSchema.upsertConsumptionConsent)
-        try statement.bind(1, consent.subject.key)
-        try statement.bind(2, try ConsumptionRecordCoding.encode(consent))
+    func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws {
+        let statement = try database.statement(SQLiteSchema.upsertConsumptionLedgerEntry)
+        try statement.bind(1, key)
+        try statement.bind(2, document)
         try statement.run()
     }
 

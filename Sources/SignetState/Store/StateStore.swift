@@ -56,8 +56,10 @@ public protocol StateStore: AnyObject, Sendable {
     /// The refund questions (CONSUMPTION_REQUEST) signed at or after `requestedSince` (ms since
     /// 1970), oldest first, at most `limit`: `signet consumption requests` and the report.
     func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord]
-    /// The consent ledger's entry for `subject`, nil when none was recorded.
-    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent?
+    /// The consumption ledger's document under `key` (JSON), nil when none was recorded: the
+    /// app's facts for answering refund questions, a customer's consent (``ConsumptionConsent``)
+    /// or a transaction's usage (``ConsumptionUsage``); read them through their typed accessors.
+    func consumptionLedgerEntry(_ key: String) throws -> String?
 
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
@@ -117,10 +119,10 @@ public protocol StateTransaction {
     /// earliest first, at most `limit`: what the responder acts on. A shared store locks the
     /// rows it returns (`FOR UPDATE SKIP LOCKED`) so two instances never answer one request.
     func consumptionRequestsDue(atOrBefore instant: Int64, limit: Int) throws -> [ConsumptionRequestRecord]
-    /// The consent ledger's entry for `subject` as of this transaction.
-    func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent?
-    /// Inserts or replaces the ledger's entry for the consent's subject.
-    func save(_ consent: ConsumptionConsent) throws
+    /// The consumption ledger's document under `key` as of this transaction.
+    func consumptionLedgerEntry(_ key: String) throws -> String?
+    /// Inserts or replaces the consumption ledger's document under `key`.
+    func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws
 }
 
 extension StateTransaction {
