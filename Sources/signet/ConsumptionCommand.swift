@@ -60,13 +60,9 @@ struct ConsumptionCommand: ParsableCommand {
         @OptionGroup var who: SubjectOptions
 
         func run() throws {
-            let database = try store.open()
-            defer { try? database.close() }
-            guard let json = try StateJSON.consumptionConsent(who.subject, in: database) else {
-                Terminal.error("no consumption consent was recorded for \(who.subject.key) in \(store.location)")
-                throw ExitCode.failure
+            try store.show("no consumption consent was recorded for \(who.subject.key)") { database in
+                try StateJSON.consumptionConsent(who.subject, in: database)
             }
-            try Terminal.printLine(json)
         }
     }
 
@@ -186,13 +182,9 @@ struct ConsumptionCommand: ParsableCommand {
         var transactionId: String
 
         func run() throws {
-            let database = try store.open()
-            defer { try? database.close() }
-            guard let json = try StateJSON.consumptionUsage(transactionId: transactionId, in: database) else {
-                Terminal.error("nothing was recorded about the use of transaction \(transactionId) in \(store.location)")
-                throw ExitCode.failure
+            try store.show("nothing was recorded about the use of transaction \(transactionId)") { database in
+                try StateJSON.consumptionUsage(transactionId: transactionId, in: database)
             }
-            try Terminal.printLine(json)
         }
     }
 

@@ -43,6 +43,20 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
+extension StoreOptions {
+    /// Prints what `read` answers from the store opened read-only; when it answers nothing,
+    /// says `missing` (and where) and exits 1.
+    func show(_ missing: String, _ read: (any StateStore) throws -> [UInt8]?) throws {
+        let database = try open()
+        defer { try? database.close() }
+        guard let json = try read(database) else {
+            Terminal.error("\(missing) in \(location)")
+            throw ExitCode.failure
+        }
+        try Terminal.printLine(json)
+    }
+}
+
 struct StateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "state",
@@ -65,13 +79,9 @@ struct StateCommand: ParsableCommand {
         var originalTransactionId: String
 
         func run() throws {
-            let database = try store.open()
-            defer { try? database.close() }
-            guard let json = try StateJSON.subscription(originalTransactionId, in: database) else {
-                Terminal.error("no state for originalTransactionId \(originalTransactionId) in \(store.location)")
-                throw ExitCode.failure
+            try store.show("no state for originalTransactionId \(originalTransactionId)") { database in
+                try StateJSON.subscription(originalTransactionId, in: database)
             }
-            try Terminal.printLine(json)
         }
     }
     struct History: ParsableCommand {

@@ -88,7 +88,8 @@ struct ConsumptionResponderTests {
             for item in asked {
                 fake.addConsumptionTransaction(
                     item.id, productType: item.type.rawValue, advancedCommerce: item.advancedCommerce,
-                    deadline: now - item.askedHoursAgo * Self.hour + ConsumptionRequestRecord.answerWindow)
+                    deadline: now - item.askedHoursAgo * Self.hour + ConsumptionRequestRecord.answerWindow,
+                    consented: !["withdrawn", "unknown"].contains(item.id))
             }
             // Per customer for most, per purchase for one; the customer's own preference wins.
             for token in ["tok-a", "tok-b", "tok-d", "6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b"] {
@@ -114,7 +115,7 @@ struct ConsumptionResponderTests {
             try await client.shutdown()
 
             #expect(fake.rejectedConsumptionBodies.isEmpty, "\(fake.rejectedConsumptionBodies.map { "\($0.transactionId): \($0.refusal)" })")
-            #expect(fake.duplicateConsumptionAnswers.isEmpty && fake.lateConsumptionAnswers.isEmpty)
+            #expect(fake.duplicateConsumptionAnswers.isEmpty && fake.lateConsumptionAnswers.isEmpty && fake.consentlessConsumptionAnswers.isEmpty)
             let sent = fake.requests(.consumption).compactMap(\.pathParameter)
             #expect(sent.sorted() == ["autorenewable", "consumable", "nonconsumable", "nonrenewing"], "\(sent)")
             #expect(fake.requests(.consumptionV1).compactMap(\.pathParameter) == ["advanced"])

@@ -50,7 +50,7 @@ struct ConsumptionStageEndToEndTests {
         let now = WallClock.milliseconds()
         let customers = [("c-consented", "11111111-1111-4111-8111-111111111111"), ("c-silent", "22222222-2222-4222-8222-222222222222"),
                          ("c-purchase", "33333333-3333-4333-8333-333333333333")]
-        for (id, _) in customers { bed.fake.addConsumptionTransaction(id, productType: "Consumable") }
+        for (id, _) in customers { bed.fake.addConsumptionTransaction(id, productType: "Consumable", consented: id != "c-silent") }
 
         let stdin = try String(contentsOfFile: FixturePaths.packageRoot.appendingPathComponent("Pipelines/stdin.yaml").path, encoding: .utf8)
         let pipeline = stdin.replacingOccurrences(
@@ -87,6 +87,7 @@ struct ConsumptionStageEndToEndTests {
         let sent = bed.fake.requests(.consumption).compactMap(\.pathParameter)
         #expect(sent.sorted() == ["c-consented", "c-purchase"], "\(sent)")
         #expect(bed.fake.rejectedConsumptionBodies.isEmpty && bed.fake.duplicateConsumptionAnswers.isEmpty)
+        #expect(bed.fake.consentlessConsumptionAnswers.isEmpty && bed.fake.lateConsumptionAnswers.isEmpty)
         for request in bed.fake.requests(.consumption) {
             let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
             #expect(body["refundPreference"] as? String == "DECLINE" && body["deliveryStatus"] as? String == "DELIVERED", "\(body)")

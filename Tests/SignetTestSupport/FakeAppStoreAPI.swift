@@ -148,11 +148,12 @@ public final class FakeAppStoreAPI: Sendable {
         var testNotificationResults: [String] = ["SUCCESS"]
         /// Transactions Send Consumption Information knows: product type, and whether the
         /// Advanced Commerce API sold it.
-        var consumptionTransactions: [String: (productType: String, advancedCommerce: Bool, deadline: Int64?)] = [:]
+        var consumptionTransactions: [String: (productType: String, advancedCommerce: Bool, deadline: Int64?, consented: Bool)] = [:]
         var rejectedConsumption: [RejectedConsumption] = []
         /// Answers accepted (202) per transaction, and those that came after the deadline.
         var acceptedConsumption: [String: Int] = [:]
         var lateConsumption: [String] = []
+        var consentlessConsumption: [String] = []
     }
 
     private let state = Mutex(State())
@@ -288,11 +289,17 @@ public final class FakeAppStoreAPI: Sendable {
 
     /// A transaction Send Consumption Information answers for: Apple's product `type`
     /// (`Consumable`, `Auto-Renewable Subscription`, ...), whether it is an Advanced Commerce
-    /// API purchase (v2 refuses those), and the deadline of its CONSUMPTION_REQUEST (UNIX ms;
-    /// an answer after it is accepted and counted in ``lateConsumptionAnswers``).
-    public func addConsumptionTransaction(_ transactionId: String, productType: String, advancedCommerce: Bool = false, deadline: Int64? = nil) {
-        state.withLock { $0.consumptionTransactions[transactionId] = (productType, advancedCommerce, deadline) }
+    /// API purchase (v2 refuses those), the deadline of its CONSUMPTION_REQUEST (UNIX ms; an
+    /// answer after it is accepted and counted in ``lateConsumptionAnswers``), and whether its
+    /// customer consented (an answer without consent is counted in ``consentlessConsumptionAnswers``).
+    public func addConsumptionTransaction(
+        _ transactionId: String, productType: String, advancedCommerce: Bool = false, deadline: Int64? = nil, consented: Bool = true
+    ) {
+        state.withLock { $0.consumptionTransactions[transactionId] = (productType, advancedCommerce, deadline, consented) }
     }
+
+    /// Answers accepted for a customer who had not consented: a correct responder leaves this empty.
+    public var consentlessConsumptionAnswers: [String] { state.withLock { $0.consentlessConsumption } }
 
     /// Transactions answered (202) more than once: a correct responder leaves this empty.
     public var duplicateConsumptionAnswers: [String] {
@@ -427,6 +434,7 @@ public final class FakeAppStoreAPI: Sendable {
         guard let refusal else {
             state.acceptedConsumption[transactionId, default: 0] += 1
             if let deadline = known.deadline, Self.nowMilliseconds() >= deadline { state.lateConsumption.append(transactionId) }
+            if !known.consented { state.consentlessConsumption.append(transactionId) }
             return Answer(status: 202)
         }
         state.rejectedConsumption.append(RejectedConsumption(transactionId: transactionId, body: body, refusal: refusal))
