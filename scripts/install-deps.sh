@@ -2,9 +2,10 @@
 # Installs the system packages Signet builds and tests against (Debian 12), only
 # when something is missing, so repeated runs are fast and need no network.
 set -euo pipefail
-# postgresql: the tests start their own server (initdb + pg_ctl on 127.0.0.1); curl: an
-# independent HTTP client in tests; wrk: the HTTP benchmark.
-packages=(libssl-dev librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml postgresql curl wrk)
+# openssl: the tests run `openssl ocsp` as a local OCSP responder; postgresql: the tests start
+# their own server (initdb + pg_ctl on 127.0.0.1); curl: an independent HTTP client in tests;
+# wrk: the HTTP benchmark.
+packages=(libssl-dev openssl librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml postgresql curl wrk)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

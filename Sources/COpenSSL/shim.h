@@ -12,6 +12,7 @@
 #include <openssl/hmac.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
+#include <openssl/ocsp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>

@@ -38,6 +38,9 @@ public struct TestPKI: Sendable {
     ///   - leafNotBefore/leafNotAfter: override the leaf's window alone (expiry tests).
     ///   - rootKey/intermediateKey/leafKey: reuse keys (e.g. loaded from PEM) for reproducible output.
     ///   - name: distinguishes several PKIs in certificate subjects.
+    ///   - intermediateOCSPURL/leafOCSPURL: an authorityInfoAccess OCSP URL for the
+    ///     intermediate (answered for the root) and the leaf (answered for the intermediate);
+    ///     nil, the default, leaves the extension out, as before.
     public init(
         notBefore: Date = TestPKI.defaultNotBefore,
         notAfter: Date = TestPKI.defaultNotAfter,
@@ -46,7 +49,9 @@ public struct TestPKI: Sendable {
         rootKey: ECPrivateKey? = nil,
         intermediateKey: ECPrivateKey? = nil,
         leafKey: ECPrivateKey? = nil,
-        name: String = "Signet Fixtures"
+        name: String = "Signet Fixtures",
+        intermediateOCSPURL: String? = nil,
+        leafOCSPURL: String? = nil
     ) throws(OpenSSLError) {
         let rootKey = try Self.key(rootKey, .p384)
         let intermediateKey = try Self.key(intermediateKey, .p384)
@@ -54,10 +59,10 @@ public struct TestPKI: Sendable {
         let root = try Self.makeRoot(key: rootKey, commonName: "\(name) Test Root CA - G3", notBefore: notBefore, notAfter: notAfter)
         let intermediate = try Self.makeIntermediate(
             key: intermediateKey, commonName: "\(name) Test WWDR CA", issuer: root, issuerKey: rootKey,
-            notBefore: notBefore, notAfter: notAfter)
+            notBefore: notBefore, notAfter: notAfter, ocspURL: intermediateOCSPURL)
         let leaf = try Self.makeLeaf(
             key: leafKey, commonName: "\(name) Test Receipt Signing", issuer: intermediate, issuerKey: intermediateKey,
-            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter)
+            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter, ocspURL: leafOCSPURL)
         self.rootKey = rootKey
         self.root = root
         self.intermediateKey = intermediateKey
@@ -96,6 +101,20 @@ public struct TestPKI: Sendable {
             notAfter: root.notAfter, isCA: isCA, includeMarkerOID: includeMarkerOID, serialNumber: serialNumber)
     }
 
+    /// Issues a delegated OCSP responder certificate (extendedKeyUsage OCSPSigning) under the
+    /// root (it may answer for the intermediate) or under the intermediate (for leaves).
+    public func issueOCSPResponder(
+        key: ECPrivateKey, issuedByRoot: Bool = false, serialNumber: UInt64 = 0x4001,
+        commonName: String = "Signet Fixtures Test OCSP Responder"
+    ) throws(OpenSSLError) -> X509Certificate {
+        let builder = CertificateBuilder(
+            subjectCommonName: commonName, subjectOrganization: "Signet Fixtures", subjectOrganizationalUnit: "Test",
+            serialNumber: serialNumber, notBefore: root.notBefore, notAfter: root.notAfter, publicKey: try key.publicKey,
+            isCA: false, keyUsage: .digitalSignature, signatureHash: .sha384, extendedKeyUsage: ["OCSPSigning"])
+        return issuedByRoot
+            ? try builder.sign(issuer: root, issuerKey: rootKey) : try builder.sign(issuer: intermediate, issuerKey: intermediateKey)
+    }
+
     // MARK: - Building blocks
 
     private static func key(_ given: ECPrivateKey?, _ curve: ECCurve) throws(OpenSSLError) -> ECPrivateKey {
@@ -117,13 +136,14 @@ public struct TestPKI: Sendable {
     /// An intermediate signed by `issuer` (basicConstraints CA as given, optional WWDR marker).
     public static func makeIntermediate(
         key: ECPrivateKey, commonName: String, issuer: X509Certificate, issuerKey: ECPrivateKey,
-        notBefore: Date, notAfter: Date, isCA: Bool = true, includeMarkerOID: Bool = true, serialNumber: UInt64 = 0x0200
+        notBefore: Date, notAfter: Date, isCA: Bool = true, includeMarkerOID: Bool = true, serialNumber: UInt64 = 0x0200,
+        ocspURL: String? = nil
     ) throws(OpenSSLError) -> X509Certificate {
         let builder = CertificateBuilder(
             subjectCommonName: commonName, subjectOrganization: "Signet Fixtures", subjectOrganizationalUnit: "G6",
             serialNumber: serialNumber, notBefore: notBefore, notAfter: notAfter, publicKey: try key.publicKey,
             isCA: isCA, pathLength: isCA ? 0 : nil, keyUsage: isCA ? [.keyCertSign, .cRLSign] : [.digitalSignature],
-            customExtensions: includeMarkerOID ? [.init(oid: intermediateMarkerOID)] : [], signatureHash: .sha384)
+            customExtensions: includeMarkerOID ? [.init(oid: intermediateMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL)
         return try builder.sign(issuer: issuer, issuerKey: issuerKey)
     }
 
@@ -131,13 +151,13 @@ public struct TestPKI: Sendable {
     public static func makeLeaf(
         key: ECPrivateKey, commonName: String, issuer: X509Certificate, issuerKey: ECPrivateKey,
         notBefore: Date, notAfter: Date, includeMarkerOID: Bool = true, keyUsage: KeyUsage? = .digitalSignature,
-        serialNumber: UInt64 = 0x0300
+        serialNumber: UInt64 = 0x0300, ocspURL: String? = nil
     ) throws(OpenSSLError) -> X509Certificate {
         let builder = CertificateBuilder(
             subjectCommonName: commonName, subjectOrganization: "Signet Fixtures", subjectOrganizationalUnit: "Test",
             serialNumber: serialNumber, notBefore: notBefore, notAfter: notAfter, publicKey: try key.publicKey,
             isCA: false, keyUsage: keyUsage,
-            customExtensions: includeMarkerOID ? [.init(oid: leafMarkerOID)] : [], signatureHash: .sha384)
+            customExtensions: includeMarkerOID ? [.init(oid: leafMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL)
         return try builder.sign(issuer: issuer, issuerKey: issuerKey)
     }
 }

@@ -41,13 +41,18 @@ public struct CertificateBuilder: Sendable {
     public var customExtensions: [CustomExtension]
     /// The digest of the issuer's ECDSA signature over the certificate.
     public var signatureHash: SignatureHash
+    /// An authorityInfoAccess extension naming this OCSP responder URL; nil leaves it out.
+    public var ocspURL: String?
+    /// extendedKeyUsage (non-critical) by OpenSSL config name ("OCSPSigning" for a delegated
+    /// OCSP responder); empty leaves it out.
+    public var extendedKeyUsage: [String]
 
     public init(
         subjectCommonName: String, subjectOrganization: String? = nil, subjectOrganizationalUnit: String? = nil,
         subjectCountry: String? = "US", serialNumber: UInt64, notBefore: Date, notAfter: Date,
         publicKey: ECPublicKey, isCA: Bool? = nil, pathLength: Int? = nil, keyUsage: KeyUsage? = nil,
         includeKeyIdentifiers: Bool = true, customExtensions: [CustomExtension] = [],
-        signatureHash: SignatureHash = .sha256
+        signatureHash: SignatureHash = .sha256, ocspURL: String? = nil, extendedKeyUsage: [String] = []
     ) {
         self.subjectCommonName = subjectCommonName
         self.subjectOrganization = subjectOrganization
@@ -63,6 +68,8 @@ public struct CertificateBuilder: Sendable {
         self.includeKeyIdentifiers = includeKeyIdentifiers
         self.customExtensions = customExtensions
         self.signatureHash = signatureHash
+        self.ocspURL = ocspURL
+        self.extendedKeyUsage = extendedKeyUsage
     }
 
     /// Signs the certificate. With `issuer` nil it is self-signed (issuer name = subject
@@ -122,6 +129,9 @@ public struct CertificateBuilder: Sendable {
             try add(NID_subject_key_identifier, "hash")
             if issuer != nil { try add(NID_authority_key_identifier, "keyid:always") }
         }
+        // Both after the key identifiers, so a certificate without them keeps its former layout.
+        if !extendedKeyUsage.isEmpty { try add(NID_ext_key_usage, extendedKeyUsage.joined(separator: ",")) }
+        if let ocspURL { try add(NID_info_access, "OCSP;URI:\(ocspURL)") }
         for custom in customExtensions {
             let object = try OpenSSLSupport.object(forOID: custom.oid)
             defer { ASN1_OBJECT_free(object) }

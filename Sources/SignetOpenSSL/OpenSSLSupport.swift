@@ -22,6 +22,19 @@ enum OpenSSLSupport {
         return result
     }
 
+    /// Runs a `d2i_*` decoder over `bytes`: the decoded object (owned by the caller, nil when
+    /// the input does not parse) and how many bytes it took, so callers can refuse trailing bytes.
+    static func decodeDER(
+        _ bytes: [UInt8], _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?
+    ) -> (object: OpaquePointer?, consumed: Int) {
+        bytes.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let object = d2i(&cursor, buffer.count)
+            guard let cursor, let base = buffer.baseAddress else { return (object, 0) }
+            return (object, base.distance(to: cursor))
+        }
+    }
+
     /// Runs `write` against a fresh memory BIO and returns what it wrote.
     static func collectBIO(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> [UInt8] {
         guard let bio = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain("create memory BIO") }

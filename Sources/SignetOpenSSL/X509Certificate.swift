@@ -18,13 +18,7 @@ public final class X509Certificate: @unchecked Sendable, Hashable, CustomStringC
     /// Parses exactly one DER certificate; trailing bytes after it are an error.
     public init(derEncoded: [UInt8]) throws(OpenSSLError) {
         guard !derEncoded.isEmpty else { throw OpenSSLError(operation: "parse DER certificate: empty input") }
-        var consumed = 0
-        let parsed: OpaquePointer? = derEncoded.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let x509 = d2i_X509(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = base.distance(to: cursor) }
-            return x509
-        }
+        let (parsed, consumed) = OpenSSLSupport.decodeDER(derEncoded) { d2i_X509(nil, $0, $1) }
         guard let parsed else { throw OpenSSLError.drain("parse DER certificate") }
         guard consumed == derEncoded.count else {
             X509_free(parsed)

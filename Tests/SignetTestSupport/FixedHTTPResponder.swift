@@ -1,0 +1,59 @@
+public import Foundation
+
+/// An HTTP server on 127.0.0.1 (python3's http.server) answering every POST with the same
+/// status and body: the OCSP responses `openssl ocsp` never sends (tryLater,
+/// internalError, crafted bytes). ``requestCount`` counts the requests it answered.
+public final class FixedHTTPResponder: Sendable {
+    public let port: Int
+    private let process: ChildProcess
+
+    public var url: String { "http://127.0.0.1:\(port)/" }
+
+    private static let script = """
+        import http.server, sys
+        port, status, body = int(sys.argv[1]), int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get('Content-Length', '0')))
+                self.send_response(status)
+                self.send_header('Content-Type', 'application/ocsp-response')
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            def log_message(self, *args):
+                sys.stderr.write('request\\n'); sys.stderr.flush()
+        server = http.server.HTTPServer(('127.0.0.1', port), Handler)
+        sys.stderr.write('ready\\n'); sys.stderr.flush()
+        server.serve_forever()
+        """
+
+    /// Starts the server answering `status` with `body`.
+    public init(status: Int = 200, body: [UInt8]) async throws {
+        let hex = body.map { String(format: "%02x", $0) }.joined()
+        var lastError = ""
+        for _ in 0..<3 {
+            let port = try freeLocalPort()
+            let process = try ChildProcess(ChildProcess.env, ["python3", "-c", Self.script, String(port), String(status), hex], stdin: false)
+            let ready = await process.waitUntil(timeout: .seconds(10)) { process.stderrText.contains("ready") || !process.isRunning }
+            if ready && process.isRunning {
+                self.port = port
+                self.process = process
+                return
+            }
+            lastError = process.stderrTail()
+            process.stop()
+        }
+        throw OCSPTestResponder.ResponderError(description: "python3 HTTP server did not start: \(lastError)")
+    }
+
+    deinit { stop() }
+
+    /// Requests answered so far.
+    public var requestCount: Int {
+        process.stderrText.components(separatedBy: "request\n").count - 1
+    }
+
+    public func stop() {
+        process.stop()
+    }
+}
