@@ -61,13 +61,13 @@ struct OCSPRevocationCheckerTests {
         #expect(first.answers.allSatisfy { Self.isGood($0.answer) }, "\(first.answers.map(\.answer))")
         guard case .good(let nextUpdate) = first.verdict else { Issue.record("verdict \(first.verdict)"); return }
         #expect(abs(nextUpdate.timeIntervalSinceNow - 1_800) < 120)
-        #expect(bed.leafResponder.requestCount == 1)
-        #expect(bed.intermediateResponder.requestCount == 1)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 1) == 1)
+        #expect(await bed.intermediateResponder.settledRequestCount(expecting: 1) == 1)
 
         let second = await checker.check(chain: bed.pki.chain)
         #expect(second.verdict == first.verdict)
-        #expect(bed.leafResponder.requestCount == 1)
-        #expect(bed.intermediateResponder.requestCount == 1)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 1) == 1)
+        #expect(await bed.intermediateResponder.settledRequestCount(expecting: 1) == 1)
     }
 
     @Test("revoked (index line R) comes back with reason and date, and is kept")
@@ -80,7 +80,7 @@ struct OCSPRevocationCheckerTests {
         #expect(result.verdict == .revoked(reason: .init(code: 1), date: revokedAt))
         #expect(Self.isGood(result.answers[1].answer))
         _ = await checker.check(bed.pki.leaf, issuer: bed.pki.intermediate)
-        #expect(bed.leafResponder.requestCount == 1)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 1) == 1)
     }
 
     @Test("a serial the responder does not hold is unknown, retryable, not cached")
@@ -90,7 +90,7 @@ struct OCSPRevocationCheckerTests {
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport())
         #expect(await checker.check(bed.pki.leaf, issuer: bed.pki.intermediate) == .failed(.unknown))
         #expect(await checker.check(bed.pki.leaf, issuer: bed.pki.intermediate) == .failed(.unknown))
-        #expect(bed.leafResponder.requestCount == 2)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 2) == 2)
     }
 
     @Test("tryLater and internalError from a responder (crafted DER), an HTTP 500, garbage", arguments: [
@@ -105,7 +105,7 @@ struct OCSPRevocationCheckerTests {
         let pki = try Self.pki(leafResponder: responder.url)
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport())
         #expect(await checker.check(pki.leaf, issuer: pki.intermediate) == .failed(failure))
-        #expect(responder.requestCount == 1)
+        #expect(await responder.settledRequestCount(expecting: 1) == 1)
     }
 
     @Test("garbage from the responder is malformed")
@@ -127,7 +127,7 @@ struct OCSPRevocationCheckerTests {
         defer { responder.stop() }
         let answer = await OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport()).check(pki.leaf, issuer: pki.intermediate)
         guard case .failed(.untrusted) = answer else { Issue.record("got \(answer)"); return }
-        #expect(responder.requestCount == 1)
+        #expect(await responder.settledRequestCount(expecting: 1) == 1)
     }
 
     @Test("a closed port is unreachable; a certificate without AIA has no responder")
@@ -186,7 +186,7 @@ struct OCSPRevocationCheckerTests {
         #expect(Set(answers).count == 1)
         #expect(answers.allSatisfy(Self.isGood))
         #expect(transport.requests == 1)
-        #expect(bed.leafResponder.requestCount == 1)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 1) == 1)
     }
 
     @Test("near nextUpdate a check answers from the cache at once and refreshes in the background, once")

@@ -56,4 +56,13 @@ public final class FixedHTTPResponder: Sendable {
     public func stop() {
         process.stop()
     }
+
+    /// The requests counted once `expected` arrived (or 5 s passed) and 100 ms more brought no
+    /// other: the server logs each on its stderr, which reaches this process a moment after the
+    /// answer reached the client, so an immediate read could miss the last one.
+    public func settledRequestCount(expecting expected: Int) async -> Int {
+        _ = await process.waitUntil(timeout: .seconds(5)) { requestCount >= expected }
+        try? await Task.sleep(for: .milliseconds(100))
+        return requestCount
+    }
 }

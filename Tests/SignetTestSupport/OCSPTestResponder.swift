@@ -58,6 +58,15 @@ public final class OCSPTestResponder: Sendable {
         process.stderrText.components(separatedBy: "Received request").count - 1
     }
 
+    /// The requests counted once `expected` arrived (or 5 s passed) and 100 ms more brought no
+    /// other: the server logs each on its stderr, which reaches this process a moment after the
+    /// answer reached the client, so an immediate read could miss the last one.
+    public func settledRequestCount(expecting expected: Int) async -> Int {
+        _ = await process.waitUntil(timeout: .seconds(5)) { requestCount >= expected }
+        try? await Task.sleep(for: .milliseconds(100))
+        return requestCount
+    }
+
     /// Waits until `count` requests reached the responder; whether they did within `timeout`.
     public func waitForRequests(_ count: Int, timeout: Duration) async -> Bool {
         await process.waitUntil(timeout: timeout) { requestCount >= count }
