@@ -5,6 +5,7 @@ public import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 public import SignetCore
 import SignetOpenSSL
 import Synchronization
@@ -36,8 +37,22 @@ public final class HTTPSink: Sink {
         public var maxRetries: Int = 5
         public var initialBackoff: Duration = .milliseconds(200)
         public var maxBackoff: Duration = .seconds(10)
-        /// When set, `X-Signet-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+        /// When set (or ``signingSecretFile``), every request carries `Signet-Signature:
+        /// t=<unix>,v1=<hex>` (``EventSignature``), and the older `X-Signet-Signature:
+        /// sha256=<hex HMAC-SHA256 of the body>` without timestamp, kept for receivers built on it.
         public var signingSecret: [UInt8]?
+        /// A file holding the secret (read when the sink opens; a trailing newline is dropped).
+        public var signingSecretFile: String?
+        /// While rotating: the secret receivers may still hold, also signed with (a second `v1`).
+        public var previousSigningSecret: [UInt8]?
+        /// A file holding the previous secret.
+        public var previousSigningSecretFile: String?
+        /// Mutual TLS: the client certificate (PEM, the chain after it) presented to an https:// receiver.
+        public var tlsCertificate: String?
+        /// The client certificate's private key (PEM).
+        public var tlsPrivateKey: String?
+        /// Certificates (PEM) trusted for the receiver's, instead of the system's roots.
+        public var tlsCA: String?
         /// Extra request headers (e.g. `Authorization`).
         public var headers: [(name: String, value: String)] = []
 
@@ -58,6 +73,8 @@ public final class HTTPSink: Sink {
     public let options: Options
     private let logger: Logger
     private let client = Mutex<HTTPClient?>(nil)
+    /// The signing secrets, read when the sink opens (files included).
+    private let signature = Mutex<EventSignature?>(nil)
     /// `signet_http_sink_request_retries_total{sink}`: requests sent again after a retryable
     /// answer, before the write succeeds or fails (the runner's batch retries are counted apart).
     private let requestRetries: Counter
@@ -76,9 +93,12 @@ public final class HTTPSink: Sink {
     }
 
     public func open() async throws {
-        let configuration = HTTPClient.Configuration(
+        var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))
+        configuration.tlsConfiguration = try options.tlsConfiguration()
+        let secrets = try options.signingSecrets()
+        signature.withLock { $0 = secrets.isEmpty ? nil : EventSignature(secrets: secrets) }
         client.withLock { current in
             // Opening twice keeps the first client: replacing it would drop one never shut down.
             if current == nil { current = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration) }
@@ -149,7 +169,8 @@ public final class HTTPSink: Sink {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "signet")
         if let eventId = prepared.eventId { request.headers.add(name: "X-Signet-Event-Id", value: eventId) }
-        if let secret = options.signingSecret {
+        let signature = signature.withLock { $0 }
+        if let secret = signature?.secrets.first {
             let tag = HMACSHA256.authenticationCode(for: prepared.body, key: secret)
             request.headers.add(name: "X-Signet-Signature", value: "sha256=" + HMACSHA256.hex(tag))
         }
@@ -159,6 +180,12 @@ public final class HTTPSink: Sink {
         var backoff = options.initialBackoff
         var attempt = 0
         while true {
+            // Signed at each attempt: a retry after a long backoff must still fall in the
+            // receiver's replay window.
+            if let signature {
+                request.headers.replaceOrAdd(
+                    name: "Signet-Signature", value: signature.header(for: prepared.body, at: WallClock.milliseconds() / 1000))
+            }
             let outcome = await exchange(request, with: client)
             switch outcome {
             case .delivered, .refused:
@@ -211,12 +238,52 @@ public final class HTTPSink: Sink {
 public enum HTTPSinkError: Error, CustomStringConvertible {
     case notOpen
     case gaveUp(url: String, attempts: Int, lastError: String)
+    /// A secret file that cannot be read or is empty.
+    case unreadable(key: String, path: String)
+    /// A TLS certificate, key or CA file that cannot be used.
+    case tls(String)
 
     public var description: String {
         switch self {
         case .notOpen: "the http sink is not open"
+        case .unreadable(let key, let path): "http sink: \(key) '\(path)' cannot be read or is empty"
+        case .tls(let why): "http sink: the TLS certificate, key or CA cannot be used: \(why)"
         case .gaveUp(let url, let attempts, let lastError):
             "POST \(url) failed \(attempts) times; last: \(lastError)"
         }
+    }
+}
+
+extension HTTPSink.Options {
+    /// The secrets to sign with, the current one first: each from its value or its file.
+    func signingSecrets() throws -> [[UInt8]] {
+        try [(signingSecret, signingSecretFile, "signing_secret_file"), (previousSigningSecret, previousSigningSecretFile, "previous_signing_secret_file")]
+            .compactMap { value, file, key in
+                if let value { return value }
+                guard let file else { return nil }
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw HTTPSinkError.unreadable(key: key, path: file)
+                }
+                var bytes = Array(data)
+                while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
+                guard !bytes.isEmpty else { throw HTTPSinkError.unreadable(key: key, path: file) }
+                return bytes
+            }
+    }
+
+    /// The TLS settings for mutual TLS or a private CA; nil: AsyncHTTPClient's defaults.
+    func tlsConfiguration() throws -> TLSConfiguration? {
+        guard tlsCertificate != nil || tlsCA != nil else { return nil }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        do {
+            if let certificate = tlsCertificate, let key = tlsPrivateKey {
+                tls.certificateChain = try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) }
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+            }
+            if let ca = tlsCA { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(ca)) }
+        } catch {
+            throw HTTPSinkError.tls("\(error)")
+        }
+        return tls
     }
 }

@@ -7,8 +7,10 @@ extension ComponentSpec {
         summary: "POSTs events to a URL, one per request or as a JSON array; acknowledged on 2xx",
         description: """
             408, 429, 5xx and timeouts are retried with backoff; any other 4xx dead-letters the \
-            record (http_rejected). With signing_secret, X-Signet-Signature: sha256=<hex HMAC-SHA256 \
-            of the body> (docs/operations.md shows the receiver's check).
+            record (http_rejected). With signing_secret (or signing_secret_file), every request carries \
+            Signet-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t." and the body>, a second v1 while \
+            previous_signing_secret is set (rotation); docs/operations.md shows the receiver's check and \
+            its replay window. tls_certificate and tls_private_key present a client certificate (mutual TLS).
             """,
         fields: [ConfigField("url", .string, .required, "where to POST (http:// or https://)", example: "https://backend.example/signet-events")]
             + HTTPSink.Options.configuration.fields
@@ -26,6 +28,21 @@ extension HTTPSink.Options {
         self = try Self.configuration.options(config)
         self.url = url
         headers = try config.stringMap("headers").map { ($0.key, $0.value) }
+        if signingSecret != nil, signingSecretFile != nil {
+            throw config.error("give 'signing_secret' or 'signing_secret_file', not both", key: "signing_secret_file")
+        }
+        if previousSigningSecret != nil, previousSigningSecretFile != nil {
+            throw config.error("give 'previous_signing_secret' or 'previous_signing_secret_file', not both", key: "previous_signing_secret_file")
+        }
+        if (tlsCertificate == nil) != (tlsPrivateKey == nil) {
+            throw config.error("'tls_certificate' and 'tls_private_key' go together (mutual TLS)", key: tlsCertificate == nil ? "tls_certificate" : "tls_private_key")
+        }
+        if (tlsCertificate != nil || tlsCA != nil), !url.hasPrefix("https://") {
+            throw config.error("TLS settings need an https:// url", key: tlsCertificate != nil ? "tls_certificate" : "tls_ca")
+        }
+        if previousSigningSecret != nil || previousSigningSecretFile != nil, signingSecret == nil, signingSecretFile == nil {
+            throw config.error("a previous signing secret goes with the current one (signing_secret or signing_secret_file)", key: "signing_secret")
+        }
     }
 
     /// The keys of `type: http` (a sink) that set an option, their defaults the options'
@@ -45,9 +62,21 @@ extension HTTPSink.Options {
             "max_backoff", \.maxBackoff, .duration(.milliseconds(1)...(.seconds(600))), "longest retry delay (also caps Retry-After)",
             advanced: true),
         ConfigBinding(
-            "signing_secret", \.signingSecret, .string, "shared secret for X-Signet-Signature", example: "${SIGNET_HTTP_SINK_SECRET}",
+            "signing_secret", \.signingSecret, .string, "shared secret for Signet-Signature (and X-Signet-Signature)",
+            example: "${SIGNET_HTTP_SINK_SECRET}",
             written: { secret in secret.map { String(decoding: $0, as: UTF8.self) } },
             read: { text, _, _ in text.map { Array($0.utf8) } }),
+        ConfigBinding(
+            "signing_secret_file", \.signingSecretFile, .string, "a file holding the secret, read when the sink opens (instead of signing_secret)"),
+        ConfigBinding(
+            "previous_signing_secret", \.previousSigningSecret, .string,
+            "while rotating: the old secret, signed with too (a second v1) until every receiver holds the new one",
+            written: { secret in secret.map { String(decoding: $0, as: UTF8.self) } },
+            read: { text, _, _ in text.map { Array($0.utf8) } }),
+        ConfigBinding("previous_signing_secret_file", \.previousSigningSecretFile, .string, "a file holding the old secret", advanced: true),
+        ConfigBinding("tls_certificate", \.tlsCertificate, .string, "client certificate (PEM) for mutual TLS with an https:// receiver", advanced: true),
+        ConfigBinding("tls_private_key", \.tlsPrivateKey, .string, "the client certificate's private key (PEM)", advanced: true),
+        ConfigBinding("tls_ca", \.tlsCA, .string, "CA certificates (PEM) trusted for the receiver instead of the system's", advanced: true),
     ])
 }
 
