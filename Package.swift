@@ -210,7 +210,7 @@ let package = Package(
         .testTarget(
             name: "SignetHTTPTests",
             dependencies: [
-                "SignetHTTP", "Signet", "SignetCore", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetHTTP", "Signet", "SignetAppStorePipeline", "SignetCore", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -238,6 +238,7 @@ let package = Package(
                 "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetState", "SignetCore",
                 "SignetFixtures", "AppStoreModels", "SignetTestSupport", "SignetStateTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.

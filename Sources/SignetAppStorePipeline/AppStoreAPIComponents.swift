@@ -4,7 +4,8 @@ import SignetAppStoreAPI
 import SignetState
 
 /// Registers the App Store Server API's pipeline components: the `appstore_history` and
-/// `appstore_statuses` sources and the `appstore_catch_up`, `appstore_reconcile` and `appstore_consumption` stages (keys:
+/// `appstore_statuses` sources and the `appstore_catch_up`, `appstore_reconcile`, `appstore_consumption` and
+/// `appstore_delivery_health` stages (keys:
 /// ``ComponentSpec/appStoreHistorySource``, ``ComponentSpec/appStoreStatusSource``,
 /// ``ComponentSpec/appStoreCatchUpStage``, ``ComponentSpec/appStoreReconcileStage``).
 ///
@@ -58,6 +59,14 @@ extension ComponentRegistry {
             }
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreConsumptionStage(options: options, store: store, logger: context.logger) {
+                try settings.makeClient(context.environment, context: context)
+            }
+        }
+        registerStage(.appStoreDeliveryHealthStage) { config, context in
+            let settings = try AppStoreAPISettings(config, env: context.environment)
+            let options = try AppStoreDeliveryHealthStage.Options.configuration.options(config)
+            let store = try config.optionalString("store").map { try context.resource(named: $0, as: StateStoreResource.self) }
+            return AppStoreDeliveryHealthStage(options: options, store: store, environment: context.environment, logger: context.logger) {
                 try settings.makeClient(context.environment, context: context)
             }
         }

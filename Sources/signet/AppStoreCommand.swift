@@ -11,7 +11,7 @@ struct AppStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
         abstract: "Talks to the App Store Server API (the key's variables: `signet help backfill`).",
-        subcommands: [TestNotificationCommand.self])
+        subcommands: [TestNotificationCommand.self, DeliveryHealthCommand.self])
 }
 
 /// `signet appstore test-notification`: asks Apple to send a TEST notification to the app's
@@ -92,6 +92,68 @@ struct TestNotificationCommand: AsyncParsableCommand {
                 return false
             }
             try await Task.sleep(for: pause)
+        }
+    }
+}
+
+/// `signet appstore health`: the last delivery round trips the `appstore_delivery_health`
+/// stage made, and what Apple said about each.
+struct DeliveryHealthCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Prints the last TEST notification round trips of a running pipeline and Apple's send attempts.",
+        discussion: """
+            The `appstore_delivery_health` stage asks Apple for a TEST notification every interval and checks it comes back through the webhook; it keeps the last round trips in its state_file (default $SIGNET_DATA_DIR/delivery-health.json), which this command prints, oldest first: when, the result, how long the notification took, Apple's send attempts (SUCCESS, TIMED_OUT, NO_RESPONSE, SSL_ISSUE, ...) and, for a failure, what to check.
+
+            Exit status: 0 when the newest round trip succeeded, 1 when it failed, 2 when there is no record (the stage is not in the pipeline, or has not run yet).
+
+            Example:
+              signet appstore health --last 5
+            """)
+
+    @Option(help: "The stage's state_file. Default: $SIGNET_DATA_DIR/delivery-health.json (SIGNET_DATA_DIR: signet-data).")
+    var stateFile: String?
+
+    @Option(help: "How many of the newest round trips to print.")
+    var last: Int = 10
+
+    @Flag(help: "Print the round trips as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard last > 0 else { throw ValidationError("--last must be positive") }
+    }
+
+    func run() throws {
+        let path = stateFile ?? ((Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data") as NSString).appendingPathComponent("delivery-health.json")
+        let trips: [DeliveryRoundTrip]
+        do {
+            trips = Array(try DeliveryHealthFile.read(path).suffix(last))
+        } catch {
+            throw ConfigurationFailure(description: "signet appstore health: \(path) cannot be read: \(error)")
+        }
+        guard let newest = trips.last else {
+            throw ConfigurationFailure(
+                description: "signet appstore health: no round trip recorded in \(path) (is `appstore_delivery_health` in the pipeline, and has it run?)")
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try Terminal.printLine(Array(try encoder.encode(trips)))
+        } else {
+            for trip in trips { try Terminal.printLine(Array(Self.line(trip).utf8)) }
+        }
+        if newest.result != .success { throw ExitCode.failure }
+    }
+
+    static func line(_ trip: DeliveryRoundTrip) -> String {
+        let when = AppStoreHistoryWindow.iso(trip.requestedAt)
+        let attempts = trip.attempts.isEmpty ? "no send attempt" : "attempts: " + trip.attempts.map { $0.result ?? "?" }.joined(separator: ", ")
+        switch trip.result {
+        case .success:
+            return "\(when)  ok       back in \(String(format: "%.1f", Double(trip.latency ?? 0) / 1000)) s; \(attempts)"
+        default:
+            return "\(when)  FAILED   \(attempts); \(trip.detail ?? "")"
         }
     }
 }

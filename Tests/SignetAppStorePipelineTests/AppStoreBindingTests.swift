@@ -30,6 +30,10 @@ struct AppStoreBindingTests {
         #expect(try boundDefaultMismatches(AppStoreConsumptionStage.Options.configuration, in: .appStoreConsumptionStage) == [])
     }
 
+    @Test func deliveryHealthStage() throws {
+        #expect(try boundDefaultMismatches(AppStoreDeliveryHealthStage.Options.configuration, in: .appStoreDeliveryHealthStage) == [])
+    }
+
     /// The bound keys sit where they always did, before the checkpoint and the API settings.
     @Test func keysKeepTheirOrder() {
         let names = { (spec: ComponentSpec) in Array(spec.fields.map(\.name).prefix { $0 != "key_id" }) }

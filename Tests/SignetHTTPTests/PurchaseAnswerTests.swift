@@ -64,12 +64,7 @@ struct PurchaseAnswerTests {
         let source = try #require(pipeline.source as? HTTPSource)
         let runner = PipelineRunner(pipeline: pipeline)
         let run = Task { try await runner.run() }
-        var bound = source.boundAddress
-        for _ in 0..<3000 where bound == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            bound = source.boundAddress
-        }
-        let port = try #require(bound?.port)
+        let port = try await WebhookHarness.boundPort(of: source)
         let url = "http://127.0.0.1:\(port)/v1/purchases"
 
         let answer = try await Curl.request(url, body: posted)

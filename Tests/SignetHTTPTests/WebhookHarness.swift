@@ -50,13 +50,18 @@ final class WebhookHarness {
         let runner = PipelineRunner(pipeline: pipeline)
         self.runner = runner
         run = start(runner)
+        port = try await Self.boundPort(of: source)
+    }
+
+    /// The port `source` listens on, once the running pipeline opened it; gives up after 60 s
+    /// (a loaded machine).
+    static func boundPort(of source: HTTPSource) async throws -> Int {
         var bound = source.boundAddress
-        // Waits for the listener (open happens inside run); gives up after 60 s (a loaded machine).
         for _ in 0..<3000 where bound == nil {
             try await Task.sleep(for: .milliseconds(20))
             bound = source.boundAddress
         }
-        port = try #require(bound?.port)
+        return try #require(bound?.port)
     }
 
     var url: String { "http://127.0.0.1:\(port)/notifications" }
