@@ -19,12 +19,13 @@ struct AppleChainPolicy: JWSVerificationPolicy {
     /// Only for the hint of an unknown-root rejection.
     let roots: [X509Certificate]
 
-    func check(_ input: (header: ParsedJWSHeader, instant: ValidationInstant), role: JWSRole) throws(RecordRejection) {
+    /// Returns the configured root the chain led to (the OCSP issuer of the intermediate).
+    func check(_ input: (header: ParsedJWSHeader, instant: ValidationInstant), role: JWSRole) throws(RecordRejection) -> X509Certificate {
         let (header, instant) = input
         let seconds = ValidationInstant.floorSeconds(instant.milliseconds)
         if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) {
             metrics.chainHits.increment()
-            return
+            return entry.root
         }
         metrics.chainMisses.increment()
 
@@ -66,8 +67,9 @@ struct AppleChainPolicy: JWSVerificationPolicy {
         chainCache.insert(
             VerifiedChainEntry(
                 validFromEpochSeconds: chain.validFromEpochSeconds, validUntilEpochSeconds: chain.validUntilEpochSeconds,
-                leafKey: key),
+                leafKey: key, root: chain.certificates[2]),
             for: header.chainKey)
+        return chain.certificates[2]
     }
 
     private func rejection(
