@@ -213,9 +213,9 @@ public final class AppStoreVerifier: Sendable {
         let payload = try PayloadPolicy<Payload>().check(jws.payloadJSON, role: role)        // 3
         let signedDate = payload.signedDate?.millisecondsSince1970
         let instant = try validationInstant.check(signedDate, role: role, orElse: { fallback(payload) })  // 4
-        let root = try appleChain.check((jws.header, instant), role: role)                   // 5
+        let chain = try appleChain.check((jws.header, instant), role: role)                  // 5
         try claims.check(payload, role: role)                                                // 6
-        return (jws, payload, instant, [jws.header.leaf, jws.header.intermediate, root])
+        return (jws, payload, instant, chain)
     }
 
     // MARK: - Payload kinds

@@ -1,5 +1,7 @@
 import AppStoreModels
 import Foundation
+import Logging
+import MetricsTestKit
 import Signet
 import SignetCore
 import SignetFixtures
@@ -154,34 +156,49 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 
-    @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds")
+    @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds; counted, logged once a minute")
     func softGrace() async throws {
         let bed = try await OCSPRevocationCheckerTests.bed(validMinutes: 1)
         defer { bed.stop() }
         let inputs = try Inputs(bed.pki, count: 1)
         defer { inputs.directory.remove() }
         let clock = TestClock(Date())
-        let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport(), clock: { clock.now })
+        let metrics = TestMetrics()
+        let log = CapturedLog()
+        let revocationMetrics = RevocationMetrics(factory: metrics)
+        let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport(), clock: { clock.now }, metrics: revocationMetrics)
         let verifier = try AppStoreVerifier(
             configuration: VerifierConfiguration(roots: [bed.pki.root], environments: [.sandbox], bundleId: "com.example.signet"))
         func stage(_ mode: RevocationPolicy.Mode) -> VerifyStage {
             let policy = RevocationPolicy(mode: mode, grace: .seconds(3_600), retryTimeout: .zero)
-            return VerifyStage(verifier: verifier, parallelism: 1, revocation: RevocationGate(policy: policy, checker: checker, clock: { clock.now }))
+            let gate = RevocationGate(policy: policy, checker: checker, metrics: revocationMetrics, logger: log.logger, clock: { clock.now })
+            return VerifyStage(verifier: verifier, parallelism: 1, revocation: gate)
         }
-        func verify(_ mode: RevocationPolicy.Mode) async throws -> RecordBatch {
+        let (soft, hard) = (stage(.soft), stage(.hard))
+        func verify(_ stage: VerifyStage) async throws -> RecordBatch {
             var batch = RecordBatch(records: [Record(raw: Array(inputs.lines[0].utf8), position: SourcePosition(stream: "t", offset: 1))])
             try await DecodeStage(parallelism: 1).process(&batch)
-            try await stage(mode).process(&batch)
+            try await stage.process(&batch)
             return batch
         }
+        func count(_ result: String) throws -> Int64 {
+            try metrics.expectCounter("signet_revocation_checks_total", [("result", result)]).totalValue
+        }
 
-        #expect(try await verify(.soft).records[0].isActive, "good while the responders answer")
+        #expect(try await verify(soft).records[0].isActive, "good while the responders answer")
+        #expect(try await verify(soft).records[0].isActive, "from the cache")
+        #expect(try count("good") == 4)
+        #expect(try metrics.expectCounter("signet_revocation_cache_hits_total").totalValue == 2)
         bed.stop()
         // Past nextUpdate (1 minute) and its leeway: the cached answer has expired, the responders are gone.
         clock.set(Date().addingTimeInterval(600))
-        #expect(try await verify(.soft).records[0].isActive, "within the grace of an hour")
-        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(.hard) }
+        #expect(try await verify(soft).records[0].isActive, "within the grace of an hour")
+        #expect(try await verify(soft).records[0].isActive)
+        #expect(try count("unreachable") == 4 && count("accepted_in_grace") == 4)
+        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(hard) }
+        #expect(log.messages(at: .warning).count == 4, "once per certificate per minute and stage: \(log.messages(at: .warning))")
         clock.set(Date().addingTimeInterval(2 * 3_600))
-        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(.soft) }
+        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(soft) }
+        #expect(log.messages(at: .warning).count == 6)
     }
 }

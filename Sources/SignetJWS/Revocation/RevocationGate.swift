@@ -51,13 +51,15 @@ public final class RevocationGate: Sendable {
     /// under a revoked certificate (as `stage`), and returns once no chain is held; throws
     /// ``RevocationUnavailable`` when one still is after the retry timeout.
     public func apply(to batch: inout RecordBatch, stage: String) async throws {
-        // Records by chain (certificates' fingerprints): a batch is nearly always one or two chains.
-        var chains: [[[UInt8]]: [X509Certificate]] = [:]
-        var recordsByChain: [[[UInt8]]: [Int]] = [:]
+        // Records by chain, keyed by the certificates' identities: payloads verified under one
+        // chain-cache entry share its objects, so this costs no hashing of DER; a chain seen
+        // through two entries is merely asked about twice (the checker's cache answers).
+        var chains: [[ObjectIdentifier]: [X509Certificate]] = [:]
+        var recordsByChain: [[ObjectIdentifier]: [Int]] = [:]
         for index in batch.records.indices where batch.records[index].isActive {
             guard let verified = batch.records[index][VerifiedPayloadPart.self] else { continue }
             for chain in Self.chains(of: verified) where chain.count >= 2 {
-                let key = chain.map(\.sha256Fingerprint)
+                let key = chain.map(ObjectIdentifier.init)
                 chains[key] = chain
                 recordsByChain[key, default: []].append(index)
             }
@@ -66,7 +68,7 @@ public final class RevocationGate: Sendable {
         let started = ContinuousClock.now
         var backoff = Duration.milliseconds(100)
         while !pending.isEmpty {
-            var held: [(key: [[UInt8]], detail: String)] = []
+            var held: [(key: [ObjectIdentifier], detail: String)] = []
             for key in pending {
                 switch await judge(chains[key] ?? []) {
                 case .pass:
