@@ -23,7 +23,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
     /// every payload, so it is false where a later stage replaces every record's outputs
     /// (`transition` publishes events): the loader decides it from the pipeline's stages
     /// (a later stage declaring ``StageTrait/replacesOutputs``); a pipeline built in code
-    /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:)``.
+    /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:revocation:)``.
     public let emitsDocument: Bool
     /// Watches outcomes for a misconfiguration; nil: no logging, metrics or readiness.
     public let monitor: VerificationMonitor?
