@@ -214,6 +214,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         // The App Store client's test bed (an API key, the fake's matching JWT check, a client of
         // the fake), shared by the client's tests and the pipeline components' tests.

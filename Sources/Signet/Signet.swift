@@ -21,7 +21,8 @@ public enum Signet {
     public static func makeRegistry() -> ComponentRegistry {
         var registry = ComponentRegistry()
         registry.registerCoreComponents()
-        registry.registerJWSComponents()
+        // The OCSP client comes from SignetHTTP: SignetJWS links no HTTP client (see registerJWSComponents).
+        registry.registerJWSComponents(ocspTransport: { AsyncHTTPClientOCSPTransport() })
         registry.registerStateComponents()
         registry.registerPostgresComponents()
         registry.registerKafkaComponents()

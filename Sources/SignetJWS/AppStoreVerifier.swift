@@ -188,7 +188,7 @@ public final class AppStoreVerifier: Sendable {
     public func checkCertificateChain(leaf: X509Certificate, intermediate: X509Certificate, at date: Date) throws(RecordRejection) {
         let header = ParsedJWSHeader(leaf: leaf, intermediate: intermediate, claimedRoot: intermediate)
         let instant = ValidationInstant(milliseconds: AppleTimestamp(date)?.millisecondsSince1970 ?? 0, source: .signedDate)
-        try appleChain.check((header, instant), role: .certificateChain)
+        _ = try appleChain.check((header, instant), role: .certificateChain)
     }
 
     /// Forgets every cached header and chain (e.g. after a root rotation drill).
@@ -207,15 +207,15 @@ public final class AppStoreVerifier: Sendable {
     private func verified<Payload: ClaimedPayload>(
         _ raw: UnsafeRawBufferPointer, as kind: Payload.Type, role: JWSRole,
         claims: ClaimsPolicy<Payload>, fallback: (Payload) -> ValidationInstant? = { _ in nil }
-    ) throws(RecordRejection) -> (jws: AuthenticatedJWS, payload: Payload, instant: ValidationInstant) {
+    ) throws(RecordRejection) -> (jws: AuthenticatedJWS, payload: Payload, instant: ValidationInstant, chain: [X509Certificate]) {
         let compact = try compactJWS.check(raw, role: role)                                  // 1
         let jws = try signature.check(compact, role: role)                                   // 2
         let payload = try PayloadPolicy<Payload>().check(jws.payloadJSON, role: role)        // 3
         let signedDate = payload.signedDate?.millisecondsSince1970
         let instant = try validationInstant.check(signedDate, role: role, orElse: { fallback(payload) })  // 4
-        try appleChain.check((jws.header, instant), role: role)                              // 5
+        let chain = try appleChain.check((jws.header, instant), role: role)                  // 5
         try claims.check(payload, role: role)                                                // 6
-        return (jws, payload, instant)
+        return (jws, payload, instant, chain)
     }
 
     // MARK: - Payload kinds
@@ -227,39 +227,43 @@ public final class AppStoreVerifier: Sendable {
     private func notification(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedNotification {
         // Outer steps 1–6 before the nested JWS (step 7), so a notification from another app
         // or another root is reported as such, not as a nested failure.
-        let (jws, payload, instant) = try verified(
+        let (jws, payload, instant, chain) = try verified(
             raw, as: ResponseBodyV2DecodedPayload.self, role: .notification, claims: notificationClaims,
             fallback: nestedInstant)
         let (transaction, renewal, appTransaction) = try nested(payload)                     // 7
         return VerifiedNotification(
             payload: payload, payloadJSON: jws.payloadJSON, transaction: transaction, renewalInfo: renewal,
             appTransaction: appTransaction,
-            effectiveDate: instant.date, effectiveDateSource: instant.source, signingCertificate: jws.header.leaf)
+            effectiveDate: instant.date, effectiveDateSource: instant.source, signingCertificate: jws.header.leaf,
+            certificateChain: chain)
     }
 
     private func transaction(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedTransaction {
-        let (jws, payload, instant) = try verified(
+        let (jws, payload, instant, chain) = try verified(
             raw, as: JWSTransactionDecodedPayload.self, role: .transaction, claims: transactionClaims)
         return VerifiedTransaction(
             payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date,
-            effectiveDateSource: instant.source, signingCertificate: jws.header.leaf)
+            effectiveDateSource: instant.source, signingCertificate: jws.header.leaf,
+            certificateChain: chain)
     }
 
     private func renewalInfo(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedRenewalInfo {
-        let (jws, payload, instant) = try verified(
+        let (jws, payload, instant, chain) = try verified(
             raw, as: JWSRenewalInfoDecodedPayload.self, role: .renewalInfo, claims: renewalInfoClaims)
         return VerifiedRenewalInfo(
             payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date,
-            effectiveDateSource: instant.source, signingCertificate: jws.header.leaf)
+            effectiveDateSource: instant.source, signingCertificate: jws.header.leaf,
+            certificateChain: chain)
     }
 
     private func appTransaction(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedAppTransaction {
         // Apple's libraries judge an app transaction at its receiptCreationDate.
-        let (jws, payload, instant) = try verified(
+        let (jws, payload, instant, chain) = try verified(
             raw, as: JWSAppTransactionDecodedPayload.self, role: .appTransaction, claims: appTransactionClaims,
             fallback: { $0.receiptCreationDate.map { ValidationInstant(milliseconds: $0.millisecondsSince1970, source: .signedDate) } })
         return VerifiedAppTransaction(
-            payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date, signingCertificate: jws.header.leaf)
+            payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date, signingCertificate: jws.header.leaf,
+            certificateChain: chain)
     }
 
     /// A notification without `signedDate` (early V2 notifications) is judged at its nested

@@ -6,7 +6,16 @@ public import SignetOpenSSL
 /// Registers the `decode` and `verify` stages (keys: ``ComponentSpec/decodeStage``,
 /// ``ComponentSpec/verifyStage``).
 extension ComponentRegistry {
-    public mutating func registerJWSComponents() {
+    /// - Parameter ocspTransport: makes how `verify`'s `revocation:` policy reaches OCSP
+    ///   responders, called when the first verify stage with a mode other than `off` is built
+    ///   (so `off` makes no HTTP client). Given by whoever links an HTTP client
+    ///   (`Signet.makeRegistry()` passes SignetHTTP's `AsyncHTTPClientOCSPTransport`): SignetJWS
+    ///   has none of its own. Without it, a pipeline asking for `revocation.mode` soft or hard
+    ///   does not load. Every verify stage this registry builds shares one checker (one cache)
+    ///   per deadline.
+    public mutating func registerJWSComponents(ocspTransport: (@Sendable () -> any OCSPTransport)? = nil) {
+        let metrics = RevocationMetrics()
+        let checkers = ocspTransport.map { RevocationCheckers(makeTransport: $0, metrics: metrics) }
         registerStage(.decodeStage) { config, _ in
             DecodeStage(parallelism: try config.int("workers"))
         }
@@ -15,12 +24,25 @@ extension ComponentRegistry {
             let configured = try config.int("workers")
             let workers = configured == 0 ? ProcessInfo.processInfo.activeProcessorCount : configured
             let configuration = try VerifierConfiguration(reading: config)
+            let policy = try config.object("revocation").map { revocation throws(ConfigError) in
+                try RevocationPolicy.configuration.options(revocation)
+            } ?? RevocationPolicy()
+            var gate: RevocationGate?
+            if policy.mode != .off {
+                guard let checkers else {
+                    throw config.error(
+                        "revocation.mode \(policy.mode.rawValue) needs an OCSP transport, which this registry was not given "
+                            + "(registerJWSComponents(ocspTransport:); Signet.makeRegistry() gives one)", key: "revocation")
+                }
+                gate = RevocationGate(
+                    policy: policy, checker: checkers.checker(deadline: policy.deadline), metrics: metrics, logger: context.logger)
+            }
             do {
                 // A document a later stage replaces (`transition`'s events) is never published: not built.
                 return VerifyStage(
                     verifier: try AppStoreVerifier(configuration: configuration), parallelism: workers,
                     emitsDocument: !context.laterStage(declares: .replacesOutputs), logger: context.logger,
-                    monitor: VerificationMonitor(logger: context.logger))
+                    monitor: VerificationMonitor(logger: context.logger), revocation: gate)
             } catch let error as VerifierConfigurationError {
                 throw config.error(error.message, key: "environment")
             }

@@ -44,4 +44,8 @@ extension ReasonCode {
     public static let configurationMismatches: Set<ReasonCode> = [.environmentMismatch, .bundleIdMismatch, .appAppleIdMismatch]
     /// A nested `signedTransactionInfo` / `signedRenewalInfo` failed verification.
     public static let nestedJWSInvalid: ReasonCode = "nested_jws_invalid"
+
+    // MARK: Online revocation (`verify` with `revocation.mode` soft or hard)
+    /// The issuer's OCSP responder says a certificate of the chain was revoked.
+    public static let certificateRevoked: ReasonCode = "certificate_revoked"
 }

@@ -24,6 +24,9 @@ public final class VerifiedNotification: Sendable {
     public let effectiveDateSource: VerificationDateSource
     /// The leaf certificate (`x5c[0]`) that signed the notification.
     public let signingCertificate: X509Certificate
+    /// The chain that verified, leaf → intermediate → the configured root it led to (empty
+    /// for a payload built without verification): what an online revocation check asks about.
+    public let certificateChain: [X509Certificate]
 
     // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
     package init(
@@ -34,7 +37,8 @@ public final class VerifiedNotification: Sendable {
         appTransaction: VerifiedAppTransaction? = nil,
         effectiveDate: Date,
         effectiveDateSource: VerificationDateSource,
-        signingCertificate: X509Certificate
+        signingCertificate: X509Certificate,
+        certificateChain: [X509Certificate] = []
     ) {
         self.payload = payload
         self.payloadJSON = payloadJSON
@@ -44,6 +48,7 @@ public final class VerifiedNotification: Sendable {
         self.effectiveDate = effectiveDate
         self.effectiveDateSource = effectiveDateSource
         self.signingCertificate = signingCertificate
+        self.certificateChain = certificateChain
     }
 }
 

@@ -14,6 +14,9 @@ public final class VerifiedTransaction: Sendable {
     public let effectiveDateSource: VerificationDateSource
     /// The leaf certificate (`x5c[0]`) that signed it.
     public let signingCertificate: X509Certificate
+    /// The chain that verified, leaf → intermediate → the configured root it led to (empty
+    /// for a payload built without verification): what an online revocation check asks about.
+    public let certificateChain: [X509Certificate]
 
     // Not public: only the verifier makes one. Package: the test fixtures build one unsigned.
     package init(
@@ -21,12 +24,14 @@ public final class VerifiedTransaction: Sendable {
         payloadJSON: [UInt8],
         effectiveDate: Date,
         effectiveDateSource: VerificationDateSource,
-        signingCertificate: X509Certificate
+        signingCertificate: X509Certificate,
+        certificateChain: [X509Certificate] = []
     ) {
         self.payload = payload
         self.payloadJSON = payloadJSON
         self.effectiveDate = effectiveDate
         self.effectiveDateSource = effectiveDateSource
         self.signingCertificate = signingCertificate
+        self.certificateChain = certificateChain
     }
 }

@@ -12,7 +12,9 @@ import SignetOpenSSL
 /// Records spread over `parallelism` threads: verification is pure CPU and the
 /// verifier's caches are thread-safe. With a ``VerificationMonitor`` the stage logs its
 /// effective settings when it opens, and a misconfiguration (every notification rejected
-/// for another app or environment) is logged, counted and turns `/readyz` unready.
+/// for another app or environment) is logged, counted and turns `/readyz` unready. With a
+/// ``RevocationGate`` (`revocation.mode` soft or hard) each batch's chains are then asked
+/// about online, after the offline checks passed (docs/verification.md).
 public struct VerifyStage: RecordStage, HealthReporting {
     public let name = "verify"
     public let verifier: AppStoreVerifier
@@ -21,10 +23,12 @@ public struct VerifyStage: RecordStage, HealthReporting {
     /// every payload, so it is false where a later stage replaces every record's outputs
     /// (`transition` publishes events): the loader decides it from the pipeline's stages
     /// (a later stage declaring ``StageTrait/replacesOutputs``); a pipeline built in code
-    /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:)``.
+    /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:revocation:)``.
     public let emitsDocument: Bool
     /// Watches outcomes for a misconfiguration; nil: no logging, metrics or readiness.
     public let monitor: VerificationMonitor?
+    /// The online revocation policy; nil (`revocation.mode: off`): no check, no cost.
+    public let revocation: RevocationGate?
     private let logger: Logger?
 
     /// A verify stage over `verifier`.
@@ -36,15 +40,17 @@ public struct VerifyStage: RecordStage, HealthReporting {
     ///     built for nothing.
     ///   - logger: where ``open()`` says what is checked; nil: silent.
     ///   - monitor: watches outcomes for a misconfiguration.
+    ///   - revocation: asks OCSP about the chains that passed the offline checks.
     public init(
         verifier: AppStoreVerifier, parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-        emitsDocument: Bool = true, logger: Logger? = nil, monitor: VerificationMonitor? = nil
+        emitsDocument: Bool = true, logger: Logger? = nil, monitor: VerificationMonitor? = nil, revocation: RevocationGate? = nil
     ) {
         self.verifier = verifier
         self.parallelism = max(1, parallelism)
         self.emitsDocument = emitsDocument
         self.logger = logger
         self.monitor = monitor
+        self.revocation = revocation
     }
 
     /// Says what is checked, so a wrong environment or bundle id shows in the first lines of the log.
@@ -56,13 +62,15 @@ public struct VerifyStage: RecordStage, HealthReporting {
                 ? "Apple Root CA - G3 (built in)" : "\(root.subject) (sha256 \(root.sha256FingerprintHex.prefix(16))…)"
         }
         logger.info(
-            "verify: environment \(configuration.environments.isEmpty ? "any" : configuration.environments.map(\.rawValue).sorted().joined(separator: " and ")), bundle id \(configuration.bundleId ?? "any"), app Apple ID \(configuration.appAppleId.map(String.init) ?? "not checked"), roots: \(roots.joined(separator: "; "))")
+            "verify: environment \(configuration.environments.isEmpty ? "any" : configuration.environments.map(\.rawValue).sorted().joined(separator: " and ")), bundle id \(configuration.bundleId ?? "any"), app Apple ID \(configuration.appAppleId.map(String.init) ?? "not checked"), roots: \(roots.joined(separator: "; "))\(revocation.map { policy in ", revocation \(policy.policy.mode.rawValue) (OCSP)" } ?? "")")
     }
 
-    /// Verifies every active record (on up to ``parallelism`` threads), then reports the
-    /// batch's outcomes to the monitor in one call.
+    /// Verifies every active record (on up to ``parallelism`` threads), checks the verified
+    /// chains online under the revocation policy (which may hold the batch, or throw
+    /// ``RevocationUnavailable``), then reports the batch's outcomes to the monitor in one call.
     public func process(_ batch: inout RecordBatch) async throws {
         processEachRecord(&batch)
+        if let revocation { try await revocation.apply(to: &batch, stage: name) }
         guard let monitor else { return }
         let stageName = name
         var verifiedTypes: [String: Int] = [:]

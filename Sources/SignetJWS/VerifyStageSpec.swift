@@ -21,6 +21,10 @@ extension ComponentSpec {
                 "app_apple_id", .int(1...Int.max), .optional,
                 "your app's Apple ID; required for Production (Apple sends none in Sandbox)", example: "1234567890"),
             ConfigField("workers", .int(0...256), .default("0"), "threads verifying signatures; 0 = every core"),
+            ConfigField(
+                "revocation", .object(RevocationPolicy.configuration.fields), .optional,
+                "online OCSP check of every chain that passed the offline checks (docs/verification.md); off unless a mode is given",
+                example: "{mode: hard}"),
         ] + VerifierConfiguration.configuration.fields,
         examples: [
             "stages:\n  - type: decode\n  - type: verify\n    environment: Production\n    bundle_id: com.example.app\n    app_apple_id: 1234567890",
@@ -40,5 +44,23 @@ extension VerifierConfiguration {
             "check_time", \.dateRule, .enumeration(VerificationDateRule.allCases.map(\.rawValue)),
             "the instant certificates are judged at: the payload's signedDate, or now", advanced: true),
         ConfigBinding("chain_cache_size", \.chainCacheCapacity, .int(1...1_000_000), "verified certificate chains kept", advanced: true),
+    ])
+}
+
+extension RevocationPolicy {
+    /// The keys of `verify`'s `revocation:` mapping, their defaults `RevocationPolicy()`'s.
+    package static let configuration = ConfigBindings<RevocationPolicy>(defaults: RevocationPolicy(), [
+        ConfigBinding(
+            "mode", \.mode, .enumeration(Mode.allCases.map(\.rawValue)),
+            "off: no online check; hard: a record whose chain gets no OCSP answer waits (never dead-lettered or committed); "
+                + "soft: as hard, but accepted while the last good answer's nextUpdate + grace is ahead; revoked is rejected in both"),
+        ConfigBinding(
+            "grace", \.grace, .duration(.zero...(.seconds(30 * 86_400))),
+            "soft mode: how long past the last good answer's nextUpdate a failed check is still accepted"),
+        ConfigBinding("deadline", \.deadline, .duration(.milliseconds(100)...(.seconds(60))), "the longest one OCSP request may take"),
+        ConfigBinding(
+            "retry_timeout", \.retryTimeout, .duration(.zero...(.seconds(86_400))),
+            "how long a batch waiting for an OCSP answer keeps asking before the run stops (as sink_retry_timeout for a sink); 0s: stop at once",
+            advanced: true),
     ])
 }

@@ -13,7 +13,7 @@ struct VerifyBindingTests {
                 VerifierConfiguration.configuration, in: .verifyStage, mapping: "environment: Sandbox\nbundle_id: com.example") == [])
         #expect(
             ComponentSpec.verifyStage.fields.map(\.name)
-                == ["roots", "environment", "bundle_id", "app_apple_id", "workers", "max_future_skew", "check_time", "chain_cache_size"])
+                == ["roots", "environment", "bundle_id", "app_apple_id", "workers", "revocation", "max_future_skew", "check_time", "chain_cache_size"])
     }
 
     @Test func writtenKeysSetTheirOptions() throws {
@@ -23,5 +23,36 @@ struct VerifyBindingTests {
         let configuration = try VerifierConfiguration(reading: config)
         #expect(configuration.maxFutureSkew == .seconds(60) && configuration.dateRule == .currentTime)
         #expect(configuration.chainCacheCapacity == 9 && configuration.bundleId == "com.example")
+    }
+
+    @Test("revocation: off by default (no gate, nothing asked); a mode needs the registry's OCSP transport; keys set the policy")
+    func revocationPolicy() throws {
+        func load(_ revocation: String, transport: Bool) throws -> VerifyStage? {
+            var registry = ComponentRegistry()
+            registry.registerCoreComponents()
+            if transport {
+                registry.registerJWSComponents(ocspTransport: { NoOCSPTransport() })
+            } else {
+                registry.registerJWSComponents()
+            }
+            let yaml = "source: { type: stdin }\nstages:\n  - type: decode\n  - { type: verify, environment: Sandbox, bundle_id: com.example\(revocation) }"
+                + "\nsinks: { out: { type: stdout } }\ndead_letter: { type: file, path: never-opened.ndjson }"
+            return try PipelineLoader(registry: registry, environment: [:]).load(yaml: yaml, file: "v.yaml").stages.last as? VerifyStage
+        }
+        #expect(try load("", transport: true)?.revocation == nil)
+        #expect(try load(", revocation: {mode: off}", transport: false)?.revocation == nil)
+        let gate = try #require(try load(", revocation: {mode: soft, grace: 2h, deadline: 2s, retry_timeout: 0s}", transport: true)?.revocation)
+        #expect(gate.policy == RevocationPolicy(mode: .soft, grace: .seconds(7_200), deadline: .seconds(2), retryTimeout: .zero))
+        #expect(throws: ConfigErrors.self) { try load(", revocation: {mode: hard}", transport: false) }
+        #expect(throws: ConfigErrors.self) { try load(", revocation: {mode: sometimes}", transport: true) }
+        #expect(RevocationPolicy.configuration.fields.map(\.name) == ["mode", "grace", "deadline", "retry_timeout"])
+        #expect(RevocationPolicy.configuration.fields.map(\.defaultValue) == ["off", "1d", "5s", "5m"])
+    }
+}
+
+/// A transport for pipelines that are only loaded, never run.
+private struct NoOCSPTransport: OCSPTransport {
+    func post(_ request: [UInt8], to url: String, timeout: Duration) async throws(OCSPTransportError) -> [UInt8] {
+        throw .unreachable("not in this test")
     }
 }

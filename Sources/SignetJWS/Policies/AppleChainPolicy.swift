@@ -19,12 +19,14 @@ struct AppleChainPolicy: JWSVerificationPolicy {
     /// Only for the hint of an unknown-root rejection.
     let roots: [X509Certificate]
 
-    func check(_ input: (header: ParsedJWSHeader, instant: ValidationInstant), role: JWSRole) throws(RecordRejection) {
+    /// Returns the chain: leaf, intermediate and the configured root it led to (the cached
+    /// entry's array, so a hit allocates nothing).
+    func check(_ input: (header: ParsedJWSHeader, instant: ValidationInstant), role: JWSRole) throws(RecordRejection) -> [X509Certificate] {
         let (header, instant) = input
         let seconds = ValidationInstant.floorSeconds(instant.milliseconds)
         if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) {
             metrics.chainHits.increment()
-            return
+            return entry.chain
         }
         metrics.chainMisses.increment()
 
@@ -63,11 +65,11 @@ struct AppleChainPolicy: JWSVerificationPolicy {
         guard let key = header.leafKey else {
             throw RecordRejection(.invalidCertificateChain, "\(role.field): \(header.leafKeyProblem ?? "the leaf certificate has no usable key")")
         }
-        chainCache.insert(
-            VerifiedChainEntry(
-                validFromEpochSeconds: chain.validFromEpochSeconds, validUntilEpochSeconds: chain.validUntilEpochSeconds,
-                leafKey: key),
-            for: header.chainKey)
+        let entry = VerifiedChainEntry(
+            validFromEpochSeconds: chain.validFromEpochSeconds, validUntilEpochSeconds: chain.validUntilEpochSeconds,
+            leafKey: key, chain: [header.leaf, header.intermediate, chain.certificates[2]])
+        chainCache.insert(entry, for: header.chainKey)
+        return entry.chain
     }
 
     private func rejection(

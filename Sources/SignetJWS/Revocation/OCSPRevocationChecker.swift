@@ -22,9 +22,9 @@ import Synchronization
 ///   ``Options/refreshRetryInterval`` before the next one, and the cached good answer stays
 ///   until its nextUpdate.
 ///
-/// Nothing in verification calls it yet (issue 40, slice 2 adds the `revocation:` policy).
-/// The cache holds one entry per certificate ever checked; the chains come from Apple's
-/// root (the offline chain check runs first), a handful of certificates.
+/// The `verify` stage's `revocation:` policy (``RevocationGate``) calls it only for chains that
+/// passed the offline check, so the cache, one entry per certificate ever checked, holds
+/// certificates issued under a configured root: a handful.
 public final class OCSPRevocationChecker: Sendable {
     /// How the checker asks and caches.
     public struct Options: Sendable {
@@ -66,7 +66,9 @@ public final class OCSPRevocationChecker: Sendable {
 
     /// What the cache knows about one certificate.
     struct Entry {
-        /// The newest good answer: its window and when to start refreshing it.
+        /// The newest good answer: its window and when to start refreshing it. Kept after its
+        /// nextUpdate passed (until a newer one or a revocation replaces it): `soft` mode's grace
+        /// counts from it (``lastGoodNextUpdate(of:issuer:)``).
         var good: (nextUpdate: Date, refreshAt: Date)?
         var revoked: RevocationAnswer?
         /// The request now running for this certificate (a caller's or a background refresh).
@@ -78,13 +80,27 @@ public final class OCSPRevocationChecker: Sendable {
     private let transport: any OCSPTransport
     private let options: Options
     private let clock: @Sendable () -> Date
+    private let metrics: RevocationMetrics
     private let entries = Mutex<[Key: Entry]>([:])
 
-    /// - Parameter clock: the time responses are checked at (tests move it).
-    public init(transport: any OCSPTransport, options: Options = Options(), clock: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameters:
+    ///   - clock: the time responses are checked at (tests move it).
+    ///   - metrics: where cache hits and responder latency are counted.
+    public init(
+        transport: any OCSPTransport, options: Options = Options(), clock: @escaping @Sendable () -> Date = { Date() },
+        metrics: RevocationMetrics = RevocationMetrics()
+    ) {
         self.transport = transport
         self.options = options
         self.clock = clock
+        self.metrics = metrics
+    }
+
+    /// The nextUpdate of the newest good answer about `certificate`, even one that has passed;
+    /// nil when none was ever had or the certificate was found revoked since.
+    public func lastGoodNextUpdate(of certificate: X509Certificate, issuer: X509Certificate) -> Date? {
+        let key = Key(issuerFingerprint: issuer.sha256Fingerprint, serialNumberHex: certificate.serialNumberHex)
+        return entries.withLock { $0[key]?.good?.nextUpdate }
     }
 
     /// Checks every certificate of `chain` (leaf first, root last) but the root, each against
@@ -123,7 +139,10 @@ public final class OCSPRevocationChecker: Sendable {
             entry.inFlight = task
             return (nil, task)
         }
-        if let cached { return cached }
+        if let cached {
+            metrics.cacheHit()
+            return cached
+        }
         // A caller cancelled here stops waiting; the shared request goes on for the others.
         return await running?.value ?? .failed(.unreachable("no request"))
     }
@@ -171,7 +190,10 @@ public final class OCSPRevocationChecker: Sendable {
             return (.failed(RevocationFailure(error)), nil)
         }
         let body: [UInt8]
-        switch await post(request.derEncoded, to: url) {
+        let started = ContinuousClock.now
+        let posted = await post(request.derEncoded, to: url)
+        metrics.responded(after: ContinuousClock.now - started)
+        switch posted {
         case .success(let bytes): body = bytes
         case .failure(.deadlineExceeded): return (.failed(.deadlineExceeded), nil)
         case .failure(.unreachable(let detail)): return (.failed(.unreachable(detail)), nil)

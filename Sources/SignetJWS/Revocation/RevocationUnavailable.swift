@@ -1,0 +1,19 @@
+import SignetCore
+
+/// The `verify` stage got no acceptable OCSP answer for a chain within the revocation policy's
+/// retry timeout: it stops the run (as a stage whose database is gone does), so the held batch
+/// is neither dead-lettered nor committed and is read again (Kafka, file), retried by its sender
+/// (the webhook answers 503) or left for the next run (stdin: exit 1 with this message).
+public struct RevocationUnavailable: Error, Sendable, CustomStringConvertible {
+    /// The first held certificate and its failure.
+    public var detail: String
+    /// Records of the batch that were held.
+    public var records: Int
+    public var retryTimeout: Duration
+
+    public var description: String {
+        "verify: \(detail), still after revocation.retry_timeout (\(ConfigDuration.format(retryTimeout))); "
+            + "\(records) records held, none dead-lettered or committed: a retry or the next run verifies them again "
+            + "(revocation.mode soft accepts within a grace past the last good answer)"
+    }
+}

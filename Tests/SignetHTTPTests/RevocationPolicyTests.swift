@@ -1,0 +1,204 @@
+import AppStoreModels
+import Foundation
+import Logging
+import MetricsTestKit
+import Signet
+import SignetCore
+import SignetFixtures
+import SignetHTTP
+import SignetJWS
+import SignetOpenSSL
+import SignetTestSupport
+import Testing
+
+/// `verify`'s `revocation:` policy end to end: notifications signed by a test PKI whose leaf
+/// and intermediate name local `openssl ocsp` responders, through pipelines built from YAML
+/// by `Signet.makeRegistry()` (so over the real AsyncHTTPClient transport), the webhook and
+/// the binary on stdin; `soft`'s grace through the stage with a clock the test moves.
+@Suite("revocation policy in verify")
+struct RevocationPolicyTests {
+    /// A folder with the PKI's root and `count` notifications signed by its leaf.
+    struct Inputs {
+        let directory: TemporaryDirectory
+        let rootPath: String
+        let lines: [String]
+
+        init(_ pki: TestPKI, count: Int = 3) throws {
+            directory = try TemporaryDirectory(prefix: "signet-revocation")
+            rootPath = try directory.write("root.pem", pki.rootPEM)
+            var lines: [String] = []
+            try FixtureSet(directory: directory.url).streamNotifications(count: count, pki: pki) { line, _, _ in
+                lines.append(String(decoding: line, as: UTF8.self))
+            }
+            self.lines = lines
+        }
+
+        /// decode, then verify with `revocation` (a YAML flow mapping, or nothing), to out.ndjson and dead.ndjson.
+        func pipeline(source: String, revocation: String?) -> String {
+            """
+            source: \(source)
+            stages:
+              - type: decode
+              - { type: verify, roots: \(rootPath), environment: Sandbox, bundle_id: com.example.signet\(revocation.map { ", revocation: \($0)" } ?? "") }
+            sinks:
+              out: { type: file, path: \(directory.path("out.ndjson")) }
+            dead_letter: { type: file, path: \(directory.path("dead.ndjson")) }
+            settings: { progress_interval: 0s }
+            """
+        }
+
+        /// Runs the notifications from a file through the pipeline to its end.
+        func runFromFile(revocation: String?) async throws -> RunSummary {
+            let input = try directory.write("in.ndjson", lines.joined(separator: "\n") + "\n")
+            let yaml = pipeline(source: "{ type: file, path: \(input) }", revocation: revocation)
+            let loaded = try PipelineLoader(registry: Signet.makeRegistry(), environment: [:]).load(yaml: yaml, file: "revocation.yaml")
+            return try await PipelineRunner(pipeline: loaded).run()
+        }
+
+        var out: [String] { (try? WebhookHarness.lines(directory.path("out.ndjson"))) ?? [] }
+        var dead: [String] { (try? WebhookHarness.lines(directory.path("dead.ndjson"))) ?? [] }
+    }
+
+    @Test("hard: a good chain passes, each certificate asked once for the whole run")
+    func hardGoodChainPasses() async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed()
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let summary = try await inputs.runFromFile(revocation: "{mode: hard}")
+        #expect(summary.passed == 3 && summary.rejected == 0)
+        #expect(inputs.out.count == 3 && inputs.dead.isEmpty)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 1) == 1)
+        #expect(await bed.intermediateResponder.settledRequestCount(expecting: 1) == 1)
+    }
+
+    @Test("hard and soft: a revoked leaf is dead-lettered with certificate_revoked", arguments: ["hard", "soft"])
+    func revokedLeafIsDeadLettered(mode: String) async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed(leafEntry: {
+            .revoked($0.leaf, date: Date(timeIntervalSince1970: 1_767_225_600), reason: "keyCompromise")
+        })
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let summary = try await inputs.runFromFile(revocation: "{mode: \(mode)}")
+        #expect(summary.passed == 0 && summary.rejected == 3)
+        #expect(inputs.out.isEmpty)
+        #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("keyCompromise") })
+    }
+
+    @Test("off (default or written): verification as without the policy, no request reaches the responder", arguments: [nil, "{mode: off}"])
+    func offAsksNobody(revocation: String?) async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed()
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let summary = try await inputs.runFromFile(revocation: revocation)
+        #expect(summary.passed == 3)
+        #expect(await bed.leafResponder.settledRequestCount(expecting: 0) == 0)
+        #expect(await bed.intermediateResponder.settledRequestCount(expecting: 0) == 0)
+    }
+
+    @Test("hard, responder down: the webhook answers 503 and nothing is dead-lettered or committed; once it is back, Apple's retry is committed")
+    func webhookHoldsThenRetrySucceeds() async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed()
+        defer { bed.stop() }
+        bed.leafResponder.stop()
+        let inputs = try Inputs(bed.pki, count: 1)
+        defer { inputs.directory.remove() }
+        let yaml = inputs.pipeline(source: "{ type: http, address: \"127.0.0.1:0\", response_timeout: 2s }", revocation: "{mode: hard}")
+        let pipeline = try PipelineLoader(registry: Signet.makeRegistry(), environment: [:]).load(yaml: yaml, file: "revocation-webhook.yaml")
+        let source = try #require(pipeline.source as? HTTPSource)
+        let runner = PipelineRunner(pipeline: pipeline)
+        let run = Task { try await runner.run() }
+        var bound = source.boundAddress
+        for _ in 0..<3000 where bound == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            bound = source.boundAddress
+        }
+        let url = "http://127.0.0.1:\(try #require(bound?.port))/notifications"
+
+        let held = try await Curl.request(url, body: inputs.lines[0])
+        #expect(held.status == 503, "\(held.body)")
+        #expect(held.headers.lowercased().contains("retry-after"))
+        #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
+        #expect(runner.currentSummary.passed == 0 && runner.currentSummary.rejected == 0)
+
+        // The responder comes back on the port the leaf names; Apple retries until it gets 200.
+        let back = try await OCSPTestResponder(
+            issuer: bed.pki.intermediate, signer: bed.pki.intermediate, signerKey: bed.pki.intermediateKey,
+            entries: [.valid(bed.pki.leaf)], port: bed.leafResponder.port)
+        defer { back.stop() }
+        var retry = try await Curl.request(url, body: inputs.lines[0])
+        for _ in 0..<10 where retry.status != 200 {
+            retry = try await Curl.request(url, body: inputs.lines[0])
+        }
+        #expect(retry.status == 200 && retry.body.contains("committed"), "\(retry.status) \(retry.body)")
+        await runner.requestStop()
+        let summary = try await run.value
+        #expect(inputs.dead.isEmpty)
+        // The held record was committed once its check passed (dedupe recognises such a repeat in a full pipeline).
+        #expect(summary.rejected == 0 && summary.passed >= 2 && inputs.out.count == summary.passed)
+    }
+
+    @Test("hard, responder down, on stdin: the run stops with a clear error; nothing is dead-lettered or passed")
+    func stdinStopsWithClearError() async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed()
+        defer { bed.stop() }
+        bed.leafResponder.stop()
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let pipeline = try inputs.directory.write(
+            "stdin.yaml", inputs.pipeline(source: "{ type: stdin }", revocation: "{mode: hard, retry_timeout: 1s}"))
+        let result = try await SignetProcess.output(
+            ["run", "--pipeline", pipeline], stdin: Data((inputs.lines.joined(separator: "\n") + "\n").utf8))
+        #expect(result.exitCode != 0)
+        #expect(result.stderr.contains("no OCSP answer") && result.stderr.contains("retry_timeout"), "\(result.stderr)")
+        #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
+    }
+
+    @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds; counted, logged once a minute")
+    func softGrace() async throws {
+        let bed = try await OCSPRevocationCheckerTests.bed(validMinutes: 1)
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki, count: 1)
+        defer { inputs.directory.remove() }
+        let clock = TestClock(Date())
+        let metrics = TestMetrics()
+        let log = CapturedLog()
+        let revocationMetrics = RevocationMetrics(factory: metrics)
+        let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport(), clock: { clock.now }, metrics: revocationMetrics)
+        let verifier = try AppStoreVerifier(
+            configuration: VerifierConfiguration(roots: [bed.pki.root], environments: [.sandbox], bundleId: "com.example.signet"))
+        func stage(_ mode: RevocationPolicy.Mode) -> VerifyStage {
+            let policy = RevocationPolicy(mode: mode, grace: .seconds(3_600), retryTimeout: .zero)
+            let gate = RevocationGate(policy: policy, checker: checker, metrics: revocationMetrics, logger: log.logger, clock: { clock.now })
+            return VerifyStage(verifier: verifier, parallelism: 1, revocation: gate)
+        }
+        let (soft, hard) = (stage(.soft), stage(.hard))
+        func verify(_ stage: VerifyStage) async throws -> RecordBatch {
+            var batch = RecordBatch(records: [Record(raw: Array(inputs.lines[0].utf8), position: SourcePosition(stream: "t", offset: 1))])
+            try await DecodeStage(parallelism: 1).process(&batch)
+            try await stage.process(&batch)
+            return batch
+        }
+        func count(_ result: String) throws -> Int64 {
+            try metrics.expectCounter("signet_revocation_checks_total", [("result", result)]).totalValue
+        }
+
+        #expect(try await verify(soft).records[0].isActive, "good while the responders answer")
+        #expect(try await verify(soft).records[0].isActive, "from the cache")
+        #expect(try count("good") == 4)
+        #expect(try metrics.expectCounter("signet_revocation_cache_hits_total").totalValue == 2)
+        bed.stop()
+        // Past nextUpdate (1 minute) and its leeway: the cached answer has expired, the responders are gone.
+        clock.set(Date().addingTimeInterval(600))
+        #expect(try await verify(soft).records[0].isActive, "within the grace of an hour")
+        #expect(try await verify(soft).records[0].isActive)
+        #expect(try count("unreachable") == 4 && count("accepted_in_grace") == 4)
+        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(hard) }
+        #expect(log.messages(at: .warning).count == 4, "once per certificate per minute and stage: \(log.messages(at: .warning))")
+        clock.set(Date().addingTimeInterval(2 * 3_600))
+        await #expect(throws: RevocationUnavailable.self) { _ = try await verify(soft) }
+        #expect(log.messages(at: .warning).count == 6)
+    }
+}
