@@ -165,8 +165,9 @@ def main():
         stdin_pipeline = file.read()
     pipeline = os.path.join(work, "consumption.yaml")
     with open(pipeline, "w") as file:
+        # After transition: each new request wakes the responder at once.
         file.write(stdin_pipeline.replace(
-            "stages:\n", "stages:\n  - type: appstore_consumption\n    consent: all_customers_agreed_in_app_terms\n", 1))
+            "  - type: fanout", "  - type: appstore_consumption\n    consent: all_customers_agreed_in_app_terms\n  - type: fanout", 1))
 
     fake = FakeConsumptionAPI(purchases)
     for name in ("SIGNET_DATABASE_URL", "SIGNET_APPSTORE_API_URL", "SIGNET_VERIFY_WORKERS"):

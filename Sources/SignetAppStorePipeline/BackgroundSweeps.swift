@@ -8,6 +8,8 @@ import Synchronization
 /// stopping cancels them and shuts the client down.
 final class BackgroundSweeps: Sendable {
     private let running = Mutex<(client: AppStoreServerAPIClient?, task: Task<Void, Never>?)>((nil, nil))
+    /// What the pause between sweeps waits on: its deadline, or ``wake()``.
+    private let alarm = RecordQueue<Never>(capacity: 1)
 
     /// Builds the client (a failure is a configuration error naming `stage`), lets `announce`
     /// say what the stage will do, then runs `sweep` now and every `interval` after it ends,
@@ -23,17 +25,24 @@ final class BackgroundSweeps: Sendable {
             throw ConfigError("\(stage): \(error)", at: nil)
         }
         announce(client.configuration)
-        let task = Task {
+        let task = Task { [alarm] in
             while !Task.isCancelled {
                 guard await sweep(client) else { return }
                 do {
-                    try await Task.sleep(for: interval)
+                    // Until the interval has passed, or someone has work now (``wake()``).
+                    _ = try await alarm.take(linger: .until(.now + interval))
                 } catch {
                     return
                 }
             }
         }
         running.withLock { $0 = (client, task) }
+    }
+
+    /// Starts the next sweep now instead of at the end of the interval (at once when none is
+    /// running, else right after the running one).
+    func wake() {
+        alarm.wake()
     }
 
     /// Cancels the sweeps, waits for them to end and shuts the client down.

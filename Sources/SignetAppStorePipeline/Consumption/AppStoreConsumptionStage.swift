@@ -65,7 +65,14 @@ public final class AppStoreConsumptionStage: Stage {
             })
     }
 
-    public func process(_ batch: inout RecordBatch) async throws {}
+    /// Wakes the responder when a record carries a new refund question (the stage sits after
+    /// `transition`): it is answered now, not at the end of the interval.
+    public func process(_ batch: inout RecordBatch) async throws {
+        let asked = batch.records.contains { record in
+            record[EntitlementEventsPart.self]?.contains { $0.type == .consumptionRequested } ?? false
+        }
+        if asked { sweeps.wake() }
+    }
 
     public func close() async throws {
         try await sweeps.stop()

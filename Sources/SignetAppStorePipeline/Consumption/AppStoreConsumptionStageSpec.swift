@@ -7,7 +7,8 @@ extension ComponentSpec {
         name: "appstore_consumption",
         summary: "answers Apple's refund questions (CONSUMPTION_REQUEST) for customers who consented, by policy, within the deadline (service mode)",
         description: """
-            Every `interval` it takes the refund questions `transition` stored and answers each with Send Consumption \
+            Put it after `transition`: a new request then wakes it at once; else every `interval` it takes the refund \
+            questions `transition` stored and answers each with Send Consumption \
             Information: only with the customer's consent (the ledger: `POST /v1/consumption/consent`, `signet consumption \
             consent`), never past the 12-hour deadline, never twice. The delivery status comes from Signet's state of the \
             purchase, the consumption of a non-renewing subscription from its elapsed term, the refund preference from the \
@@ -28,7 +29,7 @@ extension ComponentSpec {
             ConfigField("store", .storeName, .default("default"), "the store whose refund questions it answers (`stores:`)"),
         ] + AppStoreAPISettings.fields,
         examples: [
-            "stages:\n  - type: appstore_consumption\n    refund_preference: DECLINE\n    refund_preference_by_reason:\n      FULFILLMENT_ISSUE: GRANT_FULL"
+            "stages:\n  - type: transition\n  - type: appstore_consumption\n    refund_preference: DECLINE\n    refund_preference_by_reason:\n      FULFILLMENT_ISSUE: GRANT_FULL"
         ])
 
     /// The values a refund preference key takes: Apple's, and NONE (send no preference).
@@ -43,7 +44,7 @@ extension AppStoreConsumptionStage.Options {
     package static let configuration = ConfigBindings<AppStoreConsumptionStage.Options>(defaults: AppStoreConsumptionStage.Options(), [
         ConfigBinding(
             "interval", \.interval, .duration(.zero...(.seconds(3600))),
-            "time between sweeps (answers go out within about one); 0s: requests are kept, none is answered"),
+            "time between sweeps (a new request wakes the stage at once when it sits after transition); 0s: requests are kept, none is answered"),
         ConfigBinding(
             "consent", \.responder.policy.consent, .enumeration(ConsumptionPolicy.ConsentSource.allCases.map(\.rawValue)),
             "whose questions are answered: `ledger` (customers with a consenting entry), or `all_customers_agreed_in_app_terms` (everyone but those who withdrew: only if the app's terms obtain every customer's consent)"),
