@@ -70,6 +70,11 @@ step "ldd: no Swift runtime"
 inside ldd /usr/bin/signet >&2
 ! inside ldd /usr/bin/signet | grep -q 'libswift\|libFoundation\|libdispatch\|not found' || fail "ldd shows Swift libraries or a missing one"
 
+step "the alert rules and the dashboard are installed under /usr/share/signet"
+for file in prometheus/signet-alerts.yml prometheus/signet-alerts.test.yml grafana/signet-dashboard.json; do
+  [ -s "$root/usr/share/signet/$file" ] || fail "/usr/share/signet/$file is missing"
+done
+
 step "Apple's real notifications verify (built-in Apple Root CA - G3)"
 cp Tests/Fixtures/apple-real/notifications.ndjson "$root/tmp/apple.ndjson"
 verdicts=$(inside signet verify /tmp/apple.ndjson) || fail "signet verify rejected real Apple notifications: $verdicts"

@@ -97,6 +97,12 @@ rm -rf "$stage" && mkdir -p "$stage/DEBIAN"
 install -D -m 0755 "$binary" "$stage/usr/bin/signet"
 strip --strip-unneeded "$stage/usr/bin/signet"
 for pipeline in Pipelines/*.yaml; do install -D -m 0644 "$pipeline" "$stage/usr/share/signet/pipelines/$(basename "$pipeline")"; done
+# Prometheus alert rules (and their promtool tests) and the Grafana dashboard (docs/operations.md,
+# Alerts and dashboard).
+for file in packaging/prometheus/signet-alerts.yml packaging/prometheus/signet-alerts.test.yml; do
+  install -D -m 0644 "$file" "$stage/usr/share/signet/prometheus/$(basename "$file")"
+done
+install -D -m 0644 packaging/grafana/signet-dashboard.json "$stage/usr/share/signet/grafana/signet-dashboard.json"
 install -D -m 0644 packaging/signet.env "$stage/etc/signet/signet.env"
 install -d -m 0755 "$stage/etc/signet/pipelines"
 install -D -m 0644 packaging/systemd/signet.service "$stage/lib/systemd/system/signet.service"
