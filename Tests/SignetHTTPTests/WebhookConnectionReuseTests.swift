@@ -186,14 +186,16 @@ struct WebhookConnectionReuseTests {
         serve(", batch_linger: 5ms", drive)
         """#
 
-    @Test("a burst of copies of one notification: all answered quickly, one event, legitimate requests beside it within 1 s")
+    @Test("a burst of copies of one notification: all answered quickly, one event, legitimate requests beside it within 3 s, far below read_timeout")
     func burstOfCopies() async throws {
         // Fewer than the issue's 1000, still past the 256 slots: a legitimate request is accepted
         // in turn behind the copies queued before it in the listen backlog, so its wait grows
         // with the burst, and CI runs four tests at once on two cores (debug build, three
         // busy loops beside it: 300 copies 0.6-0.7 s, legitimate answers up to 0.51 s; 400
-        // copies, up to 0.76 s; 1000 copies alone, 0.05-0.9 s; docs/webhook.md). Before
-        // idle connections gave way, the copies past the slots waited for read_timeout (10 s).
+        // copies, up to 0.76 s; 1000 copies alone, 0.05-0.9 s; docs/webhook.md; a clean-clone CI
+        // run with Prometheus and tmux tests beside it once took 1.6 s). Before idle connections
+        // gave way, the copies past the slots waited for read_timeout (10 s): the bound of 3 s
+        // tells the two apart without timing the machine.
         let copies = 300
         let run = try await BinaryDriver.run(
             Self.common + Self.burstDriver, prefix: "signet-burst", fixtures: 40, arguments: [String(copies)])
@@ -207,7 +209,7 @@ struct WebhookConnectionReuseTests {
         #expect(!legit.isEmpty, "\(report)")
         for answer in legit {
             #expect(answer.first as? String == "HTTP/1.1 200 OK", "\(legit)")
-            #expect((answer.last as? Double).map { $0 < 1 } == true, "within 1 s: \(legit)")
+            #expect((answer.last as? Double).map { $0 < 3 } == true, "within 3 s: \(legit)")
         }
         #expect(report["committed"] as? Int == 1 && report["duplicates"] as? Int == copies - 1, "\(report)")
         #expect(legit.allSatisfy { $0.dropFirst().first as? Bool == true }, "each legitimate one committed: \(legit)")
