@@ -21,8 +21,21 @@ public struct DecodeStage: RecordStage {
     public let name = "decode"
     public let parallelism: Int
 
-    public init(parallelism: Int = 1) {
+    /// What the `decode` stage's keys set (``ComponentSpec/decodeStage``).
+    public struct Options: Sendable, Hashable {
+        /// Threads decoding lines.
+        public var workers = 1
+
+        public init() {}
+    }
+
+    public init(parallelism: Int = Options().workers) {
         self.parallelism = parallelism
+    }
+
+    /// A stage decoding as `options` say.
+    public init(options: Options) {
+        self.init(parallelism: options.workers)
     }
 
     public func process(record: inout Record) throws(RecordRejection) {

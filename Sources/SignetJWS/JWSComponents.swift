@@ -17,7 +17,7 @@ extension ComponentRegistry {
         let metrics = RevocationMetrics()
         let checkers = ocspTransport.map { RevocationCheckers(makeTransport: $0, metrics: metrics) }
         registerStage(.decodeStage) { config, _ in
-            DecodeStage(parallelism: try config.int("workers"))
+            DecodeStage(options: try DecodeStage.Options.configuration.options(config))
         }
         registerStage(.verifyStage) { config, context in
             // 0 (the default) means every core.

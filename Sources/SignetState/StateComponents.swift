@@ -12,7 +12,7 @@ extension ComponentRegistry {
         }
         registerStore(.memoryStore) { config, _ in
             StateStoreResource(
-                .memory(maxKeys: try config.int("max_keys"), outboxRetention: try config.duration("outbox_retention")),
+                .memory(try InMemoryStateStore.Options.configuration.options(config)),
                 entitlementNames: try EntitlementNames(config))
         }
         defaultStoreType = ComponentSpec.sqliteStore.name

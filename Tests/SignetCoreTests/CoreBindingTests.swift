@@ -13,6 +13,15 @@ struct CoreBindingTests {
         #expect(ComponentSpec.fileSource.fields.map(\.name) == ["path", "max_line_bytes", "skip_blank_lines", "checkpoint"])
     }
 
+    @Test func fileSink() throws {
+        #expect(try boundDefaultMismatches(FileSink.Options.configuration, in: .fileSink, mapping: "path: out.ndjson") == [])
+        #expect(ComponentSpec.fileSink.fields.map(\.name) == ["path", "fsync", "max_bytes", "keep"])
+        #expect(FileSink.Options().rotation == nil, "max_bytes 0: never rotated")
+        let capped = try FileSink.Options.configuration.options(
+            ComponentSpec.fileSink.parse(parseNode("path: out.ndjson\nfsync: false\nmax_bytes: 4096\nkeep: 2")))
+        #expect(!capped.fsync && capped.rotation == FileSink.Rotation(maxBytes: 4096, keep: 2))
+    }
+
     @Test func settings() throws {
         #expect(try boundDefaultMismatches(PipelineSettings.configuration, in: PipelineSettings.spec) == [])
         let never = try PipelineSettings(PipelineSettings.spec.parse(parseNode("progress_interval: 0s")))

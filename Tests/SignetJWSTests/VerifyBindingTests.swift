@@ -16,6 +16,13 @@ struct VerifyBindingTests {
                 == ["roots", "environment", "bundle_id", "app_apple_id", "workers", "revocation", "max_future_skew", "check_time", "chain_cache_size"])
     }
 
+    @Test func decodeStage() throws {
+        #expect(try boundDefaultMismatches(DecodeStage.Options.configuration, in: .decodeStage) == [])
+        let options = try DecodeStage.Options.configuration.options(
+            ComponentSpec.decodeStage.parse(ConfigNode.parse(yaml: "workers: 3", file: "d.yaml", environment: [:])))
+        #expect(DecodeStage(options: options).parallelism == 3 && DecodeStage().parallelism == 1)
+    }
+
     @Test func writtenKeysSetTheirOptions() throws {
         let config = try ComponentSpec.verifyStage.parse(ConfigNode.parse(
             yaml: "environment: Sandbox\nbundle_id: com.example\nmax_future_skew: 1m\ncheck_time: currentTime\nchain_cache_size: 9",

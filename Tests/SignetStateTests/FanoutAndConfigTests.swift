@@ -12,7 +12,7 @@ import Testing
         let node = try ConfigNode.parse(yaml: yaml, file: "pipeline.yaml", environment: [:])
         let context = ComponentContext(
             path: "stages[0]", sinkNames: sinks, logger: Logger(label: "test"),
-            resources: ["default": StateStoreResource(.memory(maxKeys: 100, outboxRetention: .zero))])
+            resources: ["default": StateStoreResource(.memory(InMemoryStateStore.Options(maxKeys: 100, outboxRetention: .zero)))])
         let entry = try #require(registry.stages[type])
         return try entry.factory(try entry.spec.parse(node), context)
     }

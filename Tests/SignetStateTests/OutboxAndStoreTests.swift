@@ -128,7 +128,7 @@ import Testing
         let resource = StateStoreResource(.sqlite(path: path, options: SQLiteStateStore.Options()))
         let sameFile = (path as NSString).deletingLastPathComponent + "/./" + (path as NSString).lastPathComponent
         #expect(resource.identity == StateStoreResource(.sqlite(path: sameFile, options: SQLiteStateStore.Options())).identity)
-        #expect(StateStoreResource(.memory(maxKeys: 10, outboxRetention: .zero)).identity == nil)
+        #expect(StateStoreResource(.memory(InMemoryStateStore.Options(maxKeys: 10, outboxRetention: .zero))).identity == nil)
         // Built as the loader builds them: transition on the same store checks dedupe's keys.
         var options = DedupeStage.Options()
         options.keysCheckedByTransition = true

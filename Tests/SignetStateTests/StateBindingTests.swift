@@ -13,6 +13,15 @@ struct StateBindingTests {
                 == ["path", "durability", "busy_timeout", "cache_size", "outbox_retention", "entitlements"])
     }
 
+    @Test func memoryStore() throws {
+        #expect(try boundDefaultMismatches(InMemoryStateStore.Options.configuration, in: .memoryStore) == [])
+        #expect(ComponentSpec.memoryStore.fields.map(\.name) == ["max_keys", "outbox_retention", "entitlements"])
+        let options = try InMemoryStateStore.Options.configuration.options(
+            ComponentSpec.memoryStore.parse(ConfigNode.parse(yaml: "max_keys: 7\noutbox_retention: 1h", file: "m.yaml", environment: [:])))
+        #expect(options == InMemoryStateStore.Options(maxKeys: 7, outboxRetention: .seconds(3_600)))
+        #expect(InMemoryStateStore(options: options).maxKeys == 7)
+    }
+
     @Test func dedupeStage() throws {
         #expect(try boundDefaultMismatches(DedupeStage.Options.configuration, in: .dedupeStage) == [])
     }

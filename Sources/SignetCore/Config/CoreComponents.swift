@@ -13,10 +13,7 @@ extension ComponentRegistry {
             StdoutSink()
         }
         registerSink(.fileSink) { config, _ in
-            let maxBytes = try config.int("max_bytes")
-            return FileSink(
-                path: try config.string("path"), fsync: try config.bool("fsync"),
-                rotation: maxBytes > 0 ? FileSink.Rotation(maxBytes: Int64(maxBytes), keep: try config.int("keep")) : nil)
+            FileSink(path: try config.string("path"), options: try FileSink.Options.configuration.options(config))
         }
     }
 }

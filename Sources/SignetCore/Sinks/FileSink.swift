@@ -29,6 +29,26 @@ public final class FileSink: ReopenableSink {
     /// `write(2)` and `fsync` block: off the cooperative pool, one batch at a time.
     private let executor: BlockingExecutor
 
+    /// What the `file` sink's keys set besides its path (``ComponentSpec/fileSink``).
+    public struct Options: Sendable, Hashable {
+        /// fsync after every batch before acknowledging it.
+        public var fsync = true
+        /// Rotate by size past this many bytes; 0: never.
+        public var maxBytes = 0
+        /// Rotated files kept with ``maxBytes``.
+        public var keep = 5
+
+        public init() {}
+
+        /// The rotation these options ask for, nil without a size cap.
+        public var rotation: Rotation? { maxBytes > 0 ? Rotation(maxBytes: Int64(maxBytes), keep: keep) : nil }
+    }
+
+    /// A sink appending to `path` as `options` say.
+    public convenience init(path: String, options: Options) {
+        self.init(path: path, fsync: options.fsync, rotation: options.rotation)
+    }
+
     public init(path: String, fsync: Bool = true, rotation: Rotation? = nil) {
         self.path = path
         self.fsync = fsync

@@ -8,14 +8,19 @@ extension ComponentSpec {
     package static let fileSink = ComponentSpec(
         name: "file", summary: "appends one message value per line to a file (fsync per batch by default)",
         description: "Acknowledged when written and, with fsync, on disk.",
-        fields: [
-            ConfigField("path", .string, .required, "the file to append to (created if missing)", example: "signet-data/events.ndjson"),
-            ConfigField("fsync", .bool, .default("true"), "fsync after every batch before acknowledging it"),
-            ConfigField(
-                "max_bytes", .int(0...Int.max), .default("0"),
-                "rotate by size: a batch that would take the file past this goes to a new one, the full file becomes PATH.1 "
-                    + "(older ones PATH.2, ...); batches are never split; 0: never (use logrotate and SIGHUP)",
-                example: "104857600"),
-            ConfigField("keep", .int(1...1000), .default("5"), "rotated files kept with max_bytes (PATH.1 ... PATH.keep); older ones are deleted"),
-        ])
+        fields: [ConfigField("path", .string, .required, "the file to append to (created if missing)", example: "signet-data/events.ndjson")]
+            + FileSink.Options.configuration.fields)
+}
+
+extension FileSink.Options {
+    /// The `file` sink's keys but its path, their defaults ``FileSink/Options/init()``'s.
+    package static let configuration = ConfigBindings(defaults: FileSink.Options(), [
+        ConfigBinding("fsync", \.fsync, .bool, "fsync after every batch before acknowledging it"),
+        ConfigBinding(
+            "max_bytes", \.maxBytes, .int(0...Int.max),
+            "rotate by size: a batch that would take the file past this goes to a new one, the full file becomes PATH.1 "
+                + "(older ones PATH.2, ...); batches are never split; 0: never (use logrotate and SIGHUP)",
+            example: "104857600"),
+        ConfigBinding("keep", \.keep, .int(1...1000), "rotated files kept with max_bytes (PATH.1 ... PATH.keep); older ones are deleted"),
+    ])
 }

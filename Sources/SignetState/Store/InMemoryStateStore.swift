@@ -30,9 +30,29 @@ public final class InMemoryStateStore: StateStore {
     private let outboxRetention: Duration
     private let contents = Mutex(Contents())
 
-    public init(maxKeys: Int = 1_000_000, outboxRetention: Duration = .zero) {
+    /// What the `memory` store's keys set (``ComponentSpec/memoryStore``).
+    public struct Options: Sendable, Hashable {
+        /// The most dedupe keys kept; the oldest go first.
+        public var maxKeys = 1_000_000
+        /// How long acknowledged outbox events stay (a purchase's history).
+        public var outboxRetention: Duration = .zero
+
+        public init() {}
+
+        public init(maxKeys: Int, outboxRetention: Duration) {
+            self.maxKeys = maxKeys
+            self.outboxRetention = outboxRetention
+        }
+    }
+
+    public init(maxKeys: Int = Options().maxKeys, outboxRetention: Duration = Options().outboxRetention) {
         self.maxKeys = max(1, maxKeys)
         self.outboxRetention = outboxRetention
+    }
+
+    /// A store as `options` say.
+    public convenience init(options: Options) {
+        self.init(maxKeys: options.maxKeys, outboxRetention: options.outboxRetention)
     }
 
     /// Collects one transaction's writes; applied to the contents only on success.

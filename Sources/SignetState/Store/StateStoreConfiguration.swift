@@ -5,7 +5,7 @@ import Foundation
 public enum StateStoreConfiguration: Sendable, Hashable {
     case sqlite(path: String, options: SQLiteStateStore.Options)
     /// A store in this process's memory, gone when the run ends (tests, `signet test`).
-    case memory(maxKeys: Int, outboxRetention: Duration)
+    case memory(InMemoryStateStore.Options)
 
     /// The default database file, relative to the working directory.
     public static let defaultDatabasePath = "signet-data/signet.sqlite"
@@ -27,8 +27,8 @@ public enum StateStoreConfiguration: Sendable, Hashable {
         switch self {
         case .sqlite(let path, let options):
             try SQLiteStateStore(path: path, options: options)
-        case .memory(let maxKeys, let outboxRetention):
-            InMemoryStateStore(maxKeys: maxKeys, outboxRetention: outboxRetention)
+        case .memory(let options):
+            InMemoryStateStore(options: options)
         }
     }
 }

@@ -12,12 +12,6 @@ extension ConfigBinding {
     }
 }
 
-extension ConfigField {
-    /// `outbox_retention` of a store whose retention is no option (``ConfigBinding/outboxRetention(_:)``).
-    public static func outboxRetention(default value: Duration) -> ConfigField {
-        ConfigBinding<Duration>.outboxRetention(\.self).field(defaults: value)
-    }
-}
 
 extension ComponentSpec {
     /// `stores: { NAME: { type: sqlite } }`.
@@ -39,12 +33,16 @@ extension ComponentSpec {
     package static let memoryStore = ComponentSpec(
         name: "memory",
         summary: "state in this process's memory, gone when it exits (tests, signet test)",
-        fields: [
-            ConfigField("max_keys", .int(1...1_000_000_000), .default("1000000"), "most dedupe keys held; the oldest go first"),
-            .outboxRetention(default: .zero),
-            .entitlementNames,
-        ],
+        fields: InMemoryStateStore.Options.configuration.fields + [.entitlementNames],
         examples: ["stores:\n  default:\n    type: memory"])
+}
+
+extension InMemoryStateStore.Options {
+    /// The memory store's keys that set an option, their defaults `Options()`'s.
+    package static let configuration = ConfigBindings(defaults: InMemoryStateStore.Options(), [
+        ConfigBinding("max_keys", \.maxKeys, .int(1...1_000_000_000), "most dedupe keys held; the oldest go first"),
+        .outboxRetention(\.outboxRetention),
+    ])
 }
 
 extension SQLiteStateStore.Options {
