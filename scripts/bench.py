@@ -11,16 +11,22 @@ Measures, in one run on this machine:
     database (no target; it bounds what store work alone can gain);
   * the full pipeline with the PostgreSQL store (SIGNET_DATABASE_URL), against a server this
     script starts on 127.0.0.1 (initdb in a temporary directory; skipped without the binaries);
+  * the verify-only pipeline (all cores) with `revocation: {mode: hard}` against the same with
+    revocation off, on fixtures whose certificates name two local `openssl ocsp` responders: the
+    warm-cache ratio (target: on >= 98% of off), and the cost of a cold check (a one-notification
+    run, on minus off: the two OCSP round trips before the first answer);
 and prints notifications/s, wall time and peak RSS for each, and the targets:
   notifications/s x 3 >= 0.75 x OpenSSL verify/s on one core, and >= 1.8x that on all cores
   (verify and the verify-only pipeline); full pipeline (SQLite) >= 90% of verify-only
-  throughput; full pipeline with PostgreSQL >= 70% of the SQLite one in the same run.
+  throughput; full pipeline with PostgreSQL >= 70% of the SQLite one in the same run; verify-only
+  with revocation on (warm cache) >= 98% of off.
 
 Each pipeline runs --repeat times (default 5), interleaved (verify-only, full, PostgreSQL, then
 again), and the median run counts: on a shared 2-core machine one run can be 20% off another,
 and interleaving spreads slow spells over every pipeline instead of one.
 
 Usage: scripts/bench.py [--count N] [--repeat N] [--no-build | --binary PATH] [--keep DIR] [--no-postgres]
+                       [--no-revocation | --revocation-only]
 """
 import argparse
 import glob
@@ -50,6 +56,121 @@ def run_measured(argv, stdin_path=None, env=None):
         stdin.close()
     code = os.waitstatus_to_exitcode(status)
     return elapsed, usage.ru_maxrss / 1024.0, code, stderr, usage.ru_utime + usage.ru_stime
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class OCSPResponders:
+    """`openssl ocsp -port` for the leaf (answered by the intermediate) and for the intermediate
+    (answered by the root), over a fixtures folder's pki/, each answer valid for an hour: what
+    `signet fixtures --leaf-ocsp-url/--intermediate-ocsp-url` point the certificates at."""
+
+    def __init__(self, work):
+        self.work = work
+        self.ports = {"leaf": free_port(), "intermediate": free_port()}
+        self.processes = []
+
+    def url(self, which):
+        return f"http://127.0.0.1:{self.ports[which]}/"
+
+    def start(self, pki):
+        for which, issuer in (("leaf", "intermediate"), ("intermediate", "root")):
+            serial = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in", os.path.join(pki, f"{which}.pem")],
+                                    capture_output=True, text=True, check=True).stdout.strip().split("=", 1)[1].upper()
+            index = os.path.join(self.work, f"ocsp-{which}.index")
+            with open(index, "w") as file:
+                file.write(f"V\t450101000000Z\t\t{serial if len(serial) % 2 == 0 else '0' + serial}\tunknown\t/CN=test\n")
+            log = open(os.path.join(self.work, f"ocsp-{which}.log"), "w")
+            issuer_pem = os.path.join(pki, f"{issuer}.pem")
+            self.processes.append((subprocess.Popen(
+                ["openssl", "ocsp", "-index", index, "-CA", issuer_pem, "-rsigner", issuer_pem,
+                 "-rkey", os.path.join(pki, f"{issuer}.key.pem"), "-nmin", "60", "-port", str(self.ports[which])],
+                stdout=log, stderr=log), log))
+        # Ready once it says so: a probe connection that sends nothing would hang `openssl ocsp`,
+        # which serves one connection at a time.
+        deadline = time.monotonic() + 10
+        for which in self.ports:
+            while "waiting for OCSP client connections" not in open(os.path.join(self.work, f"ocsp-{which}.log")).read():
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"openssl ocsp ({which}) did not start")
+                time.sleep(0.05)
+
+    def requests(self):
+        """Requests the responders logged so far."""
+        return sum(open(os.path.join(self.work, f"ocsp-{which}.log")).read().count("Received request") for which in self.ports)
+
+    def stop(self):
+        for process, log in self.processes:
+            process.kill()
+            process.wait()
+            log.close()
+
+
+def revocation_bench(work, count, repeat, cores):
+    """Verify-only on all cores, revocation off against hard with a warm cache; then a cold check's cost."""
+    responders = OCSPResponders(work)
+    fixtures = os.path.join(work, "fixtures-ocsp")
+    # Made afresh each time: the certificates name this run's responder ports.
+    shutil.rmtree(fixtures, ignore_errors=True)
+    subprocess.run([SIGNET, "fixtures", "--out", fixtures, "--count", str(count), "--seed", "7",
+                    "--leaf-ocsp-url", responders.url("leaf"), "--intermediate-ocsp-url", responders.url("intermediate")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    responders.start(os.path.join(fixtures, "pki"))
+    notifications = os.path.join(fixtures, "notifications.ndjson")
+    first = os.path.join(work, "one-ocsp.ndjson")
+    with open(notifications, "rb") as source, open(first, "wb") as one:
+        one.write(source.readline())
+    env_file = dict(line.strip().removeprefix("export ").split("=", 1) for line in open(os.path.join(fixtures, "fixtures.env")) if "=" in line)
+    text = open(os.path.join(ROOT, "Pipelines", "verify.yaml")).read()
+    hard, replaced = re.subn(r"(?m)^(    workers: .*)$", r"\1\n    revocation: {mode: hard}", text)
+    if replaced != 1:
+        sys.exit("scripts/bench.py: could not find verify's workers line in Pipelines/verify.yaml")
+    paths = {"off": os.path.join(ROOT, "Pipelines", "verify.yaml"), "hard": os.path.join(work, "verify-revocation.yaml")}
+    with open(paths["hard"], "w") as file:
+        file.write(hard)
+
+    def run(mode, input_path):
+        data = os.path.join(work, f"data-revocation-{mode}")
+        shutil.rmtree(data, ignore_errors=True)
+        env = dict(os.environ, **env_file, SIGNET_DATA_DIR=data, SIGNET_VERIFY_WORKERS=str(cores))
+        before = responders.requests()
+        seconds, rss, code, err, cpu = run_measured([SIGNET, "run", "--log-level", "warning", "--pipeline", paths[mode]],
+                                                    stdin_path=input_path, env=env)
+        dead = os.path.join(data, "dead-letter.ndjson")
+        if code != 0 or (os.path.exists(dead) and os.path.getsize(dead) > 0):
+            responders.stop()
+            sys.exit(f"signet run (revocation {mode}) failed ({code}) or dead-lettered: {err[-2000:]}")
+        return seconds, rss, cpu, responders.requests() - before
+
+    try:
+        runs = {"off": [], "hard": []}
+        cold = {"off": [], "hard": []}
+        for _ in range(max(1, repeat)):
+            for mode in ("off", "hard"):
+                runs[mode].append(run(mode, notifications))
+            for _ in range(3):
+                for mode in ("off", "hard"):
+                    cold[mode].append(run(mode, first))
+    finally:
+        responders.stop()
+    print()
+    print(f"revocation (verify-only, {cores} threads, {count} notifications, local openssl ocsp responders):")
+    for mode in ("off", "hard"):
+        seconds = statistics.median(r[0] for r in runs[mode])
+        cpu_ms = statistics.median(r[2] for r in runs[mode]) * 1000 / count
+        asked = statistics.median(r[3] for r in runs[mode])
+        print(f"  {'revocation ' + mode:48} {seconds:>8.2f} {count / seconds:>9,.0f} {max(r[1] for r in runs[mode]):>8.1f} MiB"
+              f"  {cpu_ms:.3f} ms CPU/notif, {asked:.0f} OCSP requests per run")
+    ratio = statistics.median(r[0] for r in runs["off"]) / statistics.median(r[0] for r in runs["hard"])
+    print(f"  revocation hard, warm cache: {ratio:.1%} of off's throughput (target 98%) -> {'PASS' if ratio >= 0.98 else 'FAIL'}")
+    cold_cost = statistics.median(r[0] for r in cold["hard"]) - statistics.median(r[0] for r in cold["off"])
+    print(f"  a cold check (one notification, hard minus off, median of {len(cold['hard'])} runs each): "
+          f"{cold_cost * 1000:+.0f} ms wall, {statistics.median(r[3] for r in cold['hard']):.0f} OCSP requests")
 
 
 class PostgresServer:
@@ -117,6 +238,8 @@ def main():
     parser.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL store")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each pipeline, interleaved; the median counts (default 5)")
     parser.add_argument("--binary", help="measure this signet binary instead of building .build/release/signet")
+    parser.add_argument("--no-revocation", action="store_true", help="skip the revocation off/on comparison")
+    parser.add_argument("--revocation-only", action="store_true", help="only the revocation off/on comparison")
     args = parser.parse_args()
 
     global SIGNET
@@ -126,6 +249,11 @@ def main():
         subprocess.run(["swift", "build", "-c", "release", "--product", "signet"], cwd=ROOT, check=True)
     work = args.keep or tempfile.mkdtemp(prefix="signet-bench-")
     os.makedirs(work, exist_ok=True)
+    if args.revocation_only:
+        revocation_bench(work, args.count, args.repeat, os.cpu_count() or 1)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     fixtures = os.path.join(work, "fixtures")
     if not os.path.exists(os.path.join(fixtures, "notifications.ndjson")):
         subprocess.run([SIGNET, "fixtures", "--out", fixtures, "--count", str(args.count), "--seed", "7"], check=True)
@@ -209,6 +337,8 @@ def main():
             ratio = results[("postgres", jobs)] / results[("full", jobs)]
             print(f"full pipeline with PostgreSQL, {jobs} thread(s): {ratio:.0%} of the SQLite store's "
                   f"(target 70%) -> {'PASS' if ratio >= 0.7 else 'FAIL'}")
+    if not args.no_revocation:
+        revocation_bench(work, args.count, args.repeat, cores)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -23,6 +23,11 @@ public struct FixtureSet {
     public var start: Int64?
     /// The type/subtype combinations of the notifications (empty: every documented one).
     public var only: [NotificationCombination] = []
+    /// OCSP responders the certificates name in their authorityInfoAccess (nil: none): the
+    /// leaf's answers for the intermediate, the intermediate's for the root. For trying
+    /// `verify`'s `revocation:` policy against a local `openssl ocsp`.
+    public var leafOCSPURL: String?
+    public var intermediateOCSPURL: String?
 
     public init(
         directory: URL, bundleId: String = "com.example.signet", environment: AppStoreEnvironment = .sandbox,
@@ -57,9 +62,11 @@ public struct FixtureSet {
         let keyFiles = names.map { pki.appendingPathComponent("\($0).key.pem") }
         if keyFiles.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
             let keys = try keyFiles.map { try ECPrivateKey(pemEncoded: String(contentsOf: $0, encoding: .utf8)) }
-            return try TestPKI(rootKey: keys[0], intermediateKey: keys[1], leafKey: keys[2])
+            return try TestPKI(
+                rootKey: keys[0], intermediateKey: keys[1], leafKey: keys[2], intermediateOCSPURL: intermediateOCSPURL,
+                leafOCSPURL: leafOCSPURL)
         }
-        let created = try TestPKI()
+        let created = try TestPKI(intermediateOCSPURL: intermediateOCSPURL, leafOCSPURL: leafOCSPURL)
         try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
         for (name, key, certificate) in [
             ("root", created.rootKey, created.root), ("intermediate", created.intermediateKey, created.intermediate),

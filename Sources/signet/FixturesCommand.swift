@@ -19,6 +19,8 @@ struct FixturesCommand: ParsableCommand {
 
             With --stdout, notifications go to standard output instead (for very large streams). With --type, only notifications of that type (DID_RENEW) or type and subtype (DID_RENEW/BILLING_RECOVERY) are made, for instance one signed notification to post to a backend under test; `signet fixtures --list-types` lists them.
 
+            With --leaf-ocsp-url and --intermediate-ocsp-url the certificates name OCSP responders in their authorityInfoAccess, to try verify's `revocation:` policy against `openssl ocsp -port` serving DIR/pki (scripts/bench.py does).
+
             Examples:
               signet fixtures --out demo --count 1000 && source demo/fixtures.env
               signet run < demo/notifications.ndjson
@@ -58,6 +60,12 @@ struct FixturesCommand: ParsableCommand {
     @Flag(help: "Date the samples just before now instead of early 2025, so their subscriptions are current (a demo's `signet entitlements` then says entitled).")
     var now = false
 
+    @Option(help: ArgumentHelp("An OCSP responder URL the leaf certificate names (answered for the intermediate).", valueName: "url"))
+    var leafOcspUrl: String?
+
+    @Option(help: ArgumentHelp("An OCSP responder URL the intermediate names (answered for the root).", valueName: "url"))
+    var intermediateOcspUrl: String?
+
     func validate() throws {
         guard listTypes || out != nil else { throw ValidationError("--out DIR is required: the folder of the test PKI and samples") }
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
@@ -94,6 +102,8 @@ struct FixturesCommand: ParsableCommand {
             appAppleId: appAppleId, seed: seed ?? (now ? UInt64(Date().timeIntervalSince1970 * 1000) : 1),
             start: now ? FixtureSet.start(endingBefore: Int64(Date().timeIntervalSince1970 * 1000), count: count) : nil)
         fixtures.only = try combinations()
+        fixtures.leafOCSPURL = leafOcspUrl
+        fixtures.intermediateOCSPURL = intermediateOcspUrl
         if stdout {
             // A DIR made earlier keeps its files: only a new one gets its root, env file and PKI
             // (written with zero notifications), so `--stdout` never empties DIR's NDJSON files.

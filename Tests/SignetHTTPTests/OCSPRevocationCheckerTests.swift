@@ -12,40 +12,6 @@ import Testing
 /// answer what `openssl ocsp` never does, or nothing at all).
 @Suite("OCSP revocation checker")
 struct OCSPRevocationCheckerTests {
-    /// A PKI whose intermediate and leaf name their responders, and the two responders:
-    /// the root's (signed by the root, for the intermediate) and the intermediate's (for the leaf).
-    struct Bed {
-        let pki: TestPKI
-        let leafResponder: OCSPTestResponder
-        let intermediateResponder: OCSPTestResponder
-
-        func stop() {
-            leafResponder.stop()
-            intermediateResponder.stop()
-        }
-    }
-
-    /// Starts both responders; `leafEntry` is the leaf's line in its responder's index.
-    static func bed(validMinutes: Int = 60, leafEntry: (TestPKI) throws -> OCSPTestResponder.Entry = { .valid($0.leaf) }) async throws -> Bed {
-        // Both ports held at once, so they differ.
-        let holders = try [LocalPortHolder(listening: false), LocalPortHolder(listening: false)]
-        let (leafPort, intermediatePort) = (holders[0].port, holders[1].port)
-        holders.forEach { $0.close() }
-        let pki = try TestPKI(intermediateOCSPURL: "http://127.0.0.1:\(intermediatePort)/", leafOCSPURL: "http://127.0.0.1:\(leafPort)/")
-        let intermediateResponder = try await OCSPTestResponder(
-            issuer: pki.root, signer: pki.root, signerKey: pki.rootKey, entries: [.valid(pki.intermediate)], validMinutes: validMinutes,
-            port: intermediatePort)
-        do {
-            let leafResponder = try await OCSPTestResponder(
-                issuer: pki.intermediate, signer: pki.intermediate, signerKey: pki.intermediateKey, entries: [try leafEntry(pki)],
-                validMinutes: validMinutes, port: leafPort)
-            return Bed(pki: pki, leafResponder: leafResponder, intermediateResponder: intermediateResponder)
-        } catch {
-            intermediateResponder.stop()
-            throw error
-        }
-    }
-
     /// A PKI whose leaf names `url` as its responder.
     static func pki(leafResponder url: String) throws -> TestPKI { try TestPKI(leafOCSPURL: url) }
 
@@ -53,7 +19,7 @@ struct OCSPRevocationCheckerTests {
 
     @Test("good for the leaf and the intermediate; a second check is served from the cache with no request")
     func goodThenCached() async throws {
-        let bed = try await Self.bed(validMinutes: 30)
+        let bed = try await OCSPTestBed.start(validMinutes: 30)
         defer { bed.stop() }
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport())
         let first = await checker.check(chain: bed.pki.chain)
@@ -73,7 +39,7 @@ struct OCSPRevocationCheckerTests {
     @Test("revoked (index line R) comes back with reason and date, and is kept")
     func revoked() async throws {
         let revokedAt = Date(timeIntervalSince1970: 1_767_225_600)
-        let bed = try await Self.bed { .revoked($0.leaf, date: revokedAt, reason: "keyCompromise") }
+        let bed = try await OCSPTestBed.start { .revoked($0.leaf, date: revokedAt, reason: "keyCompromise") }
         defer { bed.stop() }
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport())
         let result = await checker.check(chain: bed.pki.chain)
@@ -85,7 +51,7 @@ struct OCSPRevocationCheckerTests {
 
     @Test("a serial the responder does not hold is unknown, retryable, not cached")
     func unknown() async throws {
-        let bed = try await Self.bed { .valid(try $0.issueLeaf(key: try ECPrivateKey(generating: .p256), serialNumber: 0x7777)) }
+        let bed = try await OCSPTestBed.start { .valid(try $0.issueLeaf(key: try ECPrivateKey(generating: .p256), serialNumber: 0x7777)) }
         defer { bed.stop() }
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport())
         #expect(await checker.check(bed.pki.leaf, issuer: bed.pki.intermediate) == .failed(.unknown))
@@ -163,7 +129,7 @@ struct OCSPRevocationCheckerTests {
 
     @Test("an answer whose nextUpdate has passed (clock two hours ahead) is stale")
     func stale() async throws {
-        let bed = try await Self.bed(validMinutes: 1)
+        let bed = try await OCSPTestBed.start(validMinutes: 1)
         defer { bed.stop() }
         let later = Date().addingTimeInterval(7_200)
         let checker = OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport(), clock: { later })
@@ -174,7 +140,7 @@ struct OCSPRevocationCheckerTests {
 
     @Test("ten concurrent checks of a cold certificate make one request and share its answer")
     func singleFlight() async throws {
-        let bed = try await Self.bed()
+        let bed = try await OCSPTestBed.start()
         defer { bed.stop() }
         let transport = SlowTransport(inner: AsyncHTTPClientOCSPTransport(), delay: .milliseconds(300))
         let checker = OCSPRevocationChecker(transport: transport)
@@ -191,7 +157,7 @@ struct OCSPRevocationCheckerTests {
 
     @Test("near nextUpdate a check answers from the cache at once and refreshes in the background, once")
     func refreshAhead() async throws {
-        let bed = try await Self.bed(validMinutes: 10)
+        let bed = try await OCSPTestBed.start(validMinutes: 10)
         defer { bed.stop() }
         let transport = SlowTransport(inner: AsyncHTTPClientOCSPTransport(), delay: .seconds(1))
         let clock = TestClock(Date())

@@ -61,7 +61,7 @@ struct RevocationPolicyTests {
 
     @Test("hard: a good chain passes, each certificate asked once for the whole run")
     func hardGoodChainPasses() async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed()
+        let bed = try await OCSPTestBed.start()
         defer { bed.stop() }
         let inputs = try Inputs(bed.pki)
         defer { inputs.directory.remove() }
@@ -74,7 +74,7 @@ struct RevocationPolicyTests {
 
     @Test("hard and soft: a revoked leaf is dead-lettered with certificate_revoked", arguments: ["hard", "soft"])
     func revokedLeafIsDeadLettered(mode: String) async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed(leafEntry: {
+        let bed = try await OCSPTestBed.start(leafEntry: {
             .revoked($0.leaf, date: Date(timeIntervalSince1970: 1_767_225_600), reason: "keyCompromise")
         })
         defer { bed.stop() }
@@ -88,7 +88,7 @@ struct RevocationPolicyTests {
 
     @Test("off (default or written): verification as without the policy, no request reaches the responder", arguments: [nil, "{mode: off}"])
     func offAsksNobody(revocation: String?) async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed()
+        let bed = try await OCSPTestBed.start()
         defer { bed.stop() }
         let inputs = try Inputs(bed.pki)
         defer { inputs.directory.remove() }
@@ -100,7 +100,7 @@ struct RevocationPolicyTests {
 
     @Test("hard, responder down: the webhook answers 503 and nothing is dead-lettered or committed; once it is back, Apple's retry is committed")
     func webhookHoldsThenRetrySucceeds() async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed()
+        let bed = try await OCSPTestBed.start()
         defer { bed.stop() }
         bed.leafResponder.stop()
         let inputs = try Inputs(bed.pki, count: 1)
@@ -124,9 +124,7 @@ struct RevocationPolicyTests {
         #expect(runner.currentSummary.passed == 0 && runner.currentSummary.rejected == 0)
 
         // The responder comes back on the port the leaf names; Apple retries until it gets 200.
-        let back = try await OCSPTestResponder(
-            issuer: bed.pki.intermediate, signer: bed.pki.intermediate, signerKey: bed.pki.intermediateKey,
-            entries: [.valid(bed.pki.leaf)], port: bed.leafResponder.port)
+        let back = try await bed.restartLeafResponder()
         defer { back.stop() }
         var retry = try await Curl.request(url, body: inputs.lines[0])
         for _ in 0..<10 where retry.status != 200 {
@@ -142,7 +140,7 @@ struct RevocationPolicyTests {
 
     @Test("hard, responder down, on stdin: the run stops with a clear error; nothing is dead-lettered or passed")
     func stdinStopsWithClearError() async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed()
+        let bed = try await OCSPTestBed.start()
         defer { bed.stop() }
         bed.leafResponder.stop()
         let inputs = try Inputs(bed.pki)
@@ -158,7 +156,7 @@ struct RevocationPolicyTests {
 
     @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds; counted, logged once a minute")
     func softGrace() async throws {
-        let bed = try await OCSPRevocationCheckerTests.bed(validMinutes: 1)
+        let bed = try await OCSPTestBed.start(validMinutes: 1)
         defer { bed.stop() }
         let inputs = try Inputs(bed.pki, count: 1)
         defer { inputs.directory.remove() }

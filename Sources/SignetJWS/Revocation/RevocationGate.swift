@@ -83,8 +83,9 @@ public final class RevocationGate: Sendable {
             }
             guard let first = held.first else { return }
             guard ContinuousClock.now - started + backoff <= policy.retryTimeout else {
-                throw RevocationUnavailable(detail: first.detail, records: held.reduce(0) { $0 + (recordsByChain[$1.key]?.count ?? 0) },
-                    retryTimeout: policy.retryTimeout)
+                // A record signed under several held chains (a notification's and its nested JWS') counts once.
+                let records = Set(held.flatMap { recordsByChain[$0.key] ?? [] }).count
+                throw RevocationUnavailable(detail: first.detail, records: records, retryTimeout: policy.retryTimeout)
             }
             try await Task.sleep(for: backoff)
             backoff = min(backoff * 2, .seconds(5))
