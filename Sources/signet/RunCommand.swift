@@ -44,6 +44,8 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A SIGTERM while the pipeline loads drains once it runs, as one a moment later would.
+        StartupSignals.catchUntilTheLifecycleStarts()
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
         let files = DescriptorLimit.raiseToHardLimit()
         PrometheusBackend.bootstrap()

@@ -46,6 +46,9 @@ public final class PipelineService: Service, CustomStringConvertible {
     public var outcome: Outcome? { finish.withLock { $0.outcome } }
 
     public func run() async throws {
+        // The group traps its signals before it starts a service: one caught while the
+        // command was still loading now reaches it.
+        StartupSignals.redeliver()
         let runner = runner
         // The runner works in its own task so cancellation can return without it.
         let work = Task {
