@@ -41,6 +41,8 @@ public struct TestPKI: Sendable {
     ///   - intermediateOCSPURL/leafOCSPURL: an authorityInfoAccess OCSP URL for the
     ///     intermediate (answered for the root) and the leaf (answered for the intermediate);
     ///     nil, the default, leaves the extension out, as before.
+    ///   - intermediateCRLURL/leafCRLURL: a cRLDistributionPoints URL for the intermediate (a
+    ///     list the root signs) and the leaf (one the intermediate signs); nil leaves it out.
     public init(
         notBefore: Date = TestPKI.defaultNotBefore,
         notAfter: Date = TestPKI.defaultNotAfter,
@@ -51,7 +53,9 @@ public struct TestPKI: Sendable {
         leafKey: ECPrivateKey? = nil,
         name: String = "Signet Fixtures",
         intermediateOCSPURL: String? = nil,
-        leafOCSPURL: String? = nil
+        leafOCSPURL: String? = nil,
+        intermediateCRLURL: String? = nil,
+        leafCRLURL: String? = nil
     ) throws(OpenSSLError) {
         let rootKey = try Self.key(rootKey, .p384)
         let intermediateKey = try Self.key(intermediateKey, .p384)
@@ -59,10 +63,11 @@ public struct TestPKI: Sendable {
         let root = try Self.makeRoot(key: rootKey, commonName: "\(name) Test Root CA - G3", notBefore: notBefore, notAfter: notAfter)
         let intermediate = try Self.makeIntermediate(
             key: intermediateKey, commonName: "\(name) Test WWDR CA", issuer: root, issuerKey: rootKey,
-            notBefore: notBefore, notAfter: notAfter, ocspURL: intermediateOCSPURL)
+            notBefore: notBefore, notAfter: notAfter, ocspURL: intermediateOCSPURL, crlURL: intermediateCRLURL)
         let leaf = try Self.makeLeaf(
             key: leafKey, commonName: "\(name) Test Receipt Signing", issuer: intermediate, issuerKey: intermediateKey,
-            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter, ocspURL: leafOCSPURL)
+            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter, ocspURL: leafOCSPURL,
+            crlURL: leafCRLURL)
         self.rootKey = rootKey
         self.root = root
         self.intermediateKey = intermediateKey
@@ -137,13 +142,14 @@ public struct TestPKI: Sendable {
     public static func makeIntermediate(
         key: ECPrivateKey, commonName: String, issuer: X509Certificate, issuerKey: ECPrivateKey,
         notBefore: Date, notAfter: Date, isCA: Bool = true, includeMarkerOID: Bool = true, serialNumber: UInt64 = 0x0200,
-        ocspURL: String? = nil
+        ocspURL: String? = nil, crlURL: String? = nil
     ) throws(OpenSSLError) -> X509Certificate {
         let builder = CertificateBuilder(
             subjectCommonName: commonName, subjectOrganization: "Signet Fixtures", subjectOrganizationalUnit: "G6",
             serialNumber: serialNumber, notBefore: notBefore, notAfter: notAfter, publicKey: try key.publicKey,
             isCA: isCA, pathLength: isCA ? 0 : nil, keyUsage: isCA ? [.keyCertSign, .cRLSign] : [.digitalSignature],
-            customExtensions: includeMarkerOID ? [.init(oid: intermediateMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL)
+            customExtensions: includeMarkerOID ? [.init(oid: intermediateMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL,
+            crlURL: crlURL)
         return try builder.sign(issuer: issuer, issuerKey: issuerKey)
     }
 
@@ -151,13 +157,14 @@ public struct TestPKI: Sendable {
     public static func makeLeaf(
         key: ECPrivateKey, commonName: String, issuer: X509Certificate, issuerKey: ECPrivateKey,
         notBefore: Date, notAfter: Date, includeMarkerOID: Bool = true, keyUsage: KeyUsage? = .digitalSignature,
-        serialNumber: UInt64 = 0x0300, ocspURL: String? = nil
+        serialNumber: UInt64 = 0x0300, ocspURL: String? = nil, crlURL: String? = nil
     ) throws(OpenSSLError) -> X509Certificate {
         let builder = CertificateBuilder(
             subjectCommonName: commonName, subjectOrganization: "Signet Fixtures", subjectOrganizationalUnit: "Test",
             serialNumber: serialNumber, notBefore: notBefore, notAfter: notAfter, publicKey: try key.publicKey,
             isCA: false, keyUsage: keyUsage,
-            customExtensions: includeMarkerOID ? [.init(oid: leafMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL)
+            customExtensions: includeMarkerOID ? [.init(oid: leafMarkerOID)] : [], signatureHash: .sha384, ocspURL: ocspURL,
+            crlURL: crlURL)
         return try builder.sign(issuer: issuer, issuerKey: issuerKey)
     }
 }

@@ -46,6 +46,6 @@ extension ReasonCode {
     public static let nestedJWSInvalid: ReasonCode = "nested_jws_invalid"
 
     // MARK: Online revocation (`verify` with `revocation.mode` soft or hard)
-    /// The issuer's OCSP responder says a certificate of the chain was revoked.
+    /// The issuer (its OCSP responder, or its CRL when OCSP gives no answer) says a certificate of the chain was revoked.
     public static let certificateRevoked: ReasonCode = "certificate_revoked"
 }

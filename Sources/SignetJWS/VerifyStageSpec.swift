@@ -52,7 +52,7 @@ extension RevocationPolicy {
     package static let configuration = ConfigBindings<RevocationPolicy>(defaults: RevocationPolicy(), [
         ConfigBinding(
             "mode", \.mode, .enumeration(Mode.allCases.map(\.rawValue)),
-            "off: no online check; hard: a record whose chain gets no OCSP answer waits (never dead-lettered or committed); "
+            "off: no online check; hard: a record whose chain gets no revocation answer (OCSP, else the CRL) waits (never dead-lettered or committed); "
                 + "soft: as hard, but accepted while the last good answer's nextUpdate + grace is ahead; revoked is rejected in both"),
         ConfigBinding(
             "grace", \.grace, .duration(.zero...(.seconds(30 * 86_400))),

@@ -43,6 +43,8 @@ public struct CertificateBuilder: Sendable {
     public var signatureHash: SignatureHash
     /// An authorityInfoAccess extension naming this OCSP responder URL; nil leaves it out.
     public var ocspURL: String?
+    /// A cRLDistributionPoints extension naming this CRL URL; nil leaves it out.
+    public var crlURL: String?
     /// extendedKeyUsage (non-critical) by OpenSSL config name ("OCSPSigning" for a delegated
     /// OCSP responder); empty leaves it out.
     public var extendedKeyUsage: [String]
@@ -52,7 +54,8 @@ public struct CertificateBuilder: Sendable {
         subjectCountry: String? = "US", serialNumber: UInt64, notBefore: Date, notAfter: Date,
         publicKey: ECPublicKey, isCA: Bool? = nil, pathLength: Int? = nil, keyUsage: KeyUsage? = nil,
         includeKeyIdentifiers: Bool = true, customExtensions: [CustomExtension] = [],
-        signatureHash: SignatureHash = .sha256, ocspURL: String? = nil, extendedKeyUsage: [String] = []
+        signatureHash: SignatureHash = .sha256, ocspURL: String? = nil, extendedKeyUsage: [String] = [],
+        crlURL: String? = nil
     ) {
         self.subjectCommonName = subjectCommonName
         self.subjectOrganization = subjectOrganization
@@ -69,6 +72,7 @@ public struct CertificateBuilder: Sendable {
         self.customExtensions = customExtensions
         self.signatureHash = signatureHash
         self.ocspURL = ocspURL
+        self.crlURL = crlURL
         self.extendedKeyUsage = extendedKeyUsage
     }
 
@@ -132,6 +136,7 @@ public struct CertificateBuilder: Sendable {
         // Both after the key identifiers, so a certificate without them keeps its former layout.
         if !extendedKeyUsage.isEmpty { try add(NID_ext_key_usage, extendedKeyUsage.joined(separator: ",")) }
         if let ocspURL { try add(NID_info_access, "OCSP;URI:\(ocspURL)") }
+        if let crlURL { try add(NID_crl_distribution_points, "URI:\(crlURL)") }
         for custom in customExtensions {
             let object = try OpenSSLSupport.object(forOID: custom.oid)
             defer { ASN1_OBJECT_free(object) }

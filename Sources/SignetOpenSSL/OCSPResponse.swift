@@ -30,11 +30,12 @@ public struct OCSPResponse: Sendable, Hashable {
         for certificate: X509Certificate, issuer: X509Certificate, request: OCSPRequest? = nil,
         atEpochSeconds now: Int64, leewaySeconds: Int64 = 300
     ) throws(OCSPError) -> OCSPSingleResponse {
-        guard !derEncoded.isEmpty else { throw .malformed("empty body") }
-        let (parsed, consumed) = OpenSSLSupport.decodeDER(derEncoded) { d2i_OCSP_RESPONSE(nil, $0, $1) }
-        guard let response = parsed else { throw .malformed(OpenSSLError.drain("parse DER").description) }
+        let response: OpaquePointer
+        switch OpenSSLSupport.decodeWholeDER(derEncoded, { d2i_OCSP_RESPONSE(nil, $0, $1) }, free: OCSP_RESPONSE_free) {
+        case .success(let decoded): response = decoded
+        case .failure(let problem): throw .malformed(problem.detail)
+        }
         defer { OCSP_RESPONSE_free(response) }
-        guard consumed == derEncoded.count else { throw .malformed("\(derEncoded.count - consumed) trailing bytes") }
 
         let code = OCSP_response_status(response)
         guard code == OCSP_RESPONSE_STATUS_SUCCESSFUL else { throw .responderStatus(OCSPResponderStatus(code: code)) }
@@ -84,13 +85,10 @@ public struct OCSPResponse: Sendable, Hashable {
         default: throw .malformed("certificate status \(status)")
         }
 
-        // Overflow-safe: the times come from the network and may be anything ASN1_TIME holds.
-        let (latestThisUpdate, overflowUp) = now.addingReportingOverflow(leewaySeconds)
-        guard overflowUp || thisUpdateSeconds <= latestThisUpdate else { throw .notYetValid(thisUpdate: thisUpdateSeconds) }
-        if let nextUpdateSeconds {
-            guard nextUpdateSeconds >= thisUpdateSeconds else { throw .notYetValid(thisUpdate: thisUpdateSeconds) }
-            let (earliestNextUpdate, overflowDown) = now.subtractingReportingOverflow(leewaySeconds)
-            guard overflowDown || nextUpdateSeconds >= earliestNextUpdate else { throw .stale(nextUpdate: nextUpdateSeconds) }
+        switch OpenSSLSupport.validityProblem(thisUpdate: thisUpdateSeconds, nextUpdate: nextUpdateSeconds, now: now, leeway: leewaySeconds) {
+        case .notYetValid: throw .notYetValid(thisUpdate: thisUpdateSeconds)
+        case .stale: throw .stale(nextUpdate: nextUpdateSeconds ?? 0)
+        case nil: break
         }
         return OCSPSingleResponse(status: single, thisUpdateEpochSeconds: thisUpdateSeconds, nextUpdateEpochSeconds: nextUpdateSeconds)
     }

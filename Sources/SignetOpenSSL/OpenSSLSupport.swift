@@ -35,6 +35,45 @@ enum OpenSSLSupport {
         }
     }
 
+    /// Decodes `bytes` as exactly one DER object: the object (the caller frees it), or why
+    /// not (empty, does not parse, trailing bytes; the object already freed).
+    static func decodeWholeDER(
+        _ bytes: [UInt8], _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?, free: (OpaquePointer) -> Void
+    ) -> Result<OpaquePointer, MalformedDER> {
+        guard !bytes.isEmpty else { return .failure(MalformedDER(detail: "empty body")) }
+        let (parsed, consumed) = decodeDER(bytes, d2i)
+        guard let object = parsed else { return .failure(MalformedDER(detail: OpenSSLError.drain("parse DER").description)) }
+        guard consumed == bytes.count else {
+            free(object)
+            return .failure(MalformedDER(detail: "\(bytes.count - consumed) trailing bytes"))
+        }
+        return .success(object)
+    }
+
+    /// Why ``decodeWholeDER(_:_:free:)`` refused its input.
+    struct MalformedDER: Error {
+        var detail: String
+    }
+
+    /// What is wrong with a signed statement's thisUpdate/nextUpdate at `now` (OCSP responses
+    /// and CRLs share the rule), nil when nothing is: thisUpdate after now + leeway or
+    /// nextUpdate before thisUpdate is not yet valid; nextUpdate before now - leeway is stale.
+    /// Overflow-safe: the times come from the network and may be anything ASN1_TIME holds.
+    static func validityProblem(thisUpdate: Int64, nextUpdate: Int64?, now: Int64, leeway: Int64) -> ValidityProblem? {
+        let (latestThisUpdate, overflowUp) = now.addingReportingOverflow(leeway)
+        guard overflowUp || thisUpdate <= latestThisUpdate else { return .notYetValid }
+        guard let nextUpdate else { return nil }
+        guard nextUpdate >= thisUpdate else { return .notYetValid }
+        let (earliestNextUpdate, overflowDown) = now.subtractingReportingOverflow(leeway)
+        guard overflowDown || nextUpdate >= earliestNextUpdate else { return .stale }
+        return nil
+    }
+
+    enum ValidityProblem {
+        case notYetValid
+        case stale
+    }
+
     /// Runs `write` against a fresh memory BIO and returns what it wrote.
     static func collectBIO(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> [UInt8] {
         guard let bio = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain("create memory BIO") }

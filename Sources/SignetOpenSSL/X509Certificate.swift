@@ -214,7 +214,7 @@ public final class X509Certificate: @unchecked Sendable, Hashable, CustomStringC
     public static func == (lhs: X509Certificate, rhs: X509Certificate) -> Bool { lhs.derEncoded == rhs.derEncoded }
     public func hash(into hasher: inout Hasher) { derEncoded.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
-    private static func nameString(_ name: OpaquePointer?) -> String {
+    static func nameString(_ name: OpaquePointer?) -> String {
         guard let name else { return "" }
         // RFC 2253 order and escaping, but keep UTF-8 readable instead of \XX escapes.
         // XN_FLAG_RFC2253 is a compound macro Swift cannot import; these are its parts.

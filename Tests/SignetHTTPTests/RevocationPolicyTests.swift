@@ -86,6 +86,32 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("keyCompromise") })
     }
 
+    @Test("hard, the intermediate's OCSP responder down: the root's CRL answers; not listed passes, listed is dead-lettered", arguments: [false, true])
+    func crlFallback(listed: Bool) async throws {
+        let holder = try LocalPortHolder(listening: false)
+        let port = holder.port
+        holder.close()
+        let bed = try await OCSPTestBed.start(intermediateCRLURL: "http://127.0.0.1:\(port)/applerootcag3.crl")
+        defer { bed.stop() }
+        bed.intermediateResponder.stop()
+        let entries: [OCSPTestResponder.Entry] =
+            listed ? [.revoked(bed.pki.intermediate, date: Date(timeIntervalSince1970: 1_767_225_600), reason: "cessationOfOperation")] : []
+        let distributionPoint = try await FixedHTTPResponder(
+            body: try TestCRL.make(issuer: bed.pki.root, key: bed.pki.rootKey, entries: entries), port: port)
+        defer { distributionPoint.stop() }
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let summary = try await inputs.runFromFile(revocation: "{mode: hard, retry_timeout: 0s}")
+        if listed {
+            #expect(summary.passed == 0 && summary.rejected == 3)
+            #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("x5c[1]") })
+        } else {
+            #expect(summary.passed == 3 && summary.rejected == 0)
+            #expect(inputs.out.count == 3)
+        }
+        #expect(await distributionPoint.settledRequestCount(expecting: 1) == 1, "one fetch for the whole run")
+    }
+
     @Test("off (default or written): verification as without the policy, no request reaches the responder", arguments: [nil, "{mode: off}"])
     func offAsksNobody(revocation: String?) async throws {
         let bed = try await OCSPTestBed.start()
@@ -150,7 +176,7 @@ struct RevocationPolicyTests {
         let result = try await SignetProcess.output(
             ["run", "--pipeline", pipeline], stdin: Data((inputs.lines.joined(separator: "\n") + "\n").utf8))
         #expect(result.exitCode != 0)
-        #expect(result.stderr.contains("no OCSP answer") && result.stderr.contains("retry_timeout"), "\(result.stderr)")
+        #expect(result.stderr.contains("no revocation answer") && result.stderr.contains("retry_timeout"), "\(result.stderr)")
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 

@@ -1,8 +1,8 @@
 public import Foundation
 
-/// An HTTP server on 127.0.0.1 (python3's http.server) answering every POST with the same
-/// status and body: the OCSP responses `openssl ocsp` never sends (tryLater,
-/// internalError, crafted bytes). ``requestCount`` counts the requests it answered.
+/// An HTTP server on 127.0.0.1 (python3's http.server) answering every POST and GET with the
+/// same status and body: the OCSP responses `openssl ocsp` never sends (tryLater,
+/// internalError, crafted bytes), or a CRL. ``requestCount`` counts the requests it answered.
 public final class FixedHTTPResponder: Sendable {
     public let port: Int
     private let process: ChildProcess
@@ -11,10 +11,14 @@ public final class FixedHTTPResponder: Sendable {
 
     private static let script = """
         import http.server, sys
-        port, status, body = int(sys.argv[1]), int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+        port, status, body = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3], 'rb').read()
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 self.rfile.read(int(self.headers.get('Content-Length', '0')))
+                self.answer()
+            def do_GET(self):
+                self.answer()
+            def answer(self):
                 self.send_response(status)
                 self.send_header('Content-Type', 'application/ocsp-response')
                 self.send_header('Content-Length', str(len(body)))
@@ -27,13 +31,16 @@ public final class FixedHTTPResponder: Sendable {
         server.serve_forever()
         """
 
-    /// Starts the server answering `status` with `body`.
-    public init(status: Int = 200, body: [UInt8]) async throws {
-        let hex = body.map { String(format: "%02x", $0) }.joined()
+    /// Starts the server answering `status` with `body`, on `port` (nil: a free one).
+    public init(status: Int = 200, body: [UInt8], port: Int? = nil) async throws {
+        // The body goes through a file: an argument holds at most 128 KiB.
+        let bodyURL = FileManager.default.temporaryDirectory.appendingPathComponent("signet-fixed-\(UUID().uuidString).bin")
+        try Data(body).write(to: bodyURL)
+        defer { try? FileManager.default.removeItem(at: bodyURL) }
         var lastError = ""
         for _ in 0..<3 {
-            let port = try freeLocalPort()
-            let process = try ChildProcess(ChildProcess.env, ["python3", "-c", Self.script, String(port), String(status), hex], stdin: false)
+            let port = try port ?? freeLocalPort()
+            let process = try ChildProcess(ChildProcess.env, ["python3", "-c", Self.script, String(port), String(status), bodyURL.path], stdin: false)
             let ready = await process.waitUntil(timeout: .seconds(10)) { process.stderrText.contains("ready") || !process.isRunning }
             if ready && process.isRunning {
                 self.port = port

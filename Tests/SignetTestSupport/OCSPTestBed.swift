@@ -9,15 +9,19 @@ public struct OCSPTestBed: Sendable {
     public let intermediateResponder: OCSPTestResponder
 
     /// Starts both responders, every answer valid for `validMinutes`; `leafEntry` is the
-    /// leaf's line in its responder's index (valid by default).
+    /// leaf's line in its responder's index (valid by default); `intermediateCRLURL`, when
+    /// given, is named in the intermediate's cRLDistributionPoints.
     public static func start(
-        validMinutes: Int = 60, leafEntry: (TestPKI) throws -> OCSPTestResponder.Entry = { .valid($0.leaf) }
+        validMinutes: Int = 60, leafEntry: (TestPKI) throws -> OCSPTestResponder.Entry = { .valid($0.leaf) },
+        intermediateCRLURL: String? = nil
     ) async throws -> OCSPTestBed {
         // Both ports held at once, so they differ.
         let holders = try [LocalPortHolder(listening: false), LocalPortHolder(listening: false)]
         let (leafPort, intermediatePort) = (holders[0].port, holders[1].port)
         holders.forEach { $0.close() }
-        let pki = try TestPKI(intermediateOCSPURL: "http://127.0.0.1:\(intermediatePort)/", leafOCSPURL: "http://127.0.0.1:\(leafPort)/")
+        let pki = try TestPKI(
+            intermediateOCSPURL: "http://127.0.0.1:\(intermediatePort)/", leafOCSPURL: "http://127.0.0.1:\(leafPort)/",
+            intermediateCRLURL: intermediateCRLURL)
         let intermediateResponder = try await OCSPTestResponder(
             issuer: pki.root, signer: pki.root, signerKey: pki.rootKey, entries: [.valid(pki.intermediate)], validMinutes: validMinutes,
             port: intermediatePort)

@@ -11,7 +11,7 @@ public final class OCSPTestResponder: Sendable {
     /// One line of the responder's index (the `openssl ca` database format).
     public enum Entry: Sendable {
         case valid(X509Certificate)
-        /// Revoked at `date` for `reason` (a CRLReason name such as `keyCompromise`).
+        /// Revoked at `date` for `reason` (a CRLReason name such as `keyCompromise`; empty: none given).
         case revoked(X509Certificate, date: Date, reason: String)
     }
 
@@ -113,13 +113,14 @@ public final class OCSPTestResponder: Sendable {
 
     /// `status \t expiry \t revocation[,reason] \t serial \t file \t subject`, serial in
     /// upper-case hex of even length as OpenSSL looks it up.
-    private static func indexLine(_ entry: Entry) -> String {
+    static func indexLine(_ entry: Entry) -> String {
         let expiry = "450101000000Z"
         switch entry {
         case .valid(let certificate):
             return "V\t\(expiry)\t\t\(serial(certificate))\tunknown\t/CN=test\n"
         case .revoked(let certificate, let date, let reason):
-            return "R\t\(expiry)\t\(asn1Time(date)),\(reason)\t\(serial(certificate))\tunknown\t/CN=test\n"
+            let revocation = reason.isEmpty ? asn1Time(date) : "\(asn1Time(date)),\(reason)"
+            return "R\t\(expiry)\t\(revocation)\t\(serial(certificate))\tunknown\t/CN=test\n"
         }
     }
 
@@ -129,11 +130,14 @@ public final class OCSPTestResponder: Sendable {
     }
 
     /// YYMMDDHHMMSSZ (UTCTime), what the index holds.
-    private static func asn1Time(_ date: Date) -> String {
+    private static func asn1Time(_ date: Date) -> String { utcTimestamp(date, format: "yyMMddHHmmss'Z'") }
+
+    /// `date` in UTC in a DateFormatter `format`, for openssl's command lines and files.
+    static func utcTimestamp(_ date: Date, format: String) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyMMddHHmmss'Z'"
+        formatter.dateFormat = format
         return formatter.string(from: date)
     }
 

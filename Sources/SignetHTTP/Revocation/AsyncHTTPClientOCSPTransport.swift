@@ -1,16 +1,23 @@
 public import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import SignetCore
 public import SignetJWS
 
-/// The OCSP transport over AsyncHTTPClient: a POST of `application/ocsp-request`, the body
-/// of a 200 answer back (at most 64 KiB; Apple's responses are about 2).
+/// The revocation transport over AsyncHTTPClient: a POST of `application/ocsp-request`, the
+/// body of a 200 answer back (at most 64 KiB; Apple's responses are about 2), and a GET of a
+/// CRL (at most 8 MiB; Apple's root CRL is under 1 KiB, a busy CA's a few hundred).
 ///
 /// It lives here, not in SignetJWS beside the checker, so SignetJWS (and the fuzz target
 /// and embedders linking it) stays free of SwiftNIO; the client is AsyncHTTPClient as for
 /// every other outgoing request of Signet (the http sink, the App Store Server API client).
 public struct AsyncHTTPClientOCSPTransport: OCSPTransport {
     private let client: HTTPClient
+
+    /// The largest OCSP response read; a longer body is `unreachable`, not parsed.
+    static let maxResponseBytes = 64 << 10
+    /// The largest CRL read.
+    static let maxCRLBytes = 8 << 20
 
     /// The client every transport shares unless given another: one connection pool for every
     /// checker, alive for the whole process (so never shut down, like `HTTPClient.shared`).
@@ -35,13 +42,18 @@ public struct AsyncHTTPClientOCSPTransport: OCSPTransport {
         outgoing.method = .POST
         outgoing.headers.add(name: "Content-Type", value: "application/ocsp-request")
         outgoing.body = .bytes(ByteBuffer(bytes: request))
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let timeAmount = TimeAmount.nanoseconds(nanoseconds.overflow ? .max : nanoseconds.partialValue + attoseconds / 1_000_000_000)
+        return try await execute(outgoing, timeout: timeout, upTo: Self.maxResponseBytes)
+    }
+
+    public func get(_ url: String, timeout: Duration) async throws(OCSPTransportError) -> [UInt8] {
+        try await execute(HTTPClientRequest(url: url), timeout: timeout, upTo: Self.maxCRLBytes)
+    }
+
+    private func execute(_ request: HTTPClientRequest, timeout: Duration, upTo limit: Int) async throws(OCSPTransportError) -> [UInt8] {
         do {
-            let response = try await client.execute(outgoing, timeout: timeAmount)
+            let response = try await client.execute(request, timeout: .nanoseconds(timeout.clampedNanoseconds))
             guard response.status.code == 200 else { throw OCSPTransportError.httpStatus(Int(response.status.code)) }
-            let body = try await response.body.collect(upTo: 64 << 10)
+            let body = try await response.body.collect(upTo: limit)
             return Array(body.readableBytesView)
         } catch let error as OCSPTransportError {
             throw error

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import SignetCore
 
 /// Reads a running Signet's /metrics for `signet top`, through AsyncHTTPClient (the CLI
 /// links no second HTTP stack: Foundation's would add libcurl to the package's dependencies).
@@ -18,8 +19,7 @@ public struct MetricsScraper: Sendable {
 
     /// One scrape; throws on no connection, a timeout, a status other than 200 or a body over 16 MiB.
     public func scrape(timeout: Duration = .seconds(5)) async throws -> MetricsSnapshot {
-        let (seconds, attoseconds) = timeout.components
-        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .nanoseconds(timeout.clampedNanoseconds))
         let body = try await response.body.collect(upTo: 16 << 20)
         guard response.status.code == 200 else { throw ScrapeFailure(description: "HTTP \(response.status.code)") }
         return MetricsSnapshot(text: String(buffer: body), at: Self.monotonicSeconds())

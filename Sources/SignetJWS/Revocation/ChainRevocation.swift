@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SignetOpenSSL
 
 /// The answers of an online revocation check of a chain, one per non-root certificate.

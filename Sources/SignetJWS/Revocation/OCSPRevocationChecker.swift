@@ -2,13 +2,19 @@ public import Foundation
 public import SignetOpenSSL
 import Synchronization
 
-/// Asks OCSP whether the certificates of a chain were revoked, with a cache every caller
-/// shares.
+/// Asks OCSP (else the issuer's CRL) whether the certificates of a chain were revoked, with a
+/// cache every caller shares.
 ///
 /// - Each non-root certificate is asked about at the first http(s) OCSP URL of its
 ///   authorityInfoAccess, the request POSTed through an ``OCSPTransport`` within
 ///   ``Options/deadline``; the response must be signed by the issuer or a responder the
 ///   issuer delegated (``OCSPResponse``).
+/// - When OCSP gives no answer (a failure of any class, or no responder) and the certificate
+///   names an http(s) cRLDistributionPoint (Apple's intermediate names
+///   crl.apple.com/applerootcag3.crl), that CRL is fetched within another deadline and must be
+///   a complete list the issuer signed, not past its nextUpdate (``CertificateRevocationList``):
+///   listed is revoked, absent is good until the list's nextUpdate. A CRL that fails too
+///   leaves OCSP's failure as the answer.
 /// - A good answer is cached under (issuer, serial) until its nextUpdate, not for a fixed
 ///   time; once less than ``Options/refreshFraction`` of its window (or
 ///   ``Options/refreshMargin``, whichever is longer, at most half the window) remains, the
@@ -178,8 +184,22 @@ public final class OCSPRevocationChecker: Sendable {
         }
     }
 
-    /// One OCSP exchange: build, send within the deadline, check, classify.
+    /// The certificate's OCSP answer; when OCSP gives none (any failure, or no responder) and
+    /// the certificate names an http CRL distribution point, the CRL's answer instead, unless
+    /// that fails too: then the OCSP failure (the CRL's when there is no responder), so a
+    /// fallback never turns a failure into another class.
     private func ask(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?) {
+        let ocsp = await askOCSP(certificate, issuer: issuer)
+        guard case .failed(let failure) = ocsp.0,
+              let url = certificate.crlURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") })
+        else { return ocsp }
+        let crl = await askCRL(certificate, issuer: issuer, url: url)
+        if case .failed = crl.0, failure != .noResponder { return ocsp }
+        return crl
+    }
+
+    /// One OCSP exchange: build, send within the deadline, check, classify.
+    private func askOCSP(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?) {
         guard let url = certificate.ocspURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
             return (.failed(.noResponder), nil)
         }
@@ -189,15 +209,16 @@ public final class OCSPRevocationChecker: Sendable {
         } catch {
             return (.failed(RevocationFailure(error)), nil)
         }
-        let body: [UInt8]
         let started = ContinuousClock.now
-        let posted = await post(request.derEncoded, to: url)
+        let transport = self.transport
+        let posted = await withinDeadline { timeout throws(OCSPTransportError) in
+            try await transport.post(request.derEncoded, to: url, timeout: timeout)
+        }
         metrics.responded(after: ContinuousClock.now - started)
+        let body: [UInt8]
         switch posted {
         case .success(let bytes): body = bytes
-        case .failure(.deadlineExceeded): return (.failed(.deadlineExceeded), nil)
-        case .failure(.unreachable(let detail)): return (.failed(.unreachable(detail)), nil)
-        case .failure(.httpStatus(let status)): return (.failed(.unreachable("HTTP status \(status)")), nil)
+        case .failure(let error): return (.failed(RevocationFailure(error)), nil)
         }
         let now = clock()
         let single: OCSPSingleResponse
@@ -208,28 +229,68 @@ public final class OCSPRevocationChecker: Sendable {
         } catch {
             return (.failed(RevocationFailure(error)), nil)
         }
-        let thisUpdate = Date(timeIntervalSince1970: TimeInterval(single.thisUpdateEpochSeconds))
+        let thisUpdate = Self.date(single.thisUpdateEpochSeconds)
         switch single.status {
         case .good:
-            let nextUpdate = single.nextUpdateEpochSeconds.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-                ?? now.addingTimeInterval(Self.seconds(options.cacheWithoutNextUpdate))
-            return (.good(nextUpdate: nextUpdate), thisUpdate)
+            return (.good(nextUpdate: nextUpdate(single.nextUpdateEpochSeconds, now: now)), thisUpdate)
         case .revoked(let reason, let revokedAt):
-            return (.revoked(reason: reason, date: Date(timeIntervalSince1970: TimeInterval(revokedAt))), thisUpdate)
+            return (.revoked(reason: reason, date: Self.date(revokedAt)), thisUpdate)
         case .unknown:
             return (.failed(.unknown), thisUpdate)
         }
     }
 
+    /// The issuer's CRL at `url`, fetched within the deadline, checked and searched for the
+    /// certificate. Not cached as a list: the answer is cached per certificate like an OCSP
+    /// one (until the list's nextUpdate), and the next refresh asks OCSP first again.
+    private func askCRL(_ certificate: X509Certificate, issuer: X509Certificate, url: String) async -> (RevocationAnswer, thisUpdate: Date?) {
+        let transport = self.transport
+        let fetched = await withinDeadline { timeout throws(OCSPTransportError) in try await transport.get(url, timeout: timeout) }
+        let answer: (RevocationAnswer, thisUpdate: Date?)
+        switch fetched {
+        case .failure(let error):
+            answer = (.failed(RevocationFailure(error)), nil)
+        case .success(let body):
+            let now = clock()
+            do {
+                let status = try CertificateRevocationList(derEncoded: body).status(
+                    of: certificate, issuer: issuer, atEpochSeconds: Int64(now.timeIntervalSince1970.rounded(.down)),
+                    leewaySeconds: options.leewaySeconds)
+                let thisUpdate = Self.date(status.thisUpdateEpochSeconds)
+                if let revocation = status.revocation {
+                    answer = (.revoked(reason: revocation.reason, date: Self.date(revocation.revokedAtEpochSeconds)), thisUpdate)
+                } else {
+                    answer = (.good(nextUpdate: nextUpdate(status.nextUpdateEpochSeconds, now: now)), thisUpdate)
+                }
+            } catch {
+                answer = (.failed(RevocationFailure(error)), nil)
+            }
+        }
+        switch answer.0 {
+        case .good: metrics.crlFetched("good")
+        case .revoked: metrics.crlFetched("revoked")
+        case .failed(let failure): metrics.crlFetched(failure.name)
+        }
+        return answer
+    }
+
+    /// A good answer's nextUpdate: the one given, else ``Options/cacheWithoutNextUpdate`` from now.
+    private func nextUpdate(_ epochSeconds: Int64?, now: Date) -> Date {
+        epochSeconds.map(Self.date) ?? now.addingTimeInterval(Self.seconds(options.cacheWithoutNextUpdate))
+    }
+
+    private static func date(_ epochSeconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(epochSeconds)) }
+
     /// The transport's answer, or deadlineExceeded when `options.deadline` passes first
     /// (whatever the transport does with its own timeout).
-    private func post(_ request: [UInt8], to url: String) async -> Result<[UInt8], OCSPTransportError> {
+    private func withinDeadline(
+        _ exchange: @escaping @Sendable (Duration) async throws(OCSPTransportError) -> [UInt8]
+    ) async -> Result<[UInt8], OCSPTransportError> {
         let deadline = options.deadline
-        let transport = self.transport
         return await withTaskGroup(of: Result<[UInt8], OCSPTransportError>?.self) { group in
             group.addTask {
                 do throws(OCSPTransportError) {
-                    return .success(try await transport.post(request, to: url, timeout: deadline))
+                    return .success(try await exchange(deadline))
                 } catch {
                     return .failure(error)
                 }

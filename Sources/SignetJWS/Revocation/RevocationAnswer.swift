@@ -38,9 +38,10 @@ public enum RevocationFailure: Sendable, Hashable, CustomStringConvertible {
     case deadlineExceeded
     /// The newest answer's nextUpdate has passed.
     case stale(nextUpdate: Date)
-    /// The body is not a DER OCSP response about this certificate (or thisUpdate lies in the future).
+    /// The body is not a DER OCSP response (or CRL) about this certificate (or thisUpdate lies in the future).
     case malformed(String)
-    /// The signature does not verify, the signer is not the issuer or its delegate, or the nonce differs.
+    /// The signature does not verify, the signer is not the issuer or its delegate, or the nonce differs
+    /// (or a CRL's issuer name or signature is not the issuer's).
     case untrusted(String)
     /// The certificate names no http(s) OCSP responder in its authorityInfoAccess.
     case noResponder
@@ -66,6 +67,24 @@ public enum RevocationFailure: Sendable, Hashable, CustomStringConvertible {
         case .refused(let detail), .unreachable(let detail), .malformed(let detail), .untrusted(let detail): "\(name): \(detail)"
         case .stale(let nextUpdate): "stale: nextUpdate \(nextUpdate) has passed"
         default: name
+        }
+    }
+
+    /// The class of a transport's failure.
+    init(_ error: OCSPTransportError) {
+        switch error {
+        case .deadlineExceeded: self = .deadlineExceeded
+        case .unreachable(let detail): self = .unreachable(detail)
+        case .httpStatus(let status): self = .unreachable("HTTP status \(status)")
+        }
+    }
+
+    /// The class of a CRL OpenSSL or the list's own rules did not accept.
+    init(_ error: CRLError) {
+        switch error {
+        case .stale(let nextUpdate): self = .stale(nextUpdate: Date(timeIntervalSince1970: TimeInterval(nextUpdate)))
+        case .wrongIssuer, .badSignature: self = .untrusted(error.description)
+        case .malformed, .unsupported, .notYetValid: self = .malformed(error.description)
         }
     }
 

@@ -1,7 +1,7 @@
 public import Foundation
 public import Logging
 public import SignetCore
-public import SignetOpenSSL
+import SignetOpenSSL
 import Synchronization
 
 /// The `revocation:` policy as the `verify` stage applies it to a batch, after every record's
@@ -107,7 +107,7 @@ public final class RevocationGate: Sendable {
                 return .revoked(
                     RecordRejection(
                         .certificateRevoked,
-                        "x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)) was revoked at \(date) (\(reason?.description ?? "no reason given")), its issuer's OCSP responder says"))
+                        "x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)) was revoked at \(date) (\(reason?.description ?? "no reason given")), its issuer says (OCSP, or its CRL when OCSP gave no answer)"))
             case .failed(let failure):
                 metrics.checked(failure.name)
                 if policy.mode == .soft, let lastGood = checker.lastGoodNextUpdate(of: certificate, issuer: issuer),
@@ -117,7 +117,7 @@ public final class RevocationGate: Sendable {
                     warn(certificate, "accepted in soft mode (last good answer valid until \(lastGood), grace \(ConfigDuration.format(policy.grace))): \(failure)")
                     continue
                 }
-                let detail = "no OCSP answer for x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)): \(failure)"
+                let detail = "no revocation answer (OCSP or CRL) for x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)): \(failure)"
                 warn(certificate, "\(detail); records wait (\(policy.mode.rawValue) mode)")
                 if case .pass = verdict { verdict = .held(detail) }
             }

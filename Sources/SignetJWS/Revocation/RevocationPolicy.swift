@@ -3,7 +3,7 @@ public import SignetCore
 /// The `verify` stage's `revocation:` setting: whether and how strictly an online OCSP
 /// answer is required for the chain of every payload that passed the offline checks.
 public struct RevocationPolicy: Sendable, Equatable {
-    /// How a payload is judged when no OCSP answer can be had.
+    /// How a payload is judged when no revocation answer (OCSP, else CRL) can be had.
     public enum Mode: String, Sendable, CaseIterable, ConfigBindable {
         /// No online check at all: verification exactly as without the policy.
         case off

@@ -1,4 +1,5 @@
 public import SignetCore
+import AppStoreModels
 import SignetJWS
 
 /// `transition`: moves each purchase through its state machine and publishes the
