@@ -95,6 +95,11 @@ public struct VerifyStage: RecordStage, HealthReporting {
         monitor.observe(verifiedTypes: verifiedTypes, rejections: rejections)
     }
 
+    /// Ends a revocation hold: a held batch stops waiting and the run stops without it.
+    public func stopRequested() {
+        revocation?.stop()
+    }
+
     public func readiness() async -> HealthCheck {
         monitor?.readiness() ?? .ready("verify")
     }

@@ -180,6 +180,30 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 
+    @Test("hard, responder down: SIGTERM ends the hold at once, long before retry_timeout; the run exits 1 with nothing written")
+    func sigtermEndsHold() async throws {
+        let bed = try await OCSPTestBed.start()
+        defer { bed.stop() }
+        bed.leafResponder.stop()
+        let inputs = try Inputs(bed.pki)
+        defer { inputs.directory.remove() }
+        let pipeline = try inputs.directory.write(
+            "stdin.yaml", inputs.pipeline(source: "{ type: stdin }", revocation: "{mode: hard, retry_timeout: 10m}"))
+        let child = try ChildProcess.signet(["run", "--pipeline", pipeline])
+        defer { child.stop() }
+        try child.write(inputs.lines.joined(separator: "\n") + "\n")
+        let holding = await child.waitUntil(timeout: .seconds(30)) { child.stderrText.contains("records wait (hard mode)") }
+        try #require(holding, "the batch is held: \(child.stderrText)")
+        let signalled = ContinuousClock.now
+        child.send(SIGTERM)
+        let status = await child.exit(within: .seconds(20))
+        #expect(status == 1, "\(child.stderrText)")
+        #expect(ContinuousClock.now - signalled < .seconds(20))
+        #expect(!child.killedBySignal)
+        #expect(child.stderrText.contains("when the run was asked to stop"), "\(child.stderrText)")
+        #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
+    }
+
     @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds; counted, logged once a minute")
     func softGrace() async throws {
         let bed = try await OCSPTestBed.start(validMinutes: 1)

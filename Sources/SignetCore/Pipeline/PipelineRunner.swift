@@ -47,9 +47,11 @@ public final class PipelineRunner: Sendable {
     }
 
     /// Asks the source to stop; in-flight batches drain, are delivered and committed,
-    /// then ``run()`` returns.
+    /// then ``run()`` returns. A stage that holds a batch on an outside wait ends it
+    /// (``Stage/stopRequested()``), and the run then throws with that batch uncommitted.
     public func requestStop() async {
         health.enter(.draining)
+        for stage in pipeline.stages { stage.stopRequested() }
         await pipeline.source.stop()
     }
 

@@ -22,6 +22,11 @@ public protocol Stage: Sendable {
     func undeliveredOutputs() async throws -> RecordBatch?
     /// Releases resources. Called once after the last batch, also after a failure.
     func close() async throws
+    /// The run was asked to stop (SIGTERM, ``PipelineRunner/requestStop()``): in-flight batches
+    /// still drain, but a stage holding a batch while it waits on the outside world (a
+    /// revocation check with backoff) should stop waiting and throw, so the batch is left
+    /// uncommitted for the next run instead of delaying the stop. Must return at once.
+    func stopRequested()
 }
 
 extension Stage {
@@ -29,6 +34,7 @@ extension Stage {
     public func acknowledge(_ batch: RecordBatch) async throws {}
     public func undeliveredOutputs() async throws -> RecordBatch? { nil }
     public func close() async throws {}
+    public func stopRequested() {}
 }
 
 /// A stage that looks at one record at a time and keeps no order-dependent state, so

@@ -14,7 +14,8 @@ import Synchronization
 ///   the stage asks again with backoff (100 ms doubling to 5 s, as the runner retries a failing
 ///   sink), so nothing of the batch is dead-lettered, passed on or committed meanwhile, and
 ///   throws ``RevocationUnavailable`` once ``RevocationPolicy/retryTimeout`` has passed, which
-///   stops the run like any other infrastructure failure of a stage.
+///   stops the run like any other infrastructure failure of a stage, or at once when the run
+///   is asked to stop (``stop()``), so a SIGTERM does not wait out the retry timeout.
 /// - A failure is logged at warning at most once a minute per certificate, not per record.
 public final class RevocationGate: Sendable {
     public let policy: RevocationPolicy
@@ -22,6 +23,8 @@ public final class RevocationGate: Sendable {
     private let metrics: RevocationMetrics
     private let logger: Logger?
     private let clock: @Sendable () -> Date
+    /// Fired by ``stop()``: a held batch stops waiting.
+    private let stopSignal = StopSignal()
     /// When each certificate's failure was last logged, by ``warningKey(_:)``.
     private let lastWarned = Mutex<[String: Date]>([:])
 
@@ -82,15 +85,24 @@ public final class RevocationGate: Sendable {
                 }
             }
             guard let first = held.first else { return }
-            guard ContinuousClock.now - started + backoff <= policy.retryTimeout else {
-                // A record signed under several held chains (a notification's and its nested JWS') counts once.
+            // A record signed under several held chains (a notification's and its nested JWS') counts once.
+            func unavailable(stopped: Bool) -> RevocationUnavailable {
                 let records = Set(held.flatMap { recordsByChain[$0.key] ?? [] }).count
-                throw RevocationUnavailable(detail: first.detail, records: records, retryTimeout: policy.retryTimeout)
+                return RevocationUnavailable(detail: first.detail, records: records, retryTimeout: policy.retryTimeout, stopped: stopped)
             }
-            try await Task.sleep(for: backoff)
+            guard !stopSignal.isFired else { throw unavailable(stopped: true) }
+            guard ContinuousClock.now - started + backoff <= policy.retryTimeout else { throw unavailable(stopped: false) }
+            if await stopSignal.wait(upTo: backoff) { throw unavailable(stopped: true) }
+            try Task.checkCancellation()
             backoff = min(backoff * 2, .seconds(5))
             pending = held.map(\.key)
         }
+    }
+
+    /// The run is stopping: a batch held now or later throws ``RevocationUnavailable`` at once
+    /// (`stopped`) instead of waiting out the retry timeout; chains with an answer still pass.
+    public func stop() {
+        stopSignal.fire()
     }
 
     /// Asks about every certificate of `chain` but the root; revoked wins over held.

@@ -1,7 +1,7 @@
 import SignetCore
 
-/// The `verify` stage got no acceptable OCSP answer for a chain within the revocation policy's
-/// retry timeout: it stops the run (as a stage whose database is gone does), so the held batch
+/// The `verify` stage got no acceptable revocation answer for a chain within the revocation
+/// policy's retry timeout, or before the run was asked to stop: it stops the run (as a stage whose database is gone does), so the held batch
 /// is neither dead-lettered nor committed and is read again (Kafka, file), retried by its sender
 /// (the webhook answers 503) or left for the next run (stdin: exit 1 with this message).
 public struct RevocationUnavailable: Error, Sendable, CustomStringConvertible {
@@ -10,9 +10,19 @@ public struct RevocationUnavailable: Error, Sendable, CustomStringConvertible {
     /// Records of the batch that were held.
     public var records: Int
     public var retryTimeout: Duration
+    /// The run was asked to stop while the batch waited (before the retry timeout).
+    public var stopped: Bool
+
+    public init(detail: String, records: Int, retryTimeout: Duration, stopped: Bool = false) {
+        self.detail = detail
+        self.records = records
+        self.retryTimeout = retryTimeout
+        self.stopped = stopped
+    }
 
     public var description: String {
-        "verify: \(detail), still after revocation.retry_timeout (\(ConfigDuration.format(retryTimeout))); "
+        let when = stopped ? "when the run was asked to stop" : "still after revocation.retry_timeout (\(ConfigDuration.format(retryTimeout)))"
+        return "verify: \(detail), \(when); "
             + "\(records) records held, none dead-lettered or committed: a retry or the next run verifies them again "
             + "(revocation.mode soft accepts within a grace past the last good answer)"
     }
