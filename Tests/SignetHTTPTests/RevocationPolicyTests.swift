@@ -164,15 +164,26 @@ struct RevocationPolicyTests {
         #expect(summary.rejected == 0 && summary.passed >= 2 && inputs.out.count == summary.passed)
     }
 
+    /// A bed whose leaf responder is down, its notifications, and a stdin pipeline in `hard`
+    /// mode with `retryTimeout`.
+    static func stdinWithLeafResponderDown(retryTimeout: String) async throws -> (OCSPTestBed, Inputs, String) {
+        let bed = try await OCSPTestBed.start()
+        bed.leafResponder.stop()
+        do {
+            let inputs = try Inputs(bed.pki)
+            let pipeline = try inputs.directory.write(
+                "stdin.yaml", inputs.pipeline(source: "{ type: stdin }", revocation: "{mode: hard, retry_timeout: \(retryTimeout)}"))
+            return (bed, inputs, pipeline)
+        } catch {
+            bed.stop()
+            throw error
+        }
+    }
+
     @Test("hard, responder down, on stdin: the run stops with a clear error; nothing is dead-lettered or passed")
     func stdinStopsWithClearError() async throws {
-        let bed = try await OCSPTestBed.start()
-        defer { bed.stop() }
-        bed.leafResponder.stop()
-        let inputs = try Inputs(bed.pki)
-        defer { inputs.directory.remove() }
-        let pipeline = try inputs.directory.write(
-            "stdin.yaml", inputs.pipeline(source: "{ type: stdin }", revocation: "{mode: hard, retry_timeout: 1s}"))
+        let (bed, inputs, pipeline) = try await Self.stdinWithLeafResponderDown(retryTimeout: "1s")
+        defer { bed.stop(); inputs.directory.remove() }
         let result = try await SignetProcess.output(
             ["run", "--pipeline", pipeline], stdin: Data((inputs.lines.joined(separator: "\n") + "\n").utf8))
         #expect(result.exitCode != 0)
@@ -182,13 +193,8 @@ struct RevocationPolicyTests {
 
     @Test("hard, responder down: SIGTERM ends the hold at once, long before retry_timeout; the run exits 1 with nothing written")
     func sigtermEndsHold() async throws {
-        let bed = try await OCSPTestBed.start()
-        defer { bed.stop() }
-        bed.leafResponder.stop()
-        let inputs = try Inputs(bed.pki)
-        defer { inputs.directory.remove() }
-        let pipeline = try inputs.directory.write(
-            "stdin.yaml", inputs.pipeline(source: "{ type: stdin }", revocation: "{mode: hard, retry_timeout: 10m}"))
+        let (bed, inputs, pipeline) = try await Self.stdinWithLeafResponderDown(retryTimeout: "10m")
+        defer { bed.stop(); inputs.directory.remove() }
         let child = try ChildProcess.signet(["run", "--pipeline", pipeline])
         defer { child.stop() }
         try child.write(inputs.lines.joined(separator: "\n") + "\n")
