@@ -35,6 +35,9 @@ struct CommandPipelineRun {
     static func startAPICommand(
         _ command: String, logLevel: Logger.Level, logFormat: Terminal.LogFormat
     ) throws -> (environment: [String: String], api: AppStoreAPIConfiguration) {
+        // A SIGTERM or Ctrl-C while the command loads drains once it runs, as with `signet run`
+        // (nothing before the lifecycle awaits, so a caught signal is never left waiting).
+        StartupSignals.catchUntilTheLifecycleStarts()
         Terminal.bootstrapLogging(level: logLevel, format: logFormat)
         signal(SIGPIPE, SIG_IGN)
         let environment = Terminal.environment
