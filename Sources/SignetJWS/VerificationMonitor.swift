@@ -15,7 +15,10 @@ import Synchronization
 ///   notification makes it ready again;
 /// - metrics to alert on: `signet_configuration_rejections_total{reason}`,
 ///   `signet_misconfigured` (1 or 0), `signet_notifications_verified_total{type}` (TEST
-///   included: "Apple reaches us") and `signet_last_verified_notification_timestamp_seconds`.
+///   included: "Apple reaches us"), `signet_last_verified_notification_timestamp_seconds`
+///   and `signet_signed_date_lag_seconds` (a histogram of how long after Apple's signedDate
+///   `verify` accepted each notification: Apple's delivery delay and retries plus Signet's
+///   own backlog).
 ///
 /// Forged and malformed input (bad signatures, chains to no root) is not counted: that is an
 /// attacker's traffic, not a sign of a wrong setting. Observed once per batch.
@@ -40,6 +43,7 @@ public final class VerificationMonitor: Sendable {
     private let factory: any MetricsFactory
     private let misconfigured: Gauge
     private let lastVerified: Gauge
+    private let signedDateLag: Timer
     private let counters = Mutex([String: Counter]())
 
     public init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
@@ -47,10 +51,22 @@ public final class VerificationMonitor: Sendable {
         self.factory = factory
         misconfigured = Gauge(label: "signet_misconfigured", factory: factory)
         lastVerified = Gauge(label: "signet_last_verified_notification_timestamp_seconds", factory: factory)
+        signedDateLag = Timer(label: Self.signedDateLagLabel, preferredDisplayUnit: .seconds, factory: factory)
     }
 
-    /// One batch's outcomes: verified notifications by type, and rejections (reason, detail).
-    package func observe(verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], at now: ContinuousClock.Instant = .now) {
+    /// The histogram's name, for backends that give it buckets of its own (seconds to weeks).
+    public static let signedDateLagLabel = "signet_signed_date_lag_seconds"
+
+    /// One batch's outcomes: verified notifications by type, rejections (reason, detail), and
+    /// for each verified notification with a signedDate the seconds since it (negative with a
+    /// skewed clock: counted as 0).
+    package func observe(
+        verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], signedDateLags: [Double] = [],
+        at now: ContinuousClock.Instant = .now
+    ) {
+        for lag in signedDateLags {
+            signedDateLag.recordNanoseconds(Int64(clamping: UInt64(min(max(lag, 0), 1e9) * 1e9)))
+        }
         let configuration = rejections.filter { ReasonCode.configurationMismatches.contains($0.reason) }
         let accepted = verifiedTypes.values.reduce(0, +)
         guard accepted > 0 || !configuration.isEmpty else { return }

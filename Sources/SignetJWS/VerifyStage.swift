@@ -75,6 +75,8 @@ public struct VerifyStage: RecordStage, HealthReporting {
         let stageName = name
         var verifiedTypes: [String: Int] = [:]
         var rejections: [(reason: ReasonCode, detail: String)] = []
+        var signedDateLags: [Double] = []
+        let now = Date()
         for record in batch.records {
             switch record.status {
             case .active:
@@ -86,13 +88,16 @@ public struct VerifyStage: RecordStage, HealthReporting {
                 case .status: "status"
                 }
                 verifiedTypes[type, default: 0] += 1
+                if case .notification(let notification) = verified, notification.effectiveDateSource == .signedDate {
+                    signedDateLags.append(now.timeIntervalSince(notification.effectiveDate))
+                }
             case .rejected(let rejection, let stage) where stage == stageName:
                 rejections.append((rejection.reason, rejection.detail))
             default:
                 continue
             }
         }
-        monitor.observe(verifiedTypes: verifiedTypes, rejections: rejections)
+        monitor.observe(verifiedTypes: verifiedTypes, rejections: rejections, signedDateLags: signedDateLags)
     }
 
     /// Ends a revocation hold: a held batch stops waiting and the run stops without it.

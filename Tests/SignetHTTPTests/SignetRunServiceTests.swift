@@ -31,6 +31,10 @@ struct SignetRunServiceTests {
         #expect(samples["signet_records_read_total"] == 50)
         #expect((samples["signet_verifier_cache_hits_total{cache=\"chain\"}"] ?? 0) > 0)
         #expect((samples["signet_state_commit_duration_seconds_count{store=\"sqlite\"}"] ?? 0) > 0)
+        // Every verified notification's age past Apple's signedDate, in buckets reaching weeks.
+        let verified = samples.filter { $0.key.hasPrefix("signet_notifications_verified_total") }.values.reduce(0, +)
+        #expect(verified > 0 && samples["signet_signed_date_lag_seconds_count"] == verified, "\(verified)")
+        #expect(samples.keys.contains { $0.hasPrefix("signet_signed_date_lag_seconds_bucket{le=\"2592000") }, "\(samples.keys.filter { $0.contains("lag") })")
         let readiness = try await curl("http://127.0.0.1:\(listening)/readyz")
         #expect(readiness.contains("stores.default: ready"))
 

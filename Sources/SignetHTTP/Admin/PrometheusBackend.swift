@@ -1,5 +1,6 @@
 import CoreMetrics
 public import Prometheus
+import SignetJWS
 
 /// The process's Prometheus registry and the swift-metrics bootstrap that feeds it.
 ///
@@ -12,7 +13,13 @@ public enum PrometheusBackend {
     public static let registry = PrometheusCollectorRegistry()
 
     private static let bootstrapped: Bool = {
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Apple delivers within seconds, retries over hours, and a backfill reaches back weeks.
+        factory.durationHistogramBuckets[VerificationMonitor.signedDateLagLabel] = [
+            .seconds(1), .seconds(5), .seconds(15), .seconds(60), .seconds(300), .seconds(900), .seconds(3_600),
+            .seconds(6 * 3_600), .seconds(86_400), .seconds(3 * 86_400), .seconds(7 * 86_400), .seconds(30 * 86_400),
+        ]
+        MetricsSystem.bootstrap(factory)
         return true
     }()
 
