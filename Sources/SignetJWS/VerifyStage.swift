@@ -123,6 +123,8 @@ public struct VerifyStage: RecordStage, HealthReporting {
                 try verifier.verifyStatus(transaction: envelope.jws, renewalInfo: envelope.renewalJWS ?? "", status: envelope.status))
         }
         record[VerifiedPayloadPart.self] = verified
+        // Apple's webhook body, verified: what a `forward` sink passes on to other stacks.
+        if case .notification = envelope.kind { record[ForwardablePart.self] = true }
         if emitsDocument { record.outputs = [Self.output(for: verified)] }
     }
 

@@ -178,6 +178,20 @@ public enum PostgresMigrations {
             "CREATE INDEX signet_consumption_requests_requested_at ON signet_consumption_requests (requested_at)",
             "CREATE TABLE signet_consumption_ledger (key TEXT PRIMARY KEY, record JSONB NOT NULL)",
         ]),
+        Migration(version: 8, summary: "the forward sink's durable queue (signet_forward_queue)", statements: [
+            """
+            CREATE TABLE signet_forward_queue (
+                id BIGSERIAL PRIMARY KEY,
+                target TEXT NOT NULL,
+                body BYTEA NOT NULL,
+                enqueued_at BIGINT NOT NULL,
+                due_at BIGINT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT
+            )
+            """,
+            "CREATE INDEX signet_forward_queue_due ON signet_forward_queue (target, due_at)",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

@@ -109,6 +109,32 @@ struct DeliveryAccountingTests {
         #expect(settlement.refusedDeadLetters.map { $0.header(.stage) } == ["sinks.a"])
         #expect(settlement.refusedDeadLetters.map { $0.header(.reason) } == ["test_refused"])
     }
+
+    @Test("a verifiedRaw sink gets the raw bytes of every verified record but a dropped repeat, and never an output")
+    func verifiedRawShares() {
+        func record(_ raw: String, offset: Int64, verified: Bool) -> Record {
+            var made = Record(raw: Array(raw.utf8), position: SourcePosition(stream: "s", offset: offset))
+            if verified { made[ForwardablePart.self] = true }
+            made.outputs.append(OutputMessage(value: Array("event-\(raw)".utf8), headers: [.init(.eventType, "renewed")]))
+            return made
+        }
+        let passed = record("a", offset: 1, verified: true)
+        let unverified = record("b", offset: 2, verified: false)
+        var rejectedLater = record("c", offset: 3, verified: true)
+        rejectedLater.reject(RecordRejection("test_state", "no"), stage: "transition")
+        var repeated = record("d", offset: 4, verified: true)
+        repeated.drop(reason: "duplicate")
+        let plan = DeliveryPlan(
+            batch: RecordBatch(records: [passed, unverified, rejectedLater, repeated]), sinkNames: ["events", "staging"],
+            sinkInputs: [.outputs, .verifiedRaw], deadLetter: DeadLetterOutput(sink: CaptureSink()))
+        let shares = Dictionary(uniqueKeysWithValues: plan.shares.map { (plan.sinkNames[$0.sink], $0.messages.map { String(decoding: $0.value, as: UTF8.self) }) })
+        #expect(shares["events"] == ["event-a", "event-b"])
+        #expect(shares["staging"] == ["a", "c"])
+        let settlement = plan.settle(refusals: [[], []])
+        #expect(settlement.deliveredBySink == ["events": 2, "staging": 2])
+        #expect(settlement.publishedEventTypes == ["renewed": 2], "a forwarded body is not an event")
+        #expect(plan.deadLetters.count == 1)
+    }
 }
 
 /// Marks each active record's outputs as `renewed` events.

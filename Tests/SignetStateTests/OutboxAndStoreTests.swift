@@ -71,6 +71,14 @@ import Testing
         var entitlementNames: EntitlementNames { inner.entitlementNames }
         func replaceEntitlementNames(_ names: EntitlementNames) throws { try inner.replaceEntitlementNames(names) }
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
+        func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
+            try inner.enqueueForwards(bodies, targets: targets, at: instant)
+        }
+        func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
+            try inner.claimForwards(target: target, dueAtOrBefore: now, leaseUntil: leaseUntil, limit: limit)
+        }
+        func settleForwards(done: [Int64], retries: [ForwardRetry]) throws { try inner.settleForwards(done: done, retries: retries) }
+        func forwardQueueStatus(target: String) throws -> ForwardQueueStatus { try inner.forwardQueueStatus(target: target) }
         func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
             try inner.consentRestriction(appTransactionId: appTransactionId)
         }

@@ -37,6 +37,8 @@ struct DeliveryPlan: Sendable {
 
     let batch: RecordBatch
     let sinkNames: [String]
+    /// What each sink takes, by index in ``sinkNames``.
+    let sinkInputs: [SinkInput]
     let deadLetter: DeadLetterOutput
     private(set) var shares: [Share] = []
     private(set) var outputs: [Output] = []
@@ -48,21 +50,33 @@ struct DeliveryPlan: Sendable {
     /// records have none), with its final status and parts.
     private(set) var outcomes: [RecordOutcome] = []
 
-    init(batch: RecordBatch, sinkNames: [String], deadLetter: DeadLetterOutput) {
+    /// - Parameter sinkInputs: each sink's ``SinkInput`` (every sink takes outputs when omitted).
+    init(batch: RecordBatch, sinkNames: [String], sinkInputs: [SinkInput]? = nil, deadLetter: DeadLetterOutput) {
         self.batch = batch
         self.sinkNames = sinkNames
+        let sinkInputs = sinkInputs ?? sinkNames.map { _ in .outputs }
+        self.sinkInputs = sinkInputs
         self.deadLetter = deadLetter
         var shares = sinkNames.indices.map { Share(sink: $0, messages: [], outputs: []) }
+        let rawSinks = sinkNames.indices.filter { sinkInputs[$0] == .verifiedRaw }
         for (index, record) in batch.records.enumerated() {
             let generated = record[GeneratedRecordPart.self] == true
             if !generated { outcomes.append(RecordOutcome(record)) }
+            if !rawSinks.isEmpty, record[ForwardablePart.self] == true, Self.isForwarded(record.status) {
+                let output = outputs.count
+                outputs.append(Output(record: index, eventType: nil))
+                for sink in rawSinks {
+                    shares[sink].messages.append(OutputMessage(value: record.raw))
+                    shares[sink].outputs.append(output)
+                }
+            }
             switch record.status {
             case .active:
                 if !generated { counts.passed += 1 }
                 for message in record.outputs {
                     let output = outputs.count
                     outputs.append(Output(record: index, eventType: message.header(.eventType)))
-                    for sink in sinkNames.indices where message.isRouted(to: sinkNames[sink]) {
+                    for sink in sinkNames.indices where sinkInputs[sink] == .outputs && message.isRouted(to: sinkNames[sink]) {
                         shares[sink].messages.append(message)
                         shares[sink].outputs.append(output)
                     }
@@ -77,6 +91,12 @@ struct DeliveryPlan: Sendable {
             }
         }
         self.shares = shares.filter { !$0.messages.isEmpty }
+    }
+
+    /// A verified record is forwarded passed or rejected by a later stage; a dropped one (a
+    /// retry `dedupe` recognised) was forwarded the first time.
+    private static func isForwarded(_ status: Record.Status) -> Bool {
+        if case .dropped = status { false } else { true }
     }
 
     /// The accounting after the writes: `refusals[i]` are the refusals of `shares[i]`'s sink.

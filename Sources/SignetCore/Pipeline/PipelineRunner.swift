@@ -199,7 +199,9 @@ public final class PipelineRunner: Sendable {
     /// and the dead-letter sink acknowledged every reject and every message a sink refused
     /// for good. Any failure before that throws, and the batch is read again next run.
     private func deliver(_ batch: RecordBatch) async throws {
-        let plan = DeliveryPlan(batch: batch, sinkNames: pipeline.sinks.map(\.name), deadLetter: pipeline.deadLetter)
+        let plan = DeliveryPlan(
+            batch: batch, sinkNames: pipeline.sinks.map(\.name), sinkInputs: pipeline.sinks.map(\.sink.input),
+            deadLetter: pipeline.deadLetter)
         if logger.logLevel <= .debug {
             for record in batch.records {
                 if case .rejected(let rejection, _) = record.status { logger.debug("rejected \(record.position): \(rejection)") }

@@ -32,6 +32,9 @@ extension Source {
 
 /// Where outputs go: stdout, a file, a Kafka topic, or your own.
 public protocol Sink: Sendable {
+    /// What the sink is given: the records' output messages (events, documents) routed to
+    /// it, or the raw bytes of every record a stage verified (``SinkInput/verifiedRaw``).
+    var input: SinkInput { get }
     func open() async throws
     /// Delivers the messages and returns once the destination acknowledged them all
     /// (written and flushed, fsynced, or acked by the broker). Throwing means none of
@@ -41,8 +44,26 @@ public protocol Sink: Sendable {
 }
 
 extension Sink {
+    public var input: SinkInput { .outputs }
     public func open() async throws {}
     public func close() async throws {}
+}
+
+/// What a sink receives from each batch.
+public enum SinkInput: Sendable, Hashable {
+    /// The output messages of the batch's passed records that are routed to the sink.
+    case outputs
+    /// The exact input bytes (``Record/raw``) of every record a stage marked as a verified
+    /// signed payload (``ForwardablePart``), passed or rejected by a later stage, never a
+    /// duplicate dropped, in batch order: what a `forward` sink passes on to other stacks.
+    /// Output messages are never routed to such a sink.
+    case verifiedRaw
+}
+
+/// Marks a record whose raw bytes are a signed payload a stage verified (the `verify` stage
+/// sets it on notifications), for sinks whose input is ``SinkInput/verifiedRaw``.
+public enum ForwardablePart: RecordPartKey {
+    public typealias Value = Bool
 }
 
 /// A sink that writes to a named file and can open it again: `signet run` calls

@@ -83,6 +83,16 @@ enum SQLiteSchema {
             delivered_at INTEGER,
             input_key TEXT
         );
+        CREATE TABLE IF NOT EXISTS forward_queue (
+            id INTEGER PRIMARY KEY,
+            target TEXT NOT NULL,
+            body BLOB NOT NULL,
+            enqueued_at INTEGER NOT NULL,
+            due_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT
+        );
+        CREATE INDEX IF NOT EXISTS forward_queue_due ON forward_queue (target, due_at);
         INSERT OR IGNORE INTO signet_meta (name, value) VALUES ('schema_version', '1');
         """
 
@@ -199,6 +209,15 @@ enum SQLiteSchema {
     static let selectConsumptionLedgerEntry = SQLiteQuery("SELECT record FROM consumption_ledger WHERE key = ?1")
     static let upsertConsumptionLedgerEntry = SQLiteQuery(
         "INSERT INTO consumption_ledger (key, record) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET record = excluded.record")
+    static let insertForward = SQLiteQuery(
+        "INSERT INTO forward_queue (target, body, enqueued_at, due_at) VALUES (?1, ?2, ?3, ?3)")
+    static let selectDueForwards = SQLiteQuery(
+        "SELECT id, body, enqueued_at, attempts, last_error FROM forward_queue WHERE target = ?1 AND due_at <= ?2 ORDER BY id LIMIT ?3")
+    static let leaseForward = SQLiteQuery("UPDATE forward_queue SET due_at = ?2, attempts = attempts + 1 WHERE id = ?1")
+    static let deleteForward = SQLiteQuery("DELETE FROM forward_queue WHERE id = ?1")
+    static let retryForward = SQLiteQuery("UPDATE forward_queue SET due_at = ?2, last_error = ?3 WHERE id = ?1")
+    static let selectForwardStatus = SQLiteQuery(
+        "SELECT COUNT(*), MIN(enqueued_at), MIN(due_at) FROM forward_queue WHERE target = ?1")
     static let selectKey = SQLiteQuery("SELECT 1 FROM dedupe_keys WHERE key = ?1")
     static let selectUndeliveredSequencesByInput = SQLiteQuery("SELECT seq FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL")
     static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")
