@@ -16,7 +16,7 @@ public enum Signet {
     /// keys): sources `stdin`, `file`, `kafka`, `http`, `appstore_history`,
     /// `appstore_statuses`; stores `sqlite`, `memory`, `postgres`, `auto`; stages `decode`,
     /// `verify`, `dedupe`, `transition`, `fanout`, `appstore_catch_up`, `appstore_reconcile`;
-    /// sinks `stdout`, `file`, `kafka`, `http`; the `http:` and `settings:` sections. Add your
+    /// sinks `stdout`, `file`, `kafka`, `http`, `forward`; the `http:` and `settings:` sections. Add your
     /// own before loading a pipeline.
     public static func makeRegistry() -> ComponentRegistry {
         var registry = ComponentRegistry()
@@ -28,6 +28,7 @@ public enum Signet {
         registry.registerKafkaComponents()
         registry.registerWebhookComponents()
         registry.registerHTTPComponents()
+        registry.registerForwardComponents()
         registry.registerAppStoreAPIComponents()
         return registry
     }

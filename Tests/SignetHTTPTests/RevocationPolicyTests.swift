@@ -17,47 +17,8 @@ import Testing
 /// the binary on stdin; `soft`'s grace through the stage with a clock the test moves.
 @Suite("revocation policy in verify")
 struct RevocationPolicyTests {
-    /// A folder with the PKI's root and `count` notifications signed by its leaf.
-    struct Inputs {
-        let directory: TemporaryDirectory
-        let rootPath: String
-        let lines: [String]
+    typealias Inputs = SignedNotificationFolder
 
-        init(_ pki: TestPKI, count: Int = 3) throws {
-            directory = try TemporaryDirectory(prefix: "signet-revocation")
-            rootPath = try directory.write("root.pem", pki.rootPEM)
-            var lines: [String] = []
-            try FixtureSet(directory: directory.url).streamNotifications(count: count, pki: pki) { line, _, _ in
-                lines.append(String(decoding: line, as: UTF8.self))
-            }
-            self.lines = lines
-        }
-
-        /// decode, then verify with `revocation` (a YAML flow mapping, or nothing), to out.ndjson and dead.ndjson.
-        func pipeline(source: String, revocation: String?) -> String {
-            """
-            source: \(source)
-            stages:
-              - type: decode
-              - { type: verify, roots: \(rootPath), environment: Sandbox, bundle_id: com.example.signet\(revocation.map { ", revocation: \($0)" } ?? "") }
-            sinks:
-              out: { type: file, path: \(directory.path("out.ndjson")) }
-            dead_letter: { type: file, path: \(directory.path("dead.ndjson")) }
-            settings: { progress_interval: 0s }
-            """
-        }
-
-        /// Runs the notifications from a file through the pipeline to its end.
-        func runFromFile(revocation: String?) async throws -> RunSummary {
-            let input = try directory.write("in.ndjson", lines.joined(separator: "\n") + "\n")
-            let yaml = pipeline(source: "{ type: file, path: \(input) }", revocation: revocation)
-            let loaded = try PipelineLoader(registry: Signet.makeRegistry(), environment: [:]).load(yaml: yaml, file: "revocation.yaml")
-            return try await PipelineRunner(pipeline: loaded).run()
-        }
-
-        var out: [String] { (try? WebhookHarness.lines(directory.path("out.ndjson"))) ?? [] }
-        var dead: [String] { (try? WebhookHarness.lines(directory.path("dead.ndjson"))) ?? [] }
-    }
 
     @Test("hard: a good chain passes, each certificate asked once for the whole run")
     func hardGoodChainPasses() async throws {
@@ -254,5 +215,29 @@ struct RevocationPolicyTests {
         clock.set(Date().addingTimeInterval(2 * 3_600))
         await #expect(throws: RevocationUnavailable.self) { _ = try await verify(soft) }
         #expect(log.messages(at: .warning).count == 6)
+    }
+}
+
+extension SignedNotificationFolder {
+    /// decode, then verify with `revocation` (a YAML flow mapping, or nothing), to out.ndjson and dead.ndjson.
+    func pipeline(source: String, revocation: String?) -> String {
+        """
+        source: \(source)
+        stages:
+          - type: decode
+          - { type: verify, roots: \(rootPath), environment: Sandbox, bundle_id: com.example.signet\(revocation.map { ", revocation: \($0)" } ?? "") }
+        sinks:
+          out: { type: file, path: \(directory.path("out.ndjson")) }
+        dead_letter: { type: file, path: \(directory.path("dead.ndjson")) }
+        settings: { progress_interval: 0s }
+        """
+    }
+
+    /// Runs the notifications from a file through the pipeline to its end.
+    func runFromFile(revocation: String?) async throws -> RunSummary {
+        let input = try directory.write("in.ndjson", lines.joined(separator: "\n") + "\n")
+        let yaml = pipeline(source: "{ type: file, path: \(input) }", revocation: revocation)
+        let loaded = try PipelineLoader(registry: Signet.makeRegistry(), environment: [:]).load(yaml: yaml, file: "revocation.yaml")
+        return try await PipelineRunner(pipeline: loaded).run()
     }
 }

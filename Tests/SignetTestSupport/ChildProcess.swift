@@ -134,12 +134,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits, sleeping between checks, until `condition` holds or `timeout` passes; whether it held.
     public func waitUntil(timeout: Duration, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
+        await pollUntil(timeout: timeout, condition)
     }
 
     /// The same wait for synchronous tests (it blocks its thread).
@@ -184,4 +179,14 @@ public final class ChildProcess: @unchecked Sendable {
     public func stderrTail(_ count: Int = 15) -> String {
         stderrText.split(separator: "\n").suffix(count).joined(separator: "\n")
     }
+}
+
+/// Checks `condition` every 20 ms until it holds or `timeout` passes; whether it held.
+public func pollUntil(timeout: Duration, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
 }

@@ -37,16 +37,18 @@ public final class FixedHTTPResponder: Sendable {
         let bodyURL = FileManager.default.temporaryDirectory.appendingPathComponent("signet-fixed-\(UUID().uuidString).bin")
         try Data(body).write(to: bodyURL)
         defer { try? FileManager.default.removeItem(at: bodyURL) }
+        (self.port, self.process) = try await Self.startPython(script: Self.script, port: port) { [String(status), bodyURL.path] }
+    }
+
+    /// Starts `python3 -c script PORT extra...` on `port` (nil: a free one, three tries) and
+    /// waits until it writes `ready` on stderr: the python3 servers of the test support.
+    static func startPython(script: String, port: Int?, extra: () -> [String]) async throws -> (Int, ChildProcess) {
         var lastError = ""
         for _ in 0..<3 {
             let port = try port ?? freeLocalPort()
-            let process = try ChildProcess(ChildProcess.env, ["python3", "-c", Self.script, String(port), String(status), bodyURL.path], stdin: false)
+            let process = try ChildProcess(ChildProcess.env, ["python3", "-c", script, String(port)] + extra(), stdin: false)
             let ready = await process.waitUntil(timeout: .seconds(10)) { process.stderrText.contains("ready") || !process.isRunning }
-            if ready && process.isRunning {
-                self.port = port
-                self.process = process
-                return
-            }
+            if ready && process.isRunning { return (port, process) }
             lastError = process.stderrTail()
             process.stop()
         }

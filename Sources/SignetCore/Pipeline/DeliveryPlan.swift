@@ -62,7 +62,7 @@ struct DeliveryPlan: Sendable {
         for (index, record) in batch.records.enumerated() {
             let generated = record[GeneratedRecordPart.self] == true
             if !generated { outcomes.append(RecordOutcome(record)) }
-            if !rawSinks.isEmpty, record[ForwardablePart.self] == true, Self.isForwarded(record.status) {
+            if !rawSinks.isEmpty, record[ForwardablePart.self] == true {
                 let output = outputs.count
                 outputs.append(Output(record: index, eventType: nil))
                 for sink in rawSinks {
@@ -91,12 +91,6 @@ struct DeliveryPlan: Sendable {
             }
         }
         self.shares = shares.filter { !$0.messages.isEmpty }
-    }
-
-    /// A verified record is forwarded passed or rejected by a later stage; a dropped one (a
-    /// retry `dedupe` recognised) was forwarded the first time.
-    private static func isForwarded(_ status: Record.Status) -> Bool {
-        if case .dropped = status { false } else { true }
     }
 
     /// The accounting after the writes: `refusals[i]` are the refusals of `shares[i]`'s sink.

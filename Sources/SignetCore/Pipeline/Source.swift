@@ -54,9 +54,11 @@ public enum SinkInput: Sendable, Hashable {
     /// The output messages of the batch's passed records that are routed to the sink.
     case outputs
     /// The exact input bytes (``Record/raw``) of every record a stage marked as a verified
-    /// signed payload (``ForwardablePart``), passed or rejected by a later stage, never a
-    /// duplicate dropped, in batch order: what a `forward` sink passes on to other stacks.
-    /// Output messages are never routed to such a sink.
+    /// signed payload (``ForwardablePart``), in batch order, whatever became of it later
+    /// (passed, rejected, or dropped as a repeat: a record read again after a crash between
+    /// the state commit and the sinks' acknowledgement is such a repeat, and must still be
+    /// passed on): what a `forward` sink passes on to other stacks. Output messages are never
+    /// routed to such a sink.
     case verifiedRaw
 }
 

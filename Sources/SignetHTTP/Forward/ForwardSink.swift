@@ -1,0 +1,182 @@
+import AsyncHTTPClient
+import Foundation
+public import Logging
+import NIOCore
+public import CoreMetrics
+public import SignetCore
+public import SignetState
+import Synchronization
+
+/// Passes the raw signed body of every verified notification on to other receivers
+/// (`type: forward` under `sinks:`): a staging stack, another vendor, so that App Store
+/// Connect's one URL per environment feeds several.
+///
+/// A write puts each body in a durable queue in the state store, one entry per receiver, in
+/// one transaction, and is acknowledged then: a receiver that is down does not hold the
+/// pipeline back. One deliverer per receiver (``ForwardDeliverer``) sends the queue in the
+/// background, at least once: 2xx removes an entry; 408, 429, 5xx, timeouts and refused
+/// connections are retried with backoff; another 4xx, or failing past `max_age`, writes it
+/// to the sink's dead-letter file. The pipeline is held back only when a receiver's queue
+/// already holds `max_pending` entries: then the write fails and the runner retries it (as
+/// for any failing sink), so even then nothing is lost.
+public final class ForwardSink: Sink {
+    /// Where to forward and how hard to try.
+    public struct Options: Sendable {
+        /// The receivers, http:// or https:// URLs; each gets every body.
+        public var urls: [String] = []
+        /// The state store (by name in `stores:`) that holds the queue.
+        public var store = "default"
+        /// Per request, from connect to the last byte of the answer.
+        public var timeout: Duration = .seconds(10)
+        /// How long a body is retried before it is dead-lettered (Apple retries its own
+        /// deliveries for about three days).
+        public var maxAge: Duration = .seconds(3 * 86_400)
+        /// Entries one receiver's queue may hold before writes fail (and the pipeline waits).
+        public var maxPending = 100_000
+        /// First retry delay; doubles per attempt.
+        public var initialBackoff: Duration = .seconds(1)
+        /// Longest retry delay.
+        public var maxBackoff: Duration = .seconds(300)
+        /// Entries claimed per round.
+        public var batch = 32
+        /// Requests in flight per receiver.
+        public var concurrency = 4
+        /// The longest wait between looks at the queue (another instance's entries, retries).
+        public var pollInterval: Duration = .seconds(1)
+        /// The dead-letter file; nil: `forward-dead-letters.ndjson` in the data directory.
+        public var deadLetterPath: String?
+        /// On close, how long to wait for the receivers that answer to get what is queued (a
+        /// stdin run ends right after its last write); a failing receiver is not waited for.
+        public var drainTimeout: Duration = .seconds(5)
+
+        /// How long a claimed entry stays reserved for the instance sending it: past it, a
+        /// crash's entries are sent again.
+        var lease: Duration { max(timeout * 2, .seconds(30)) }
+
+        public init() {}
+    }
+
+    public var input: SinkInput { .verifiedRaw }
+
+    public let options: Options
+    private let name: String
+    private let storeProvider: @Sendable () throws -> any StateStore
+    private let deadLetters: ForwardDeadLetters
+    private let metrics: ForwardMetrics
+    private let logger: Logger
+    private let executor: BlockingExecutor
+    private struct Running {
+        var store: any StateStore
+        var client: HTTPClient
+        var deliverers: [ForwardDeliverer]
+        var tasks: [Task<Void, Never>]
+    }
+
+    private let running = Mutex<Running?>(nil)
+
+    /// - Parameters:
+    ///   - store: gives the open store when the sink opens (the pipeline opens stores first).
+    ///   - deadLetterPath: where refused and expired bodies go.
+    public init(
+        options: Options, name: String = "forward", store: @escaping @Sendable () throws -> any StateStore, deadLetterPath: String,
+        logger: Logger = Logger(label: "signet.forward"), metrics: any MetricsFactory = MetricsSystem.factory
+    ) {
+        self.options = options
+        self.name = name
+        self.storeProvider = store
+        self.deadLetters = ForwardDeadLetters(path: deadLetterPath)
+        self.metrics = ForwardMetrics(sink: name, factory: metrics)
+        self.logger = logger
+        self.executor = BlockingExecutor(label: "signet.sink.\(name)")
+    }
+
+    public func open() async throws {
+        guard running.withLock({ $0 == nil }) else { return }
+        let store = try storeProvider()
+        // The queue must be usable before anything is acknowledged into it.
+        for url in options.urls { _ = try await executor.run { try store.forwardQueueStatus(target: url) } }
+        try await deadLetters.open()
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow, timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let deliverers = options.urls.map {
+            ForwardDeliverer(
+                target: $0, options: options, store: store, client: client, executor: executor, deadLetters: deadLetters,
+                metrics: metrics, logger: logger)
+        }
+        let tasks = deliverers.map { deliverer in Task { await deliverer.run() } }
+        running.withLock { $0 = Running(store: store, client: client, deliverers: deliverers, tasks: tasks) }
+        logger.info("forward '\(name)': \(options.urls.count) receivers (\(options.urls.joined(separator: ", "))), queue in store '\(options.store)'")
+    }
+
+    public func write(_ messages: [OutputMessage]) async throws {
+        guard !messages.isEmpty else { return }
+        guard let current = running.withLock({ $0 }) else { throw ForwardSinkError.notOpen }
+        let (store, urls, limit) = (current.store, options.urls, options.maxPending)
+        let bodies = messages.map(\.value)
+        try await executor.run {
+            for url in urls {
+                let pending = try store.forwardQueueStatus(target: url).pending
+                guard pending + bodies.count <= limit else { throw ForwardSinkError.queueFull(target: url, pending: pending, limit: limit) }
+            }
+            try store.enqueueForwards(bodies, targets: urls, at: WallClock.milliseconds())
+        }
+        for deliverer in current.deliverers {
+            metrics.queued(bodies.count, target: deliverer.target)
+            deliverer.wakeup.wake()
+        }
+    }
+
+    /// Stops the deliverers (a request in flight is abandoned: its entry is sent again once its
+    /// lease ran out, at least once) and closes the client and the dead-letter file.
+    public func close() async throws {
+        guard let current = running.withLock({ state in defer { state = nil }; return state }) else { return }
+        await drain(current)
+        for task in current.tasks { task.cancel() }
+        for task in current.tasks { await task.value }
+        try await current.client.shutdown()
+        try await deadLetters.close()
+    }
+
+    /// Waits, up to ``Options/drainTimeout``, until every receiver that is not failing has
+    /// nothing queued.
+    private func drain(_ current: Running) async {
+        let deadline = ContinuousClock.now + options.drainTimeout
+        let store = current.store
+        while ContinuousClock.now < deadline {
+            var waiting = false
+            for deliverer in current.deliverers where !deliverer.isFailing {
+                let target = deliverer.target
+                let pending = (try? await executor.run { try store.forwardQueueStatus(target: target).pending }) ?? 0
+                if pending > 0 {
+                    waiting = true
+                    deliverer.wakeup.wake()
+                }
+            }
+            guard waiting else { return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        logger.notice("forward '\(name)': closing with bodies still queued; the next run sends them")
+    }
+
+    /// The default dead-letter file in the data directory `environment` names.
+    public static func defaultDeadLetterPath(environment: [String: String]) -> String {
+        (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/forward-dead-letters.ndjson"
+    }
+}
+
+/// Why a forward write failed.
+public enum ForwardSinkError: Error, CustomStringConvertible {
+    case notOpen
+    /// A receiver's queue is full: the pipeline waits (the runner retries the write).
+    case queueFull(target: String, pending: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .notOpen: "the forward sink is not open"
+        case .queueFull(let target, let pending, let limit):
+            "forward: the queue for \(target) holds \(pending) bodies (max_pending \(limit)); the pipeline waits until it drains"
+        }
+    }
+}
