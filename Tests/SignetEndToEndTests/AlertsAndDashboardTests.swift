@@ -48,11 +48,16 @@ struct AlertsAndDashboardTests {
         let payload = try #require(BackfillTestBed.field("signedPayload", of: testNotification))
         bed.fake.setTestNotificationPayload(payload)
 
+        // A forward receiver, so the forwarding panels have real series too.
+        let receiver = try await RecordingHTTPReceiver()
+        defer { receiver.stop() }
         let pipeline = bed.directory.path("observed.yaml")
         let stdin = try String(contentsOfFile: FixturePaths.packageRoot.appendingPathComponent("Pipelines/stdin.yaml").path, encoding: .utf8)
         try stdin
             .replacingOccurrences(of: "  - type: dedupe", with: "  - type: appstore_delivery_health\n    interval: 1h\n    timeout: 30s\n    poll: 1s\n  - type: dedupe")
             .replacingOccurrences(of: "  - type: fanout", with: "  - type: appstore_consumption\n    interval: 1s\n  - type: fanout")
+            .replacingOccurrences(
+                of: "sinks:\n", with: "sinks:\n  staging:\n    type: forward\n    urls: [\(receiver.url)]\n    poll_interval: 200ms\n")
             .appending("\nhttp:\n  address: 127.0.0.1:0\n")
             .write(toFile: pipeline, atomically: true, encoding: .utf8)
         var environment = bed.environment
@@ -74,6 +79,7 @@ struct AlertsAndDashboardTests {
             if !roundTrip { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(roundTrip, "no successful round trip: \(signet.stderrTail())")
+        #expect(await receiver.waitForBodies(1, timeout: .seconds(30)), "nothing forwarded: \(signet.stderrTail())")
 
         // Prometheus scraping it every second, with the alert rules loaded.
         let directory = try TemporaryDirectory(prefix: "signet-prometheus")
