@@ -1,5 +1,6 @@
 import CRdKafka
 import Dispatch
+import SignetCore
 
 /// Owns an `rd_kafka_topic_partition_list_t` (destroyed in deinit).
 ///
@@ -46,7 +47,5 @@ final class PartitionList {
 
 /// Milliseconds for librdkafka timeouts, clamped to Int32.
 func milliseconds(_ duration: Duration) -> Int32 {
-    let (seconds, attoseconds) = duration.components
-    let total = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    return Int32(clamping: max(0, total))
+    Int32(clamping: max(0, duration.clampedMilliseconds))
 }

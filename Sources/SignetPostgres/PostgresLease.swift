@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import PostgresNIO
+import SignetCore
 import Synchronization
 
 /// This instance's lease in `signet_instances`: renewed every third of its length on its
@@ -43,7 +44,7 @@ final class PostgresLease: Sendable {
     }
 
     private func schedule() {
-        let interval = PostgresStoreOptions.milliseconds(lease) / 3
+        let interval = lease.clampedMilliseconds / 3
         queue.asyncAfter(deadline: .now() + .milliseconds(Int(max(interval, 50)))) { [self] in
             let running = session.withLock { session -> Bool in
                 guard let session else { return false }
@@ -59,7 +60,7 @@ final class PostgresLease: Sendable {
     }
 
     private static func renew(_ session: PostgresSession, instanceId: String, lease: Duration) throws {
-        let milliseconds = PostgresStoreOptions.milliseconds(lease)
+        let milliseconds = lease.clampedMilliseconds
         try session.query("""
             INSERT INTO signet_instances (id, lease_expires_at) VALUES (\(instanceId), now() + \(milliseconds) * interval '1 millisecond')
             ON CONFLICT (id) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at

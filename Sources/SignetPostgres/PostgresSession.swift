@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import SignetCore
 
 /// One PostgreSQL connection used synchronously: connects lazily, runs a query and waits
 /// for its result, and drops the connection after a failure so the next call reconnects.
@@ -73,12 +74,12 @@ final class PostgresSession: @unchecked Sendable {
         var configuration = PostgresConnection.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database,
             tls: try Self.tls(url))
-        configuration.options.connectTimeout = .milliseconds(PostgresStoreOptions.milliseconds(options.connectTimeout))
+        configuration.options.connectTimeout = .milliseconds(options.connectTimeout.clampedMilliseconds)
         do {
             let opened = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 1, logger: logger
             ).wait()
-            let timeout = PostgresStoreOptions.milliseconds(options.statementTimeout)
+            let timeout = options.statementTimeout.clampedMilliseconds
             _ = try opened.simpleQuery("SET statement_timeout = \(max(timeout, 0))").wait()
             _ = try opened.simpleQuery("SET application_name = '\(applicationName)'").wait()
             connection = opened

@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
+import SignetCore
 public import SignetState
 import Synchronization
 
@@ -152,7 +153,7 @@ public final class PostgresStateStore: StateStore {
                 } else {
                     logger.warning("\(what): PostgreSQL unavailable (attempt \(attempt)), retrying in \(backoff): \(error)")
                 }
-                Thread.sleep(forTimeInterval: Double(PostgresStoreOptions.milliseconds(backoff)) / 1000)
+                Thread.sleep(forTimeInterval: Double(backoff.clampedMilliseconds) / 1000)
                 backoff = error.isConflict ? min(backoff * 2, .milliseconds(500)) : min(backoff * 2, .seconds(5))
             }
         }
@@ -372,7 +373,7 @@ public final class PostgresStateStore: StateStore {
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {
-        let deliveredBefore = now - PostgresStoreOptions.milliseconds(options.outboxRetention)
+        let deliveredBefore = now - options.outboxRetention.clampedMilliseconds
         let pruneEvents = options.outboxRetention > .zero
         try withSession("prune") { session in
             // Bounded chunks keep one prune from stalling a batch.

@@ -71,8 +71,4 @@ public struct PostgresStoreOptions: Sendable, Hashable {
             advanced: true),
         .outboxRetention(\.outboxRetention),
     ])
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-    }
 }

@@ -47,6 +47,24 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("keyCompromise") })
     }
 
+    @Test("a notification under a revoked certificate is rejected and not marked for forwarding")
+    func revokedIsNotForwardable() async throws {
+        let bed = try await OCSPTestBed.start { .revoked($0.leaf, date: Date(timeIntervalSince1970: 1_767_225_600), reason: "keyCompromise") }
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki, count: 1)
+        defer { inputs.directory.remove() }
+        let verifier = try AppStoreVerifier(
+            configuration: VerifierConfiguration(roots: [bed.pki.root], environments: [.sandbox], bundleId: "com.example.signet"))
+        let gate = RevocationGate(
+            policy: RevocationPolicy(mode: .hard), checker: OCSPRevocationChecker(transport: AsyncHTTPClientOCSPTransport()))
+        var batch = RecordBatch(records: [Record(raw: Array(inputs.lines[0].utf8), position: SourcePosition(stream: "t", offset: 1))])
+        try await DecodeStage(parallelism: 1).process(&batch)
+        try await VerifyStage(verifier: verifier, parallelism: 1, revocation: gate).process(&batch)
+        guard case .rejected(let rejection, _) = batch.records[0].status else { Issue.record("\(batch.records[0].status)"); return }
+        #expect(rejection.reason == .certificateRevoked)
+        #expect(batch.records[0][ForwardablePart.self] == nil)
+    }
+
     @Test("hard, the intermediate's OCSP responder down: the root's CRL answers; not listed passes, listed is dead-lettered", arguments: [false, true])
     func crlFallback(listed: Bool) async throws {
         let holder = try LocalPortHolder(listening: false)

@@ -105,10 +105,10 @@ public final class AppStoreCatchUpStage: TickingStage {
     /// One sweep; false when the stage is closing.
     private func sweep(client: AppStoreServerAPIClient) async -> Bool {
         let now = WallClock.milliseconds()
-        let earliest = now - options.window.milliseconds
+        let earliest = now - options.window.clampedMilliseconds
         let (start, number) = state.withLock { state in
             state.sweepNumber += 1
-            return (state.previousStart.map { max(earliest, $0 - options.overlap.milliseconds) } ?? earliest, state.sweepNumber)
+            return (state.previousStart.map { max(earliest, $0 - options.overlap.clampedMilliseconds) } ?? earliest, state.sweepNumber)
         }
         let request = NotificationHistoryRequest(startDate: start, endDate: now, onlyFailures: options.onlyFailures ? true : nil)
         let window = AppStoreHistoryWindow(start: start, end: now).description
@@ -212,12 +212,5 @@ public final class AppStoreCatchUpStage: TickingStage {
     public func close() async throws {
         buffer.stop()
         try await sweeps.stop()
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (what Apple's dates count in).
-    var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

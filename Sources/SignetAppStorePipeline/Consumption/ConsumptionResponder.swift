@@ -112,7 +112,7 @@ public final class ConsumptionResponder: Sendable {
         var counts = SweepCounts()
         let now = options.clock()
         let store = try store.store()
-        let held = now + options.claim.milliseconds
+        let held = now + options.claim.clampedMilliseconds
         let due: [ConsumptionRequestRecord] = try store.withTransaction { transaction in
             try transaction.consumptionRequestsDue(atOrBefore: now, limit: options.batchLimit).map { request in
                 var request = request
@@ -193,7 +193,7 @@ public final class ConsumptionResponder: Sendable {
             logger.error("consumption request for transaction \(request.transactionId) failed for good: \(error)")
         case .failure(let error):
             // Retry later (backoff doubles per attempt); the sweep after the deadline marks it late.
-            let delay = options.retryDelay.milliseconds << Int64(min(max(request.attempts - 1, 0), 10))
+            let delay = options.retryDelay.clampedMilliseconds << Int64(min(max(request.attempts - 1, 0), 10))
             request.dueAt = min(now + delay, request.deadline)
             request.detail = "attempt \(request.attempts) failed: \(error)"
             metrics.retried()

@@ -119,7 +119,7 @@ public final class AppStoreDeliveryHealthStage: Stage {
         let requestedAt = options.clock()
         let token = try await client.requestTestNotification().testNotificationToken
         var trip = DeliveryRoundTrip(token: token, requestedAt: requestedAt)
-        let deadline = requestedAt + options.timeout.milliseconds
+        let deadline = requestedAt + options.timeout.clampedMilliseconds
         var lastError: String?
         while trip.result == nil {
             do {

@@ -98,7 +98,7 @@ public final class AppStoreReconcileStage: TickingStage {
             pages: while asked < options.limit {
                 let page = try await withTaskExecutorPreference(storeReads) { [store, options, after] in
                     try store.store().staleSubscriptions(
-                        endedAfter: now - options.window.milliseconds, endedBefore: now - options.leeway.milliseconds,
+                        endedAfter: now - options.window.clampedMilliseconds, endedBefore: now - options.leeway.clampedMilliseconds,
                         after: after, limit: Self.pageSize)
                 }
                 for purchase in page {

@@ -25,7 +25,7 @@ public enum ConfigDuration {
 
     /// The shortest exact spelling: `1500ms`, `30s`, `5m`, `24h`, `7d`.
     public static func format(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = duration.clampedMilliseconds
         if milliseconds == 0 { return "0s" }
         for (suffix, scale) in units.reversed() {
             let unit = Int64(scale * 1000)

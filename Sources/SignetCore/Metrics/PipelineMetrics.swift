@@ -131,4 +131,14 @@ extension Duration {
         if overflow { return seconds < 0 ? .min : .max }
         return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
+
+    /// The duration in whole milliseconds (what Apple's dates, SQLite's busy timeout and
+    /// librdkafka count in), saturating instead of trapping.
+    public var clampedMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAdding) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return overflowAdding ? (seconds < 0 ? .min : .max) : total
+    }
 }

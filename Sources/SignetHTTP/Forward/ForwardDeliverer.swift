@@ -76,7 +76,7 @@ final class ForwardDeliverer: Sendable {
     func deliverDue() async throws -> Int {
         let now = WallClock.milliseconds()
         let (target, store, limit) = (self.target, self.store, options.batch)
-        let leaseUntil = now + Self.milliseconds(options.lease)
+        let leaseUntil = now + options.lease.clampedMilliseconds
         let items = try await executor.run {
             try store.claimForwards(target: target, dueAtOrBefore: now, leaseUntil: leaseUntil, limit: limit)
         }
@@ -96,13 +96,13 @@ final class ForwardDeliverer: Sendable {
                 dead.append(.init(item: item, reason: .forwardRefused, detail: "HTTP \(status): \(detail)", at: settledAt))
             case .retryable(let why, let retryAfter):
                 lastFailure = why
-                if settledAt - item.enqueuedAt >= Self.milliseconds(options.maxAge) {
+                if settledAt - item.enqueuedAt >= options.maxAge.clampedMilliseconds {
                     dead.append(.init(
                         item: item, reason: .forwardExpired,
                         detail: "still failing after \(item.attempts) attempts and max_age (\(ConfigDuration.format(options.maxAge))): \(why)",
                         at: settledAt))
                 } else {
-                    retries.append(ForwardRetry(id: item.id, at: settledAt + Self.milliseconds(delay(after: item.attempts, retryAfter)), error: why))
+                    retries.append(ForwardRetry(id: item.id, at: settledAt + delay(after: item.attempts, retryAfter).clampedMilliseconds, error: why))
                 }
             }
         }
@@ -188,6 +188,4 @@ final class ForwardDeliverer: Sendable {
             return .retryable("\(target): \(error)", retryAfter: nil)
         }
     }
-
-    static func milliseconds(_ duration: Duration) -> Int64 { duration.clampedNanoseconds / 1_000_000 }
 }

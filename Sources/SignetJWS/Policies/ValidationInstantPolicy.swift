@@ -20,9 +20,8 @@ struct ValidationInstantPolicy: JWSVerificationPolicy {
     init(configuration: VerifierConfiguration) {
         dateRule = configuration.dateRule
         now = configuration.now
-        let (seconds, attoseconds) = configuration.maxFutureSkew.components
-        maxFutureSkewMilliseconds = seconds.multipliedReportingOverflow(by: 1000).overflow
-            ? Int64.max / 2 : seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        // Halved at the top: it is added to a timestamp.
+        maxFutureSkewMilliseconds = min(configuration.maxFutureSkew.clampedMilliseconds, Int64.max / 2)
     }
 
     /// The instant for a payload's `signedDate` (milliseconds), the current time without one.

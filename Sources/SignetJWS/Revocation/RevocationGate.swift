@@ -78,6 +78,8 @@ public final class RevocationGate: Sendable {
                     continue
                 case .revoked(let rejection):
                     for index in recordsByChain[key] ?? [] where batch.records[index].isActive {
+                        // Signed under a revoked certificate: not a notification to pass on either.
+                        batch.records[index][ForwardablePart.self] = nil
                         batch.records[index].reject(rejection, stage: stage)
                     }
                 case .held(let detail):

@@ -238,7 +238,7 @@ public final class TransitionStage: TickingStage {
         let store = try handle.store()
         let now = instant ?? options.clock()
         // `instant` may come from a command line (`signet expire --at`): saturate, never trap.
-        let (difference, overflow) = now.subtractingReportingOverflow(StoreHandle.milliseconds(options.expiryLeeway))
+        let (difference, overflow) = now.subtractingReportingOverflow(options.expiryLeeway.clampedMilliseconds)
         let cutoff = overflow ? Int64.min : difference
         let policy = options.policy
         let names = store.entitlementNames

@@ -1,3 +1,4 @@
+import SignetCore
 import Synchronization
 
 /// A ``StateStore`` in memory, for embedding and tests: same semantics as the SQLite
@@ -253,7 +254,7 @@ public final class InMemoryStateStore: StateStore {
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {
-        let deliveredBefore = now - StoreHandle.milliseconds(outboxRetention)
+        let deliveredBefore = now - outboxRetention.clampedMilliseconds
         contents.withLock { contents in
             while contents.keyHead < contents.keyOrder.count {
                 let key = contents.keyOrder[contents.keyHead]

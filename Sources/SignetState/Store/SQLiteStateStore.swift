@@ -91,8 +91,7 @@ public final class SQLiteStateStore: StateStore {
     package init(path: String, options: Options, lockingWriter: Bool) throws {
         self.path = path
         self.options = options
-        let milliseconds = Int32(clamping: options.busyTimeout.components.seconds * 1000
-            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: options.busyTimeout.clampedMilliseconds)
         let synchronous: SQLiteDatabase.Synchronous = switch options.durability {
         case .full: .full
         case .normal: .normal
@@ -477,7 +476,7 @@ public final class SQLiteStateStore: StateStore {
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {
-        let deliveredBefore = now - StoreHandle.milliseconds(options.outboxRetention)
+        let deliveredBefore = now - options.outboxRetention.clampedMilliseconds
         try withConnection { connection in
             let database = connection.database
             // Bounded chunks keep one prune from stalling a batch.

@@ -1,4 +1,5 @@
 import Foundation
+import SignetCore
 import Synchronization
 
 /// How a stage reaches its store: an instance handed in by an embedding service or a
@@ -28,15 +29,11 @@ final class StoreHandle: Sendable {
     /// own retention) at most once per `interval`, so pruning never runs on every batch.
     func pruneIfDue(retention: Duration, interval: Duration, now: Int64) throws {
         let due = lastPrune.withLock { last in
-            guard now - last >= Self.milliseconds(interval) else { return false }
+            guard now - last >= interval.clampedMilliseconds else { return false }
             last = now
             return true
         }
         guard due else { return }
-        try store().prune(keysBefore: now - Self.milliseconds(retention), now: now)
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        try store().prune(keysBefore: now - retention.clampedMilliseconds, now: now)
     }
 }
