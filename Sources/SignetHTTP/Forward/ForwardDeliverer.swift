@@ -82,6 +82,9 @@ final class ForwardDeliverer: Sendable {
         }
         guard !items.isEmpty else { return 0 }
         let outcomes = await send(items)
+        // Closing cancels the sends under way: their entries are settled as retries (due again
+        // soon, not held for a lease), but that is no outage of the receiver to report.
+        let stopping = Task.isCancelled
 
         let settledAt = WallClock.milliseconds()
         var done: [Int64] = []
@@ -96,7 +99,8 @@ final class ForwardDeliverer: Sendable {
                 dead.append(.init(item: item, reason: .forwardRefused, detail: "HTTP \(status): \(detail)", at: settledAt))
             case .retryable(let why, let retryAfter):
                 lastFailure = why
-                if settledAt - item.enqueuedAt >= options.maxAge.clampedMilliseconds {
+                // A send cut short by the close never expires a body: it was not given its chance.
+                if !stopping, settledAt - item.enqueuedAt >= options.maxAge.clampedMilliseconds {
                     dead.append(.init(
                         item: item, reason: .forwardExpired,
                         detail: "still failing after \(item.attempts) attempts and max_age (\(ConfigDuration.format(options.maxAge))): \(why)",
@@ -113,14 +117,14 @@ final class ForwardDeliverer: Sendable {
         try await executor.run { try store.settleForwards(done: removed, retries: due) }
 
         metrics.attempted("delivered", target: target, count: done.count)
-        metrics.attempted("retry", target: target, count: retries.count)
+        if !stopping { metrics.attempted("retry", target: target, count: retries.count) }
         metrics.attempted("refused", target: target, count: dead.count { $0.reason == .forwardRefused })
         metrics.attempted("expired", target: target, count: dead.count { $0.reason == .forwardExpired })
         for entry in dead {
             logger.error(
                 "forward to \(target): dead-lettered a body queued at \(entry.item.enqueuedAt) (\(entry.reason.rawValue)): \(entry.detail); see \(deadLetters.path)")
         }
-        noteHealth(failure: lastFailure, at: settledAt)
+        if !stopping { noteHealth(failure: lastFailure, at: settledAt) }
         return items.count
     }
 
