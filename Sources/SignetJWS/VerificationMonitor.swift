@@ -40,15 +40,14 @@ public final class VerificationMonitor: Sendable {
 
     private let state = Mutex(State())
     private let logger: Logger
-    private let factory: any MetricsFactory
     private let misconfigured: Gauge
     private let lastVerified: Gauge
     private let signedDateLag: Timer
-    private let counters = Mutex([String: Counter]())
+    private let counters: DimensionedMetrics
 
     public init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
         self.logger = logger
-        self.factory = factory
+        counters = DimensionedMetrics(factory: factory)
         misconfigured = Gauge(label: "signet_misconfigured", factory: factory)
         lastVerified = Gauge(label: "signet_last_verified_notification_timestamp_seconds", factory: factory)
         signedDateLag = Timer(label: Self.signedDateLagLabel, preferredDisplayUnit: .seconds, factory: factory)
@@ -120,12 +119,6 @@ public final class VerificationMonitor: Sendable {
     }
 
     private func counter(_ label: String, _ dimension: (String, String)) -> Counter {
-        counters.withLock { table in
-            let key = label + "\u{0}" + dimension.1
-            if let existing = table[key] { return existing }
-            let made = Counter(label: label, dimensions: [dimension], factory: factory)
-            table[key] = made
-            return made
-        }
+        counters.counter(label, [dimension])
     }
 }

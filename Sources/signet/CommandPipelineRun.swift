@@ -50,7 +50,7 @@ struct CommandPipelineRun {
 
     /// `name` in the data directory ($SIGNET_DATA_DIR, else signet-data).
     static func dataFile(_ name: String, environment: [String: String]) -> String {
-        (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/" + name
+        DataDirectory.file(name, environment: environment)
     }
 
     /// Runs `pipeline` to its end; `line` describes the progress given the runner's summary so far.

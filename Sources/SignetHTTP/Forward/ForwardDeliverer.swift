@@ -183,13 +183,6 @@ final class ForwardDeliverer: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "signet-forward")
         request.body = .bytes(ByteBuffer(bytes: body))
-        do {
-            let response = try await client.execute(request, timeout: .nanoseconds(options.timeout.clampedNanoseconds), logger: logger)
-            let answer = try await response.body.collect(upTo: 64 << 10)
-            return HTTPSink.classify(
-                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"), body: String(buffer: answer))
-        } catch {
-            return .retryable("\(target): \(error)", retryAfter: nil)
-        }
+        return await HTTPSink.exchange(request, with: client, timeout: options.timeout, logger: logger)
     }
 }

@@ -162,7 +162,7 @@ public final class ForwardSink: Sink {
 
     /// The default dead-letter file in the data directory `environment` names.
     public static func defaultDeadLetterPath(environment: [String: String]) -> String {
-        (environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data") + "/forward-dead-letters.ndjson"
+        DataDirectory.file("forward-dead-letters.ndjson", environment: environment)
     }
 }
 

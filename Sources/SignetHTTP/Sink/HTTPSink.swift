@@ -186,7 +186,7 @@ public final class HTTPSink: Sink {
                 request.headers.replaceOrAdd(
                     name: "Signet-Signature", value: signature.header(for: prepared.body, at: WallClock.milliseconds() / 1000))
             }
-            let outcome = await exchange(request, with: client)
+            let outcome = await Self.exchange(request, with: client, timeout: options.timeout, logger: logger)
             switch outcome {
             case .delivered, .refused:
                 return outcome
@@ -204,17 +204,20 @@ public final class HTTPSink: Sink {
         }
     }
 
-    private func exchange(_ request: HTTPClientRequest, with client: HTTPClient) async -> Outcome {
+    /// One POST to a receiver, classified (``classify(status:retryAfter:body:)``); an error
+    /// before an answer (connection, timeout) is retryable. The `forward` sink's sends too.
+    static func exchange(
+        _ request: HTTPClientRequest, with client: HTTPClient, timeout: Duration, logger: Logger
+    ) async -> Outcome {
         do {
-            let timeout = TimeAmount.nanoseconds(options.timeout.clampedNanoseconds)
-            let response = try await client.execute(request, timeout: timeout, logger: logger)
+            let response = try await client.execute(request, timeout: .nanoseconds(timeout.clampedNanoseconds), logger: logger)
             // Read (a bounded part of) the answer so the connection can be reused, and for the detail.
             let body = try await response.body.collect(upTo: 64 << 10)
             return Self.classify(
                 status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
                 body: String(buffer: body))
         } catch {
-            return .retryable("\(options.url): \(error)", retryAfter: nil)
+            return .retryable("\(request.url): \(error)", retryAfter: nil)
         }
     }
 

@@ -1,6 +1,5 @@
 public import CoreMetrics
 import SignetCore
-import Synchronization
 
 /// What online revocation checking did (docs/operations.md), through whatever swift-metrics
 /// backend is bootstrapped (a no-op without one):
@@ -12,14 +11,13 @@ import Synchronization
 /// - `signet_revocation_crl_fetches_total{result}`: CRLs fetched because OCSP gave no answer,
 ///   `result` one of `good`, `revoked` or a failure class.
 public final class RevocationMetrics: Sendable {
-    private let factory: any MetricsFactory
-    /// Counters by label and result, made on first use.
-    private let counters = Mutex([String: Counter]())
+    /// The counters by result, made on first use.
+    private let byResult: DimensionedMetrics
     private let cacheHits: Counter
     private let responderLatency: Timer
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
-        self.factory = factory
+        byResult = DimensionedMetrics(factory: factory)
         cacheHits = Counter(label: "signet_revocation_cache_hits_total", factory: factory)
         responderLatency = Timer(label: "signet_revocation_responder_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
@@ -39,13 +37,6 @@ public final class RevocationMetrics: Sendable {
     func checked(_ result: String) { count("signet_revocation_checks_total", result) }
 
     private func count(_ label: String, _ result: String) {
-        let key = label + "\u{0}" + result
-        let counter = counters.withLock { table in
-            if let existing = table[key] { return existing }
-            let made = Counter(label: label, dimensions: [("result", result)], factory: factory)
-            table[key] = made
-            return made
-        }
-        counter.increment()
+        byResult.counter(label, [("result", result)]).increment()
     }
 }
