@@ -125,7 +125,7 @@ struct DeliveryHealthCommand: ParsableCommand {
     }
 
     func run() throws {
-        let path = stateFile ?? ((Terminal.environment["SIGNET_DATA_DIR"] ?? "signet-data") as NSString).appendingPathComponent("delivery-health.json")
+        let path = stateFile ?? DataDirectory.file("delivery-health.json", environment: Terminal.environment)
         let trips: [DeliveryRoundTrip]
         do {
             trips = Array(try DeliveryHealthFile.read(path).suffix(last))

@@ -182,8 +182,8 @@ struct WebhookConnectionReuseTests {
             report["committed"] = sum('"status":"committed"' in b for b in bodies)
             report["duplicates"] = sum('"reason":"duplicate"' in b for b in bodies)
             report["legit"] = legit
-        # The shipped settings (256 slots, read_timeout 10s, batch_linger 5ms).
-        serve(", batch_linger: 5ms", drive)
+        # The shipped settings (256 slots, read_timeout 10s, batch_linger 10ms).
+        serve(", batch_linger: 10ms", drive)
         """#
 
     @Test("a burst of copies of one notification: all answered quickly, one event, legitimate requests beside it within 3 s, far below read_timeout")

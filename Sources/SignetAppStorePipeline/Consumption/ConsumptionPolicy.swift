@@ -1,4 +1,4 @@
-public import AppStoreModels
+import AppStoreModels
 public import SignetAppStoreAPI
 public import SignetState
 import Foundation

@@ -1,6 +1,6 @@
 public import Logging
 public import SignetAppStoreAPI
-public import SignetCore
+import SignetCore
 public import SignetState
 import AppStoreModels
 import Foundation

@@ -1,4 +1,4 @@
-public import SignetCore
+package import SignetCore
 
 extension ComponentSpec {
     /// `stages: [{type: appstore_delivery_health}, ...]`.

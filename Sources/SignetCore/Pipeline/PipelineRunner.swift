@@ -7,8 +7,10 @@ import Synchronization
 /// Each stage runs in its own task and hands batches to the next through a ``RecordQueue``,
 /// so verification of one batch overlaps state updates of the previous one while memory
 /// stays bounded. Batches queued behind a busy step merge, so batch size follows load:
-/// single records at a trickle, full batches under a backlog. Delivery and commits
-/// happen strictly in source order, one batch at a time.
+/// single records at a trickle, full batches under a backlog. A small batch whose later
+/// steps are all idle is carried through them by the stage that has it, on its thread,
+/// instead of waking each (``StepOccupancy``). Delivery and commits happen strictly in
+/// source order, one batch at a time.
 public final class PipelineRunner: Sendable {
     /// The pipeline it runs, as given: what a stage leaves out because of another one is
     /// decided where the pipeline is built (``ComponentContext/laterStage(declares:)``).
@@ -115,20 +117,32 @@ public final class PipelineRunner: Sendable {
         return final
     }
 
+    /// The most records a stage carries through the later steps itself when they are idle
+    /// (``StepOccupancy``): the webhook's trickle, not a bulk batch, whose stages overlap better
+    /// on their own threads.
+    static let carryLimit = 16
+
     private func runStages(in group: inout ThrowingTaskGroup<Void, any Error>) async throws {
         let stages = pipeline.stages
         let batchSize = pipeline.settings.batchSize
         // queues[i] feeds stage i; the last one feeds delivery.
         let queues = (0...stages.count).map { _ in RecordQueue<Record>(capacity: batchSize) }
+        let occupancy = StepOccupancy(steps: stages.count + 1)
+        let tickers = stages.map(StageTicker.init)
+        let executors = stages.map { BlockingExecutor(label: "signet.stage.\($0.name)") }
         let source = pipeline.source
 
-        group.addTask { [self] in
+        // The source's loop shares the first stage's executor: handing a batch to that stage
+        // then wakes no other thread, and a source never blocks its caller (``Source``), so
+        // the stage waits for nothing but the hand-off itself.
+        group.addTask(executorPreference: executors.first) { [self] in
             do {
                 while var records = try await source.nextBatch(maxRecords: batchSize) {
                     guard !records.isEmpty else { continue }
                     summary.withLock { $0.read += records.count }
                     metrics.recordsRead(records.count)
                     records[0][BatchReadInstantPart.self] = .now
+                    occupancy.add(records.count, at: 0)
                     await queues[0].send(records)
                 }
                 queues[0].finish()
@@ -138,19 +152,33 @@ public final class PipelineRunner: Sendable {
             }
         }
         for (index, stage) in stages.enumerated() {
-            let ticker = StageTicker(stage)
+            let ticker = tickers[index]
             if let ticker { group.addTask { try await ticker.wake(queues[index]) } }
-            group.addTask(executorPreference: BlockingExecutor(label: "signet.stage.\(stage.name)")) {
+            group.addTask(executorPreference: executors[index]) { [self] in
+                /// Queues what this stage made for the next step.
+                func passOn(_ records: [Record]) async {
+                    guard !records.isEmpty else { return }
+                    occupancy.add(records.count, at: index + 1)
+                    await queues[index + 1].send(records)
+                }
                 do {
                     while let taken = try await queues[index].take() {
                         if case .elements(let records) = taken, !records.isEmpty {
                             var batch = RecordBatch(records: records)
                             try await stage.process(&batch)
                             FaultInjection.point("after_stage_process")
-                            await queues[index + 1].send(batch.records)
-                        }
-                        if let ticker, let generated = try await ticker.tickIfDue() {
-                            await queues[index + 1].send(generated.records)
+                            if batch.count <= Self.carryLimit, occupancy.claimSteps(after: index) {
+                                defer { endCarry(after: index, occupancy: occupancy, tickers: tickers, queues: queues) }
+                                try await carry(batch, after: index)
+                            } else {
+                                await passOn(batch.records)
+                            }
+                            if let ticker, let generated = try await ticker.tickIfDue() { await passOn(generated.records) }
+                            occupancy.remove(records.count, at: index)
+                        } else if let ticker, occupancy.beginOwnWork(at: index) {
+                            // Woken for a tick (refused while a stage before carries through this one).
+                            if let generated = try await ticker.tickIfDue() { await passOn(generated.records) }
+                            occupancy.remove(1, at: index)
                         }
                     }
                     queues[index + 1].finish()
@@ -162,13 +190,38 @@ public final class PipelineRunner: Sendable {
         }
         do {
             while let taken = try await queues[stages.count].take() {
-                if case .elements(let records) = taken, !records.isEmpty { try await deliver(RecordBatch(records: records)) }
+                if case .elements(let records) = taken, !records.isEmpty {
+                    try await deliver(RecordBatch(records: records))
+                    occupancy.remove(records.count, at: stages.count)
+                }
             }
         } catch {
             // A stage or the delivery failed: the source stops reading, or a source that polls
             // (Kafka) would read on while the cancelled steps refuse its batches.
             await source.stop()
             throw error
+        }
+    }
+
+    /// The short path: stage `index`'s task runs the later stages and the delivery of `batch`
+    /// itself, on its own thread, while their tasks are idle (``StepOccupancy``). The source
+    /// keeps reading into the first queue meanwhile, so what arrives now merges into the next
+    /// batch. Order holds: the later steps held nothing, so every earlier batch is delivered.
+    private func carry(_ batch: RecordBatch, after index: Int) async throws {
+        var batch = batch
+        for stage in pipeline.stages[(index + 1)...] {
+            try await stage.process(&batch)
+            FaultInjection.point("after_stage_process")
+        }
+        try await deliver(batch, onBlockingThread: true)
+    }
+
+    /// After a carry: a carried stage whose tick came due meanwhile (its task was refused the
+    /// work) is woken to do it now.
+    private func endCarry(after index: Int, occupancy: StepOccupancy, tickers: [StageTicker?], queues: [RecordQueue<Record>]) {
+        occupancy.release()
+        for later in (index + 1)..<tickers.count where tickers[later]?.isDue == true {
+            queues[later].wake()
         }
     }
 
@@ -198,7 +251,9 @@ public final class PipelineRunner: Sendable {
     /// acknowledge and the source commits only after every sink acknowledged its messages
     /// and the dead-letter sink acknowledged every reject and every message a sink refused
     /// for good. Any failure before that throws, and the batch is read again next run.
-    private func deliver(_ batch: RecordBatch) async throws {
+    /// `onBlockingThread`: the caller runs on a stage's own thread (a carry), where the stages'
+    /// acknowledgements may block without a hop to the housekeeping thread.
+    private func deliver(_ batch: RecordBatch, onBlockingThread: Bool = false) async throws {
         let plan = DeliveryPlan(
             batch: batch, sinkNames: pipeline.sinks.map(\.name), sinkInputs: pipeline.sinks.map(\.sink.input),
             deadLetter: pipeline.deadLetter)
@@ -208,21 +263,18 @@ public final class PipelineRunner: Sendable {
             }
         }
 
-        // Write: every sink its share, and the rejects to the dead-letter sink, at once.
-        let refusals = try await withThrowingTaskGroup(of: (Int, [UndeliverableMessages.Refusal]).self) { group in
-            for (index, share) in plan.shares.enumerated() {
+        // Write: every sink its share, and the rejects to the dead-letter sink, at once (one
+        // write alone, the common case at a trickle, needs no child task).
+        let refusals: [[UndeliverableMessages.Refusal]]
+        if plan.deadLetters.isEmpty, plan.shares.count <= 1 {
+            var written: [[UndeliverableMessages.Refusal]] = []
+            for share in plan.shares {
                 let named = pipeline.sinks[share.sink]
-                group.addTask { [self] in (index, try await write(share.messages, to: named.sink, name: named.name)) }
+                written.append(try await write(share.messages, to: named.sink, name: named.name))
             }
-            if !plan.deadLetters.isEmpty {
-                group.addTask { [self] in
-                    try await writeDeadLetters(plan.deadLetters)
-                    return (-1, [])
-                }
-            }
-            var refusals = Array(repeating: [UndeliverableMessages.Refusal](), count: plan.shares.count)
-            for try await (index, refused) in group where index >= 0 { refusals[index] = refused }
-            return refusals
+            refusals = written
+        } else {
+            refusals = try await writeConcurrently(plan)
         }
         let settlement = plan.settle(refusals: refusals)
         if !settlement.refusedDeadLetters.isEmpty {
@@ -235,9 +287,11 @@ public final class PipelineRunner: Sendable {
         FaultInjection.point("after_sink_write")
 
         // Commit: stages first (their outbox marks), then the source.
-        try await withTaskExecutorPreference(housekeeping) {
-            for stage in pipeline.stages {
-                try await stage.acknowledge(batch)
+        if onBlockingThread {
+            for stage in pipeline.stages { try await stage.acknowledge(batch) }
+        } else {
+            try await withTaskExecutorPreference(housekeeping) {
+                for stage in pipeline.stages { try await stage.acknowledge(batch) }
             }
         }
         FaultInjection.point("after_acknowledge")
@@ -274,6 +328,25 @@ public final class PipelineRunner: Sendable {
                 "first": "\(batch.records.first?.position.description ?? "-")",
                 "last": "\(batch.records.last?.position.description ?? "-")",
             ])
+    }
+
+    /// Writes every sink's share and the rejects at once; what each sink refused, by share.
+    private func writeConcurrently(_ plan: DeliveryPlan) async throws -> [[UndeliverableMessages.Refusal]] {
+        try await withThrowingTaskGroup(of: (Int, [UndeliverableMessages.Refusal]).self) { group in
+            for (index, share) in plan.shares.enumerated() {
+                let named = pipeline.sinks[share.sink]
+                group.addTask { [self] in (index, try await write(share.messages, to: named.sink, name: named.name)) }
+            }
+            if !plan.deadLetters.isEmpty {
+                group.addTask { [self] in
+                    try await writeDeadLetters(plan.deadLetters)
+                    return (-1, [])
+                }
+            }
+            var refusals = Array(repeating: [UndeliverableMessages.Refusal](), count: plan.shares.count)
+            for try await (index, refused) in group where index >= 0 { refusals[index] = refused }
+            return refusals
+        }
     }
 
     /// Writes to the dead-letter sink. It is the last place a record can go, so a refusal

@@ -8,7 +8,10 @@ public protocol Source: Sendable {
     /// Opens the input (files, connections, consumer group membership).
     func open() async throws
     /// Up to `maxRecords` records, or nil once the input is exhausted.
-    /// May return an empty batch when nothing arrived in time (a live stream).
+    /// May return an empty batch when nothing arrived in time (a live stream). Waits by
+    /// suspending, never by blocking its thread: the runner calls it on the first stage's
+    /// executor, so a blocking read belongs on a thread of the source's own (as the line
+    /// sources and Kafka's poll do).
     func nextBatch(maxRecords: Int) async throws -> [Record]?
     /// Marks these records as fully handled, so a restart does not read them again.
     func commit(_ positions: [SourcePosition]) async throws

@@ -25,6 +25,9 @@ final class StageTicker: Sendable {
     }
 
     /// Runs the stage's tick if one is due; the records it produced, marked as generated.
+    /// Whether a tick is due and not yet taken.
+    var isDue: Bool { due.load(ordering: .acquiring) }
+
     func tickIfDue() async throws -> RecordBatch? {
         guard due.exchange(false, ordering: .acquiringAndReleasing) else { return nil }
         guard var batch = try await stage.tick(), !batch.records.isEmpty else { return nil }

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// The one queue between the parts of a pipeline that run in their own tasks: the runner's
@@ -154,9 +155,11 @@ package final class RecordQueue<Element: Sendable>: Sendable {
         if let (consumer, taken) = actions.consumer { consumer.resume(returning: taken) }
         if let (id, instant) = actions.deadline {
             // A lingering take ends at its deadline at the latest. The timer holds the queue
-            // weakly; a take that ended earlier makes it a no-op (the id no longer waits).
-            Task { [weak self] in
-                try? await Task.sleep(until: instant, clock: .continuous)
+            // weakly; a take that ended earlier makes it a no-op (the id no longer waits). A
+            // dispatch timer, not a sleeping task: a task would cost one more thread wake-up
+            // per batch, to start it, on the webhook's trickle.
+            let delay = (instant - .now).clampedNanoseconds
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: max(0, delay)))) { [weak self] in
                 guard let self else { return }
                 perform(state.withLock { $0.machine.deadlinePassed(consumer: id, now: .now) })
             }

@@ -17,7 +17,10 @@ import Synchronization
 /// logged and tried again with backoff; nothing is lost by it, entries stay queued.
 final class ForwardDeliverer: Sendable {
     let target: String
-    let wakeup = ForwardWakeup()
+    /// Wake-ups from ``ForwardSink/write(_:)``, through the pipeline's one queue primitive: a
+    /// wake while the deliverer is busy is kept for its next wait, so none is lost, and a
+    /// spurious one only costs another look at the store.
+    private let wakeups = RecordQueue<Void>(capacity: 1)
     private let options: ForwardSink.Options
     private let store: any StateStore
     private let client: HTTPClient
@@ -43,6 +46,11 @@ final class ForwardDeliverer: Sendable {
         self.logger = logger
     }
 
+    /// Ends the deliverer's current wait for work, or its next one at once.
+    func wake() {
+        wakeups.wake()
+    }
+
     /// Whether the receiver's last answers were failures (an outage under way).
     var isFailing: Bool { failingSince.withLock { $0 != nil } }
 
@@ -59,7 +67,8 @@ final class ForwardDeliverer: Sendable {
                         pending: status.pending, oldestAgeSeconds: Double(status.oldestEnqueuedAt.map { max(0, now - $0) } ?? 0) / 1000,
                         target: target)
                     let untilDue = status.nextDueAt.map { Duration.milliseconds(max(0, $0 - now)) } ?? options.pollInterval
-                    await wakeup.wait(upTo: min(untilDue, options.pollInterval))
+                    // Ends at a wake, at the deadline (an empty take) or when cancelled (thrown).
+                    _ = try? await wakeups.take(linger: .until(.now + min(untilDue, options.pollInterval)))
                 }
                 storeFailures = 0
             } catch {

@@ -124,7 +124,7 @@ public final class ForwardSink: Sink {
         }
         for deliverer in current.deliverers {
             metrics.queued(bodies.count, target: deliverer.target)
-            deliverer.wakeup.wake()
+            deliverer.wake()
         }
     }
 
@@ -151,7 +151,7 @@ public final class ForwardSink: Sink {
                 let pending = (try? await executor.run { try store.forwardQueueStatus(target: target).pending }) ?? 0
                 if pending > 0 {
                     waiting = true
-                    deliverer.wakeup.wake()
+                    deliverer.wake()
                 }
             }
             guard waiting else { return }

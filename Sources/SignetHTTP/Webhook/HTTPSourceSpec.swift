@@ -97,7 +97,7 @@ extension HTTPSource.Options {
             "how long a request waits, at most, for others to share its batch (one state commit and one sink flush) "
                 + "when fewer than batch_size are queued: a steady trickle then pays one commit per few requests "
                 + "instead of one each, for that much added latency (docs/webhook.md)",
-            example: "${SIGNET_HTTP_BATCH_LINGER:5ms}"),
+            example: "${SIGNET_HTTP_BATCH_LINGER:10ms}"),
         ConfigBinding(
             "response_timeout", \.responseTimeout, .duration(.milliseconds(100)...(.seconds(3600))),
             "a request whose record is not committed this long gets 503 (the record stays in the pipeline; "
