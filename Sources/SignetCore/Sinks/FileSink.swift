@@ -145,7 +145,7 @@ public final class FileSink: ReopenableSink {
     }
 
     public func write(_ messages: [OutputMessage]) async throws {
-        try await executor.run { [self] in try writeBlocking(messages) }
+        try await executor.runInPlace { [self] in try writeBlocking(messages) }
     }
 
     private func writeBlocking(_ messages: [OutputMessage]) throws {

@@ -12,6 +12,6 @@ public final class StdoutSink: Sink {
     public init() {}
 
     public func write(_ messages: [OutputMessage]) async throws {
-        try await executor.run { try LineWriter.write(messages, to: STDOUT_FILENO, destination: "stdout") }
+        try await executor.runInPlace { try LineWriter.write(messages, to: STDOUT_FILENO, destination: "stdout") }
     }
 }

@@ -15,14 +15,16 @@ import Dispatch
 public final class BlockingExecutor: TaskExecutor {
     private let queue: DispatchQueue
     /// Marks each executor's queue with its label, so code can ask where it runs (``current``).
-    /// `nonisolated(unsafe)` is sound: the key is set once and never mutated, and Dispatch's
-    /// specific-value calls are thread-safe.
-    nonisolated(unsafe) private static let labelKey = DispatchSpecificKey<String>()
+    private static let labelKey = DispatchSpecificKey<String>()
+    /// Marks each executor's queue with the executor itself, so ``runInPlace(_:)`` knows a
+    /// caller already on it.
+    private static let identityKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// - Parameter label: the dispatch queue's label (shows in thread names and crash logs).
     public init(label: String) {
         queue = DispatchQueue(label: label)
         queue.setSpecific(key: Self.labelKey, value: label)
+        queue.setSpecific(key: Self.identityKey, value: ObjectIdentifier(self))
     }
 
     /// The label of the `BlockingExecutor` whose thread runs the caller; nil anywhere else
@@ -40,6 +42,20 @@ public final class BlockingExecutor: TaskExecutor {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Swift.Result { try body() }) }
         }
+    }
+
+    /// Runs `body` in order with this executor's work, as ``run(_:)`` does, but on the caller's
+    /// thread when the caller already runs on a `BlockingExecutor` (a stage's own thread, which
+    /// may block): it then waits for this executor's earlier work in place, and no thread is
+    /// woken to run `body` and then the caller again. For a short call whose caller has nothing
+    /// else to do meanwhile (a sink's write during a delivery); not for a wait of unknown
+    /// length, which would hold the caller's executor from its other tasks (a Kafka poll).
+    package func runInPlace<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        guard Self.current != nil else { return try await run(body) }
+        // A serial queue never runs two blocks at once, so this keeps the order and exclusion
+        // `run` gives; a caller on this very queue runs `body` directly (sync would deadlock).
+        if DispatchQueue.getSpecific(key: Self.identityKey) == ObjectIdentifier(self) { return try body() }
+        return try queue.sync(execute: body)
     }
 
     /// Submits `body` without waiting for it (a close that must not delay its caller).
