@@ -3,7 +3,8 @@ import Synchronization
 
 /// The one queue between the parts of a pipeline that run in their own tasks: the runner's
 /// steps (source → stages → delivery), the webhook's requests and the runner, the App Store
-/// fetchers and their source or stage, a line reader and its source.
+/// fetchers and their source or stage, a line reader and its source, a forward sink's writes
+/// and its deliverers (wake-ups only).
 ///
 /// Bounded and back-pressured (producers wait while `capacity` elements are queued), taken in
 /// batches by one consumer that may linger for more (``RecordQueueLinger``), woken without
