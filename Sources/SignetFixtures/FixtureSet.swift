@@ -148,7 +148,8 @@ final class LineFile {
     private var buffer: [UInt8] = []
 
     init(_ url: URL) throws {
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        // A file that cannot be created fails the open below, with its reason.
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         handle = try FileHandle(forWritingTo: url)
         try handle.truncate(atOffset: 0)
     }

@@ -268,7 +268,7 @@ public final class PostgresStateStore: StateStore {
         let encoded = bodies.map { Data($0).base64EncodedString() }
         try withSession("forward enqueue") { session in
             // One statement, so all or none; ids ascend body by body, target by target.
-            try session.query("""
+            _ = try session.query("""
                 INSERT INTO signet_forward_queue (target, body, enqueued_at, due_at)
                 SELECT t.target, decode(b.body, 'base64'), \(instant), \(instant)
                 FROM unnest(\(encoded)::text[]) WITH ORDINALITY AS b(body, n)

@@ -1,5 +1,5 @@
 import Synchronization
-public import SignetCore
+package import SignetCore
 
 /// A sink that keeps what it is given, for `signet test`: nothing is written anywhere.
 package final class CapturingSink: Sink {

@@ -1,5 +1,5 @@
 import Foundation
-public import SignetCore
+import SignetCore
 
 /// What one test case expects: the messages each sink receives, the dead letters, the
 /// drops, and (unless `allowsMore`) nothing else.

@@ -268,10 +268,7 @@ public final class PipelineRunner: Sendable {
         let refusals: [[UndeliverableMessages.Refusal]]
         if plan.deadLetters.isEmpty, plan.shares.count <= 1 {
             var written: [[UndeliverableMessages.Refusal]] = []
-            for share in plan.shares {
-                let named = pipeline.sinks[share.sink]
-                written.append(try await write(share.messages, to: named.sink, name: named.name))
-            }
+            for share in plan.shares { written.append(try await write(share)) }
             refusals = written
         } else {
             refusals = try await writeConcurrently(plan)
@@ -334,8 +331,7 @@ public final class PipelineRunner: Sendable {
     private func writeConcurrently(_ plan: DeliveryPlan) async throws -> [[UndeliverableMessages.Refusal]] {
         try await withThrowingTaskGroup(of: (Int, [UndeliverableMessages.Refusal]).self) { group in
             for (index, share) in plan.shares.enumerated() {
-                let named = pipeline.sinks[share.sink]
-                group.addTask { [self] in (index, try await write(share.messages, to: named.sink, name: named.name)) }
+                group.addTask { [self] in (index, try await write(share)) }
             }
             if !plan.deadLetters.isEmpty {
                 group.addTask { [self] in
@@ -347,6 +343,12 @@ public final class PipelineRunner: Sendable {
             for try await (index, refused) in group where index >= 0 { refusals[index] = refused }
             return refusals
         }
+    }
+
+    /// Writes one sink's share of a batch.
+    private func write(_ share: DeliveryPlan.Share) async throws -> [UndeliverableMessages.Refusal] {
+        let named = pipeline.sinks[share.sink]
+        return try await write(share.messages, to: named.sink, name: named.name)
     }
 
     /// Writes to the dead-letter sink. It is the last place a record can go, so a refusal

@@ -9,22 +9,32 @@ import SignetCore
 /// listener of Signet (the webhook, the admin listener) closes a connection that cannot be
 /// reused right after its answer, instead of reading an unread body without a deadline,
 /// and offers its idle keep-alive connections to the listener's ``IdleConnections``.
+/// The webhook's connections also run their task on their channel's event loop
+/// (``EventLoopTaskExecutor``).
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     let channel: HTTP1Channel
     let limits: ConnectionGuardHandler.Limits
     let idle: IdleConnections
+    /// Whether each connection's task runs on its channel's event loop (its handler must
+    /// never block) rather than on Swift's cooperative pool.
+    let onEventLoop: Bool
 
     /// A server builder for `Application(server:)`.
-    /// - Parameter idle: the listener's, shared with its ``ConnectionLimit``.
-    static func builder(idleTimeout: Duration, limits: ConnectionGuardHandler.Limits, idle: IdleConnections) -> HTTPServerBuilder {
+    /// - Parameters:
+    ///   - idle: the listener's, shared with its ``ConnectionLimit``.
+    ///   - onEventLoop: run each connection's task on its event loop; only for a responder
+    ///     that never blocks (the webhook's).
+    static func builder(
+        idleTimeout: Duration, limits: ConnectionGuardHandler.Limits, idle: IdleConnections, onEventLoop: Bool = false
+    ) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             GuardedHTTP1Channel(
                 channel: HTTP1Channel(
                     responder: responder,
                     configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds))),
-                limits: limits, idle: idle)
+                limits: limits, idle: idle, onEventLoop: onEventLoop)
         }
     }
 
@@ -38,6 +48,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await channel.handle(value: value, logger: logger)
+        guard onEventLoop else { return await channel.handle(value: value, logger: logger) }
+        await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
+            await channel.handle(value: value, logger: logger)
+        }
     }
 }

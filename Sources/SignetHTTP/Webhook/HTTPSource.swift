@@ -109,7 +109,9 @@ public final class HTTPSource: Source {
             responder: responder,
             server: GuardedHTTP1Channel.builder(
                 idleTimeout: options.readTimeout,
-                limits: .init(linger: .seconds(1), maxDiscardBytes: options.maxBodyBytes), idle: idle),
+                limits: .init(linger: .seconds(1), maxDiscardBytes: options.maxBodyBytes), idle: idle,
+                // The responder only checks, queues and awaits: answered from the socket's thread.
+                onEventLoop: true),
             configuration: ApplicationConfiguration(
                 address: .hostname(options.address.host, port: options.address.port),
                 serverName: "signet",

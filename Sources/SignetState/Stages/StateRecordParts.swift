@@ -1,4 +1,4 @@
-package import SignetCore
+import SignetCore
 
 /// The dedupe key the `dedupe` stage computed for a record; `transition` uses the same
 /// key for its authoritative check, so both stages agree on what a duplicate is.
