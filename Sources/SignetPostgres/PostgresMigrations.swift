@@ -192,6 +192,31 @@ public enum PostgresMigrations {
             """,
             "CREATE INDEX signet_forward_queue_due ON signet_forward_queue (target, due_at)",
         ]),
+        // Apple types appAccountToken as a UUID; earlier versions compared it as text, so a
+        // token written in upper case (Swift's uuidString) named another customer. Stored
+        // tokens become the canonical lower-case form; two spellings of one customer's consent
+        // merge into the entry that decides (the newest; at the same instant a withdrawal).
+        Migration(version: 9, summary: "appAccountToken in its canonical lower-case form (subscriptions, refund questions, consent ledger)", statements: [
+            "UPDATE signet_subscriptions SET app_account_token = lower(app_account_token) WHERE app_account_token <> lower(app_account_token)",
+            """
+            UPDATE signet_consumption_requests
+            SET record = jsonb_set(record, '{appAccountToken}', to_jsonb(lower(record->>'appAccountToken')))
+            WHERE record->>'appAccountToken' <> lower(record->>'appAccountToken')
+            """,
+            """
+            INSERT INTO signet_consumption_ledger (key, record)
+            SELECT DISTINCT ON (1) 'appAccountToken:' || lower(substr(key, 17)),
+                jsonb_set(record, '{appAccountToken}', to_jsonb(lower(substr(key, 17))))
+            FROM signet_consumption_ledger
+            WHERE key LIKE 'appAccountToken:%' AND key <> 'appAccountToken:' || lower(substr(key, 17))
+            ORDER BY 1, (record->>'at')::BIGINT DESC, (record->>'consented')::BOOLEAN ASC
+            ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record
+            WHERE (EXCLUDED.record->>'at')::BIGINT > (signet_consumption_ledger.record->>'at')::BIGINT
+                OR ((EXCLUDED.record->>'at')::BIGINT = (signet_consumption_ledger.record->>'at')::BIGINT
+                    AND NOT (EXCLUDED.record->>'consented')::BOOLEAN)
+            """,
+            "DELETE FROM signet_consumption_ledger WHERE key LIKE 'appAccountToken:%' AND key <> 'appAccountToken:' || lower(substr(key, 17))",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

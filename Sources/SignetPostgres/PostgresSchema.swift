@@ -1,3 +1,4 @@
+import AppStoreModels
 import NIOCore
 import PostgresNIO
 import SignetCore
@@ -52,7 +53,7 @@ enum PostgresSchema {
         json.field("product_type", snapshot.productType)
         json.field("bundle_id", snapshot.bundleId)
         json.field("environment", snapshot.environment)
-        json.field("app_account_token", snapshot.appAccountToken)
+        json.field("app_account_token", snapshot.appAccountToken?.description)
         json.field("ownership", snapshot.ownership)
         json.field("purchase_date", snapshot.purchaseDate)
         json.field("expires_date", snapshot.expiresDate)
@@ -100,7 +101,7 @@ enum PostgresSchema {
         snapshot.productType = try text(5)
         snapshot.bundleId = try text(6)
         snapshot.environment = try text(7)
-        snapshot.appAccountToken = try text(8)
+        snapshot.appAccountToken = try text(8).flatMap { AppAccountToken($0) }
         snapshot.ownership = try text(9)
         snapshot.purchaseDate = try int(10)
         snapshot.expiresDate = try int(11)

@@ -1,3 +1,4 @@
+public import AppStoreModels
 import Foundation
 public import Logging
 import NIOCore
@@ -343,14 +344,14 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
-    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+    public func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] {
         try withSession("account lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(
                 unsafeSQL: """
                     SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions
                     WHERE app_account_token = $1 ORDER BY original_transaction_id
                     """,
-                binds: Self.binds(appAccountToken)))
+                binds: Self.binds(appAccountToken.description)))
             return try rows.map { try PostgresSchema.snapshot(from: $0).0 }
         }
     }

@@ -1,3 +1,4 @@
+import AppStoreModels
 import ArgumentParser
 import Foundation
 import SignetAppStorePipeline
@@ -25,7 +26,7 @@ struct ConsumptionCommand: ParsableCommand {
 
     /// Whom a ledger entry is about: exactly one of the two options.
     struct SubjectOptions: ParsableArguments {
-        @Option(help: "The customer's appAccountToken (every purchase made with it).")
+        @Option(help: "The customer's appAccountToken (every purchase made with it): a UUID, in either case.")
         var appAccountToken: String?
 
         @Option(help: "One purchase (its originalTransactionId).")
@@ -35,13 +36,18 @@ struct ConsumptionCommand: ParsableCommand {
             guard (appAccountToken == nil) != (originalTransactionId == nil) else {
                 throw ValidationError("give exactly one of --app-account-token and --original-transaction-id")
             }
-            for value in [appAccountToken, originalTransactionId].compactMap({ $0 }) where value.isEmpty || value.count > 200 {
-                throw ValidationError("an id is 1 to 200 characters")
+            if let appAccountToken, AppAccountToken(appAccountToken) == nil {
+                throw ValidationError(AppAccountToken.Invalid(field: "--app-account-token", text: appAccountToken).description)
+            }
+            if let originalTransactionId, originalTransactionId.isEmpty || originalTransactionId.count > 200 {
+                throw ValidationError("an originalTransactionId is 1 to 200 characters")
             }
         }
 
+        /// The subject named; an appAccountToken in its canonical form (``validate()`` refused
+        /// one that is no UUID), so any spelling of it names the same customer.
         var subject: ConsumptionConsent.Subject {
-            if let appAccountToken { return .appAccountToken(appAccountToken) }
+            if let token = appAccountToken.flatMap({ AppAccountToken($0) }) { return .appAccountToken(token) }
             return .originalTransactionId(originalTransactionId ?? "")
         }
     }

@@ -1,3 +1,4 @@
+import AppStoreModels
 import ArgumentParser
 import Foundation
 import SignetPostgres
@@ -30,11 +31,21 @@ struct StoreOptions: ParsableArguments {
     /// SIGNET_DATABASE_URL selects PostgreSQL, as it does for the default pipelines.
     ///
     /// `writingBesideThePipeline` is for a short write a running pipeline may sit beside
-    /// (`signet consent clear`): PostgreSQL as a reader still (no lease, no migrations), SQLite
-    /// writable without taking the pipeline writer's lock (SQLite's own locking orders the two).
+    /// (`signet consent clear`, the consumption ledger): PostgreSQL as a reader still (no
+    /// lease), SQLite writable without taking the pipeline writer's lock (SQLite's own locking
+    /// orders the two). Such a write may come before the first `signet run` (a backend records
+    /// consent at sign-up), so it creates the store as `run` would: the SQLite file and its
+    /// schema, or PostgreSQL's pending migrations.
     func open(writingBesideThePipeline: Bool = false) throws -> any StateStore {
-        if let databaseURL { return try PostgresStateStore.openReadOnly(url: databaseURL) }
-        guard FileManager.default.fileExists(atPath: path) else {
+        if let databaseURL {
+            if writingBesideThePipeline {
+                var options = PostgresStoreOptions(url: try PostgresURL(databaseURL))
+                options.outageTimeout = .zero
+                _ = try PostgresStateStore.migrate(options: options)
+            }
+            return try PostgresStateStore.openReadOnly(url: databaseURL)
+        }
+        guard writingBesideThePipeline || FileManager.default.fileExists(atPath: path) else {
             throw ConfigurationFailure(description: "signet: no state database at '\(path)' (set --database or SIGNET_DATA_DIR)")
         }
         var options = SQLiteStateStore.Options()
@@ -139,7 +150,7 @@ struct EntitlementsCommand: ParsableCommand {
 
     @OptionGroup var store: StoreOptions
 
-    @Option(help: "The account's appAccountToken.")
+    @Option(help: "The account's appAccountToken: a UUID, in either case.")
     var appAccountToken: String?
 
     @Option(help: "One purchase's originalTransactionId.")
@@ -158,6 +169,9 @@ struct EntitlementsCommand: ParsableCommand {
         if (appAccountToken == nil) == (originalTransactionId == nil) {
             throw ValidationError("give exactly one of --app-account-token and --original-transaction-id")
         }
+        if let appAccountToken, AppAccountToken(appAccountToken) == nil {
+            throw ValidationError(AppAccountToken.Invalid(field: "--app-account-token", text: appAccountToken).description)
+        }
     }
 
     func run() throws {
@@ -165,7 +179,9 @@ struct EntitlementsCommand: ParsableCommand {
         defer { try? database.close() }
         let instant = at ?? Int64(Date().timeIntervalSince1970 * 1000)
         let query: StateJSON.Query =
-            if let appAccountToken { .appAccountToken(appAccountToken) } else { .originalTransactionId(originalTransactionId ?? "") }
+            if let token = appAccountToken.flatMap({ AppAccountToken($0) }) { .appAccountToken(token) } else {
+                .originalTransactionId(originalTransactionId ?? "")
+            }
         try Terminal.printLine(try StateJSON.entitlements(query, named: entitlement, environment: environment, in: database, at: instant))
     }
 }

@@ -41,7 +41,7 @@ struct ConsumptionResponderTests {
                 let requestedAt = now - item.askedHoursAgo * hour
                 try transaction.save(ConsumptionRequestRecord(
                     transactionId: item.id, originalTransactionId: item.id, productId: item.product, productType: item.type.rawValue,
-                    appAccountToken: item.token, environment: "Production", reason: item.reason, advancedCommerce: item.advancedCommerce,
+                    appAccountToken: item.token.flatMap { AppAccountToken($0) }, environment: "Production", reason: item.reason, advancedCommerce: item.advancedCommerce,
                     notificationUUID: "uuid-\(item.id)", requestedAt: requestedAt, receivedAt: requestedAt))
             }
         }
@@ -75,14 +75,14 @@ struct ConsumptionResponderTests {
             defer { try? store.close() }
             let now = WallClock.milliseconds()
             let asked = [
-                Asked(id: "consumable", type: .consumable, token: "tok-a"),
-                Asked(id: "nonconsumable", type: .nonConsumable, token: "tok-b", reason: "FULFILLMENT_ISSUE"),
-                Asked(id: "nonrenewing", type: .nonRenewingSubscription, token: "tok-c"),
-                Asked(id: "autorenewable", type: .autoRenewableSubscription, token: "tok-d", reason: "LEGAL"),
+                Asked(id: "consumable", type: .consumable, token: "aaaaaaaa-0000-4000-8000-000000000000"),
+                Asked(id: "nonconsumable", type: .nonConsumable, token: "bbbbbbbb-0000-4000-8000-000000000000", reason: "FULFILLMENT_ISSUE"),
+                Asked(id: "nonrenewing", type: .nonRenewingSubscription, token: "cccccccc-0000-4000-8000-000000000000"),
+                Asked(id: "autorenewable", type: .autoRenewableSubscription, token: "dddddddd-0000-4000-8000-000000000000", reason: "LEGAL"),
                 Asked(id: "advanced", type: .autoRenewableSubscription, token: "6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b", advancedCommerce: true),
-                Asked(id: "withdrawn", type: .consumable, token: "tok-w"),
-                Asked(id: "unknown", type: .consumable, token: "tok-u"),
-                Asked(id: "late", type: .consumable, token: "tok-a", askedHoursAgo: 13),
+                Asked(id: "withdrawn", type: .consumable, token: "eeeeeeee-0000-4000-8000-000000000000"),
+                Asked(id: "unknown", type: .consumable, token: "ffffffff-0000-4000-8000-000000000000"),
+                Asked(id: "late", type: .consumable, token: "aaaaaaaa-0000-4000-8000-000000000000", askedHoursAgo: 13),
             ]
             try Self.seed(asked, in: store, now: now)
             for item in asked {
@@ -92,12 +92,12 @@ struct ConsumptionResponderTests {
                     consented: !["withdrawn", "unknown"].contains(item.id))
             }
             // Per customer for most, per purchase for one; the customer's own preference wins.
-            for token in ["tok-a", "tok-b", "tok-d", "6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b"] {
-                try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(token), consented: true, at: now - 100, by: "test"))
+            for token in ["aaaaaaaa-0000-4000-8000-000000000000", "bbbbbbbb-0000-4000-8000-000000000000", "dddddddd-0000-4000-8000-000000000000", "6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b"] {
+                try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(try #require(AppAccountToken(token))), consented: true, at: now - 100, by: "test"))
             }
             try store.recordConsumptionConsent(ConsumptionConsent(
                 .originalTransactionId("nonrenewing"), consented: true, at: now - 100, by: "test", refundPreference: "GRANT_PRORATED"))
-            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("tok-w"), consented: true, at: now - 200, by: "test"))
+            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("EEEEEEEE-0000-4000-8000-000000000000")!), consented: true, at: now - 200, by: "test"))
             try store.recordConsumptionConsent(ConsumptionConsent(.originalTransactionId("withdrawn"), consented: false, at: now - 100, by: "test"))
 
             var options = ConsumptionResponder.Options()
@@ -158,10 +158,10 @@ struct ConsumptionResponderTests {
         try await Self.withFake { bed, fake in
             let store = InMemoryStateStore()
             let now = WallClock.milliseconds()
-            try Self.seed([Asked(id: "used", type: .consumable, token: "t"), Asked(id: "outage", type: .nonConsumable, token: "t")], in: store, now: now)
+            try Self.seed([Asked(id: "used", type: .consumable, token: "7e570000-0000-4000-8000-000000000000"), Asked(id: "outage", type: .nonConsumable, token: "7e570000-0000-4000-8000-000000000000")], in: store, now: now)
             fake.addConsumptionTransaction("used", productType: TransactionType.consumable.rawValue)
             fake.addConsumptionTransaction("outage", productType: TransactionType.nonConsumable.rawValue)
-            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("7e570000-0000-4000-8000-000000000000")!), consented: true, at: now, by: "test"))
             try store.recordConsumptionUsage(ConsumptionUsage(transactionId: "used", consumptionPercentage: 40_000, at: now, by: "api: app"))
             try store.recordConsumptionUsage(
                 ConsumptionUsage(transactionId: "outage", consumptionPercentage: nil, deliveryStatus: "UNDELIVERED_SERVER_OUTAGE", at: now, by: "api: app"))
@@ -187,9 +187,9 @@ struct ConsumptionResponderTests {
         try await Self.withFake { bed, fake in
             let store = InMemoryStateStore()
             let now = WallClock.milliseconds()
-            try Self.seed([Asked(id: "paused", type: .consumable, token: "t")], in: store, now: now)
+            try Self.seed([Asked(id: "paused", type: .consumable, token: "7e570000-0000-4000-8000-000000000000")], in: store, now: now)
             fake.addConsumptionTransaction("paused", productType: TransactionType.consumable.rawValue)
-            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("7e570000-0000-4000-8000-000000000000")!), consented: true, at: now, by: "test"))
             fake.script([.tooManyRequests(retryAfter: .milliseconds(400)), .error(status: 500, errorCode: nil)], on: .consumption)
             let responder = ConsumptionResponder(options: .init(), store: StateStoreResource(store: store), logger: Self.quiet)
             let client = try bed.client(fake, environment: .production)
@@ -201,7 +201,7 @@ struct ConsumptionResponderTests {
             if paused.count == 3 { #expect(paused[1].arrivalMilliseconds - paused[0].arrivalMilliseconds >= 350) }
 
             // Apple answers 4040010: failed for good at the first answer.
-            try Self.seed([Asked(id: "unknown-to-apple", type: .consumable, token: "t")], in: store, now: now)
+            try Self.seed([Asked(id: "unknown-to-apple", type: .consumable, token: "7e570000-0000-4000-8000-000000000000")], in: store, now: now)
             let second = try await responder.sweep(client: client)
             #expect(second.failed == 1, "\(second)")
             let failed = try #require(try Self.request("unknown-to-apple", in: store))
@@ -223,8 +223,8 @@ struct ConsumptionResponderTests {
             do {
                 let store = try await location.open()
                 try Self.seed([
-                    Asked(id: "pending", type: .consumable, token: "t"), Asked(id: "held", type: .consumable, token: "t"),
-                    Asked(id: "expired", type: .consumable, token: "t", askedHoursAgo: 12),
+                    Asked(id: "pending", type: .consumable, token: "7e570000-0000-4000-8000-000000000000"), Asked(id: "held", type: .consumable, token: "7e570000-0000-4000-8000-000000000000"),
+                    Asked(id: "expired", type: .consumable, token: "7e570000-0000-4000-8000-000000000000", askedHoursAgo: 12),
                 ], in: store, now: now)
                 // A responder that died mid-answer left "held" claimed for another two minutes.
                 try store.withTransaction { transaction in
@@ -233,7 +233,7 @@ struct ConsumptionResponderTests {
                     held.attempts = 1
                     try transaction.save(held)
                 }
-                try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+                try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("7e570000-0000-4000-8000-000000000000")!), consented: true, at: now, by: "test"))
                 try store.close()
             }
             for id in ["pending", "held", "expired"] { fake.addConsumptionTransaction(id, productType: TransactionType.consumable.rawValue) }
@@ -269,9 +269,9 @@ struct ConsumptionResponderTests {
             }
             let now = WallClock.milliseconds()
             let ids = (0..<120).map { String(format: "c%03d", $0) }
-            try Self.seed(ids.map { Asked(id: $0, type: .consumable, token: "t") }, in: first, now: now)
+            try Self.seed(ids.map { Asked(id: $0, type: .consumable, token: "7e570000-0000-4000-8000-000000000000") }, in: first, now: now)
             for id in ids { fake.addConsumptionTransaction(id, productType: TransactionType.consumable.rawValue) }
-            try first.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+            try first.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("7e570000-0000-4000-8000-000000000000")!), consented: true, at: now, by: "test"))
             var options = ConsumptionResponder.Options()
             options.batchLimit = 7
             let clients = [try bed.client(fake, environment: .production), try bed.client(fake, environment: .production)]
@@ -294,7 +294,7 @@ struct ConsumptionResponderTests {
         try await Self.withFake { bed, fake in
             let store = InMemoryStateStore()
             let now = WallClock.milliseconds()
-            try Self.seed([Asked(id: "slow", type: .consumable, token: "t")], in: store, now: now)
+            try Self.seed([Asked(id: "slow", type: .consumable, token: "7e570000-0000-4000-8000-000000000000")], in: store, now: now)
             // Signed 12 hours ago less 300 ms: the answer has 300 ms; Apple takes two seconds.
             try store.withTransaction { transaction in
                 var request = try #require(try transaction.consumptionRequests(transactionId: "slow").first)
@@ -302,7 +302,7 @@ struct ConsumptionResponderTests {
                 try transaction.save(request)
             }
             fake.addConsumptionTransaction("slow", productType: TransactionType.consumable.rawValue)
-            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken("t"), consented: true, at: now, by: "test"))
+            try store.recordConsumptionConsent(ConsumptionConsent(.appAccountToken(AppAccountToken("7e570000-0000-4000-8000-000000000000")!), consented: true, at: now, by: "test"))
             fake.script([.delay(.seconds(2))], on: .consumption)
             let client = try bed.client(fake, environment: .production)
             let counts = try await ConsumptionResponder(options: .init(), store: StateStoreResource(store: store), logger: Self.quiet)

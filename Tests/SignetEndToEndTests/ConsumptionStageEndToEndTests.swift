@@ -49,8 +49,10 @@ struct ConsumptionStageEndToEndTests {
     func consentedCustomersAreAnswered(_ bed: Bed) async throws {
         let now = WallClock.milliseconds()
         let customers = [("c-consented", "11111111-1111-4111-8111-111111111111"), ("c-silent", "22222222-2222-4222-8222-222222222222"),
-                         ("c-purchase", "33333333-3333-4333-8333-333333333333")]
-        for (id, _) in customers { bed.fake.addConsumptionTransaction(id, productType: "Consumable", consented: id != "c-silent") }
+                         ("c-purchase", "33333333-3333-4333-8333-333333333333"), ("c-withdrawn", "44444444-4444-4444-8444-444444444444")]
+        for (id, _) in customers {
+            bed.fake.addConsumptionTransaction(id, productType: "Consumable", consented: !["c-silent", "c-withdrawn"].contains(id))
+        }
 
         let stdin = try String(contentsOfFile: FixturePaths.packageRoot.appendingPathComponent("Pipelines/stdin.yaml").path, encoding: .utf8)
         // After transition, so a new request wakes it; the long interval shows it does.
@@ -69,11 +71,17 @@ struct ConsumptionStageEndToEndTests {
         }
         let database = bed.environment["SIGNET_DATA_DIR"].map { $0 + "/signet.sqlite" } ?? ""
         #expect(await child.waitUntil(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: database) }, "\(child.stderrTail())")
-        // The backend's consent, recorded beside the running pipeline: one per customer, one per purchase.
-        for arguments in [["--app-account-token", customers[0].1], ["--original-transaction-id", "c-purchase"]] {
-            let granted = try await SignetProcess.output(
-                ["consumption", "consent", "grant", "--by", "e2e"] + arguments, environment: bed.environment, timeout: 60)
-            #expect(granted.exitCode == 0, "\(granted.stderr)")
+        // The backend's consent, recorded beside the running pipeline: one per customer, one per
+        // purchase. A backend in Swift writes the token as uuidString (upper case) while Apple
+        // signs it in lower case: the same customer (issue 53). The last customer consented, then
+        // withdrew through a backend that writes upper case: Apple must not be answered.
+        for (verb, arguments) in [
+            ("grant", ["--app-account-token", customers[0].1.uppercased()]), ("grant", ["--original-transaction-id", "c-purchase"]),
+            ("grant", ["--app-account-token", customers[3].1]), ("withdraw", ["--app-account-token", customers[3].1.uppercased()]),
+        ] {
+            let recorded = try await SignetProcess.output(
+                ["consumption", "consent", verb, "--by", "e2e"] + arguments, environment: bed.environment, timeout: 60)
+            #expect(recorded.exitCode == 0, "\(recorded.stderr)")
         }
         for (id, token) in customers {
             try child.write(try Self.line(bed, type: "CONSUMPTION_REQUEST", uuid: "ask-\(id)", id: id, token: token, signed: now - 60_000))
@@ -98,16 +106,17 @@ struct ConsumptionStageEndToEndTests {
         let listing = try await SignetProcess.output(["consumption", "requests"], environment: bed.environment, timeout: 60)
         let requests = try #require((try JSONSerialization.jsonObject(with: listing.stdout) as? [String: Any])?["requests"] as? [[String: Any]])
         let statuses = Dictionary(uniqueKeysWithValues: requests.compactMap { row in (row["transactionId"] as? String).map { ($0, row) } })
-        #expect(statuses.count == 3, "\(listing.stdoutText)")
+        #expect(statuses.count == 4, "\(listing.stdoutText)")
         #expect(statuses["c-consented"]?["status"] as? String == "answered" && statuses["c-consented"]?["repeats"] as? Int == 1)
         #expect(statuses["c-purchase"]?["status"] as? String == "answered")
         #expect(statuses["c-silent"]?["status"] as? String == "skipped", "\(statuses["c-silent"] ?? [:])")
         #expect((statuses["c-silent"]?["detail"] as? String)?.contains("no consent") == true)
+        #expect(statuses["c-withdrawn"]?["status"] as? String == "skipped", "\(statuses["c-withdrawn"] ?? [:])")
 
         let report = try await SignetProcess.output(["consumption", "report", "--since", "1d"], environment: bed.environment, timeout: 60)
         let figures = try #require(try JSONSerialization.jsonObject(with: report.stdout) as? [String: Any])
         let total = try #require((figures["total"] as? [String: Any])?["statuses"] as? [String: Any], "\(report.stdoutText)")
-        #expect(total["requests"] as? Int == 3 && total["answered"] as? Int == 2 && total["skipped"] as? Int == 1 && total["repeats"] as? Int == 1)
+        #expect(total["requests"] as? Int == 4 && total["answered"] as? Int == 2 && total["skipped"] as? Int == 2 && total["repeats"] as? Int == 1)
         let byPreference = ((figures["products"] as? [String: Any])?["coins.100"] as? [String: Any])?["outcomesByPreference"] as? [String: Any]
         #expect((byPreference?["DECLINE"] as? [String: Any])?["undecided"] as? Int == 2, "\(report.stdoutText)")
     }

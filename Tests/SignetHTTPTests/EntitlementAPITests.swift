@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import SignetCore
 import SignetHTTP
@@ -84,6 +85,10 @@ struct EntitlementAPITests {
                 // A repeated or an extra parameter must not answer for the first one.
                 try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)&originalTransactionId=0000"),
                 try await pythonGET(port: port, path: "/v1/entitlements?originalTransactionId=\(original)&debug=1"),
+                // Apple types appAccountToken as a UUID: a backend in Swift writes uuidString (upper
+                // case), Apple signs lower case; both name the same customer, and a non-UUID none.
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=\(account.uppercased())"),
+                try await pythonGET(port: port, path: "/v1/entitlements?appAccountToken=not-a-uuid"),
             ]
         }
         let cliByOriginal = try await SignetProcess.output(["entitlements", "--database", database, "--original-transaction-id", original])
@@ -105,6 +110,15 @@ struct EntitlementAPITests {
         #expect(answers[5].status == 400)
         #expect(answers[6].status == 400)
         #expect(answers[7].status == 400)
+        #expect(account == account.lowercased(), "events carry the canonical form")
+        #expect(answers[8].status == 200)
+        #expect(try Self.entitlements(answers[8].body).rows == Self.entitlements(answers[1].body).rows)
+        #expect(!(try Self.entitlements(answers[8].body).rows.isEmpty))
+        #expect(answers[9].status == 400 && answers[9].body.contains("must be a UUID"), "\(answers[9])")
+        let cliUpper = try await SignetProcess.output(["entitlements", "--database", database, "--app-account-token", account.uppercased()])
+        #expect(try Self.entitlements(cliUpper.stdoutText).rows == Self.entitlements(cliByAccount.stdoutText).rows)
+        let cliInvalid = try await SignetProcess.output(["entitlements", "--database", database, "--app-account-token", "not-a-uuid"])
+        #expect(cliInvalid.exitCode != 0 && cliInvalid.stderr.contains("must be a UUID"), "\(cliInvalid.stderr)")
     }
 
     @Test("entitlement names: on every event, in the API's answers, and ?entitlement=NAME keeps the purchases granting it")
@@ -232,8 +246,8 @@ struct EntitlementAPITests {
                 try await pythonRequest("POST", port: port, path: "/v1/consent/app-9/clear"),
                 try await pythonGET(port: port, path: "/v1/consent/app-9"),
                 // The consumption consent ledger is written the same way: never without a token.
-                try await pythonRequest("POST", port: port, path: "/v1/consumption/consent?appAccountToken=a-1&consented=true"),
-                try await pythonGET(port: port, path: "/v1/consumption/consent?appAccountToken=a-1"),
+                try await pythonRequest("POST", port: port, path: "/v1/consumption/consent?appAccountToken=A1000000-0000-4000-8000-000000000000&consented=true"),
+                try await pythonGET(port: port, path: "/v1/consumption/consent?appAccountToken=a1000000-0000-4000-8000-000000000000"),
             ]
         }
         #expect(answers.map(\.status) == [200, 403, 200, 403, 404], "\(answers)")
@@ -275,18 +289,18 @@ struct EntitlementAPITests {
             }
             let get = { (path: String) in try await pythonGET(host: "127.0.0.2", port: port, path: path, token: "tok-123") }
             return [
-                try await post("appAccountToken=acct-1&consented=true&by=app&refundPreference=DECLINE", nil),
-                try await post("appAccountToken=acct-1&consented=true&by=app&refundPreference=DECLINE", "tok-123"),
-                try await get(consent + "?appAccountToken=acct-1"),
-                try await post("appAccountToken=acct-1&consented=false&at=1", "tok-123"),
-                try await post("appAccountToken=acct-1&consented=false&by=support", "tok-123"),
+                try await post("appAccountToken=AC000000-0000-4000-8000-000000000001&consented=true&by=app&refundPreference=DECLINE", nil),
+                try await post("appAccountToken=AC000000-0000-4000-8000-000000000001&consented=true&by=app&refundPreference=DECLINE", "tok-123"),
+                try await get(consent + "?appAccountToken=ac000000-0000-4000-8000-000000000001"),
+                try await post("appAccountToken=ac000000-0000-4000-8000-000000000001&consented=false&at=1", "tok-123"),
+                try await post("appAccountToken=Ac000000-0000-4000-8000-000000000001&consented=false&by=support", "tok-123"),
                 try await get(consent + "?originalTransactionId=acct-1"),
-                try await post("appAccountToken=a&originalTransactionId=b&consented=true", "tok-123"),
-                try await post("appAccountToken=a&consented=maybe", "tok-123"),
-                try await post("appAccountToken=a&consented=false&refundPreference=DECLINE", "tok-123"),
-                try await post("appAccountToken=a&consented=true&at=\(future)", "tok-123"),
-                try await post("appAccountToken=a&consented=true&refundPreference=REFUND_ALL", "tok-123"),
-                try await post("appAccountToken=a&consented=true&consented=false", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&originalTransactionId=b&consented=true", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&consented=maybe", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&consented=false&refundPreference=DECLINE", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&consented=true&at=\(future)", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&consented=true&refundPreference=REFUND_ALL", "tok-123"),
+                try await post("appAccountToken=a0000000-0000-4000-8000-000000000000&consented=true&consented=false", "tok-123"),
                 try await get("/v1/consumption/requests?since=0&limit=10000"),
                 try await get("/v1/consumption/requests?since=-1"),
                 try await get("/v1/consumption/requests?since=0&since=1"),
@@ -299,9 +313,15 @@ struct EntitlementAPITests {
                 try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=5&deliveryStatus=UNDELIVERED_OTHER", token: "tok-123"),
                 try await pythonRequest("POST", host: "127.0.0.2", port: port, path: "/v1/consumption/usage?transactionId=t-1&consumptionPercentage=5"),
                 try await get("/v1/consumption/usage?transactionId=t-2"),
+                try await post("appAccountToken=not-a-uuid&consented=true", "tok-123"),
+                try await get(consent + "?appAccountToken=7e3fb20b4cdb47cc936d99d65f608138"),
+                try await post("appAccountToken=AC000000-0000-4000-8000-000000000001&consented=true&at=1", "tok-123"),
             ]
         }
-        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401, 200, 400, 200, 200, 400, 400, 401, 404], "\(answers)")
+        #expect(answers.map(\.status) == [401, 200, 200, 200, 200, 404, 400, 400, 400, 400, 400, 400, 200, 400, 400, 401, 200, 400, 200, 200, 400, 400, 401, 404, 400, 400, 200], "\(answers)")
+        #expect(answers[24].body.contains("must be a UUID") && answers[25].body.contains("must be a UUID"), "\(answers[24]) \(answers[25])")
+        // A late retry in upper case of the first grant leaves the withdrawal standing.
+        #expect(try object(26)["consented"] as? Bool == false)
         let usage = try object(19)
         #expect(usage["consumptionPercentage"] as? Int == 40_000 && usage["by"] as? String == "api: app", "\(usage)")
         #expect(answers[21].body.contains("must be 0"), "\(answers[21].body)")
@@ -310,7 +330,7 @@ struct EntitlementAPITests {
         }
         let granted = try object(1)
         #expect(granted["consented"] as? Bool == true && granted["by"] as? String == "api: app", "\(granted)")
-        #expect(granted["refundPreference"] as? String == "DECLINE" && granted["appAccountToken"] as? String == "acct-1", "\(granted)")
+        #expect(granted["refundPreference"] as? String == "DECLINE" && granted["appAccountToken"] as? String == "ac000000-0000-4000-8000-000000000001", "\(granted)")
         #expect(try object(2)["at"] as? NSNumber == granted["at"] as? NSNumber)
         // `at=1` is older than the entry kept: the answer is the standing consent.
         #expect(try object(3)["consented"] as? Bool == true)
@@ -326,7 +346,7 @@ struct EntitlementAPITests {
         #expect(!kept.isEmpty, "the fixtures hold CONSUMPTION_REQUESTs")
         #expect(listed.map { $0["transactionId"] as? String } == kept.map(\.transactionId))
         #expect(listed.allSatisfy { $0["status"] as? String == "pending" && $0["deadline"] is NSNumber && $0["overdue"] is Bool })
-        #expect(try store.consumptionConsent(.appAccountToken("acct-1"))?.consented == false)
+        #expect(try store.consumptionConsent(.appAccountToken(AppAccountToken("ac000000-0000-4000-8000-000000000001")!))?.consented == false)
         // The report counts the same requests: all pending (no responder in this pipeline).
         let statuses = try #require((try object(16)["total"] as? [String: Any])?["statuses"] as? [String: Any])
         #expect(statuses["requests"] as? Int == kept.count && statuses["pending"] as? Int == kept.count, "\(statuses)")

@@ -170,6 +170,28 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 
+    @Test("hard, responder down for less than retry_timeout: the hold lasts to the deadline, where one last attempt passes the batch (issue 53)")
+    func holdRidesOutShorterOutage() async throws {
+        // Backoff steps of 0.1 to 3.2 s fit in 11 s (6.3 s in all); the next, 5 s, would pass it.
+        // Giving up there left an outage of 6.3 to 11 s not ridden out. The responder comes back
+        // in that window, with room on both sides for a loaded machine.
+        let (bed, inputs, pipeline) = try await Self.stdinWithLeafResponderDown(retryTimeout: "11s")
+        defer { bed.stop(); inputs.directory.remove() }
+        let child = try ChildProcess.signet(["run", "--pipeline", pipeline])
+        defer { child.stop() }
+        try child.write(inputs.lines.joined(separator: "\n") + "\n")
+        child.closeInput()
+        let holding = await child.waitUntil(timeout: .seconds(30)) { child.stderrText.contains("records wait (hard mode)") }
+        try #require(holding, "the batch is held: \(child.stderrText)")
+        try await Task.sleep(for: .milliseconds(7_500))
+        #expect(child.isRunning, "still holding past the last backoff step that fits: \(child.stderrText)")
+        let back = try await bed.restartLeafResponder()
+        defer { back.stop() }
+        let status = await child.exit(within: .seconds(30))
+        #expect(status == 0, "\(child.stderrText)")
+        #expect(inputs.dead.isEmpty && inputs.out.count == inputs.lines.count, "\(inputs.out.count) of \(inputs.lines.count)")
+    }
+
     @Test("hard, responder down: SIGTERM ends the hold at once, long before retry_timeout; the run exits 1 with nothing written")
     func sigtermEndsHold() async throws {
         let (bed, inputs, pipeline) = try await Self.stdinWithLeafResponderDown(retryTimeout: "10m")

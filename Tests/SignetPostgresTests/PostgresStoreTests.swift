@@ -102,6 +102,42 @@ struct PostgresStoreTests {
         try PostgresStateStore.openReadOnly(url: url).close()
     }
 
+    @Test("migration 9 (issue 53): appAccountTokens in other spellings become canonical; two spellings of one customer's consent merge into the deciding entry")
+    func appAccountTokensBecomeCanonical() async throws {
+        let server = try Self.server()
+        let url = try server.makeDatabase()
+        let store = try PostgresStateStore(options: Self.options(url))
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try await StateHarness(store: store).run([F.notification(
+            .subscribed, .initialBuy, uuid: "s", signed: now - F.day,
+            transaction: F.transaction(otid: "2000", id: "2000", purchase: now - F.day, expires: now + 29 * F.day, signed: now - F.day),
+            renewal: F.renewal(otid: "2000", signed: now - F.day))])
+        try store.close()
+        let database = PostgresServer.databaseName(url)
+        func consent(_ spelled: String, _ consented: Bool, _ at: Int64) -> String {
+            let record = #"{"appAccountToken":"\#(spelled)","at":\#(at),"by":"old","consented":\#(consented)}"#
+            return "INSERT INTO signet_consumption_ledger (key, record) VALUES ('appAccountToken:\(spelled)', '\(record)');"
+        }
+        let (breach, tie) = ("aaaaaaaa-0000-4000-8000-00000000000a", "cccccccc-0000-4000-8000-00000000000c")
+        _ = try server.psql(database, """
+            UPDATE signet_subscriptions SET app_account_token = upper(app_account_token);
+            DELETE FROM signet_schema_migrations WHERE version = 9;
+            \(consent(breach, true, 100)) \(consent(breach.uppercased(), false, 200))
+            \(consent(tie.uppercased(), true, 400)) \(consent("cCcccccc-0000-4000-8000-00000000000c", false, 400))
+            \(consent("AaAaAaAa-0000-4000-8000-00000000000a", true, 150))
+            """)
+        #expect(try PostgresStateStore.migrate(options: Self.options(url)) == [9])
+        let reader = try PostgresStateStore.openReadOnly(url: url)
+        defer { try? reader.close() }
+        let token = try #require(AppAccountToken("5B0F9A34-1111-4C3E-9A0E-3C1C1F0B9D01"))
+        #expect(try reader.subscriptions(appAccountToken: token).map(\.originalTransactionId) == ["2000"])
+        #expect(try server.psql(database, "SELECT DISTINCT app_account_token FROM signet_subscriptions") == token.description)
+        func decided(_ text: String) throws -> ConsumptionConsent? { try reader.consumptionConsent(.appAccountToken(try #require(AppAccountToken(text)))) }
+        #expect(try decided(breach)?.consented == false, "the later withdrawal stands")
+        #expect(try decided(tie).map { ($0.consented, $0.at) } ?? (true, 0) == (false, 400))
+        #expect(try server.psql(database, "SELECT count(*) FROM signet_consumption_ledger") == "2")
+    }
+
     @Test func theEntitlementsViewAnswersAsOfNowWithAnIndexedQuery() async throws {
         let server = try Self.server()
         let url = try server.makeDatabase()
@@ -110,12 +146,12 @@ struct PostgresStoreTests {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let current = F.notification(
             .subscribed, .initialBuy, uuid: "cur", signed: now - F.day,
-            transaction: F.transaction(otid: "2000", id: "2000", purchase: now - F.day, expires: now + 29 * F.day, signed: now - F.day, token: "acct-1"),
+            transaction: F.transaction(otid: "2000", id: "2000", purchase: now - F.day, expires: now + 29 * F.day, signed: now - F.day, token: "AC000000-0000-4000-8000-000000000001"),
             renewal: F.renewal(otid: "2000", signed: now - F.day))
         let lapsed = F.notification(
             .subscribed, .initialBuy, uuid: "old", signed: now - 40 * F.day,
             transaction: F.transaction(otid: "3000", id: "3000", purchase: now - 40 * F.day, expires: now - 10 * F.day,
-                                       signed: now - 40 * F.day, token: "acct-1"),
+                                       signed: now - 40 * F.day, token: "AC000000-0000-4000-8000-000000000001"),
             renewal: F.renewal(otid: "3000", signed: now - 40 * F.day))
         _ = try await StateHarness(store: store).run([current, lapsed])
         // The stored row of 3000 still says active (as of its last notification); the view says expired now.
@@ -123,12 +159,12 @@ struct PostgresStoreTests {
         let database = PostgresServer.databaseName(url)
         let rows = try server.psql(database, """
             SELECT original_transaction_id, product_id, state, entitled, ownership, expires_date IS NOT NULL
-            FROM signet_entitlements WHERE app_account_token = 'acct-1' ORDER BY original_transaction_id
+            FROM signet_entitlements WHERE app_account_token = 'ac000000-0000-4000-8000-000000000001' ORDER BY original_transaction_id
             """)
         #expect(rows == "2000|pro.monthly|active|t|PURCHASED|t\n3000|pro.monthly|expired|f|PURCHASED|t")
         let plan = try server.psql(database, """
             SET enable_seqscan = off;
-            EXPLAIN SELECT entitled FROM signet_entitlements WHERE app_account_token = 'acct-1' AND product_id = 'pro.monthly'
+            EXPLAIN SELECT entitled FROM signet_entitlements WHERE app_account_token = 'ac000000-0000-4000-8000-000000000001' AND product_id = 'pro.monthly'
             """)
         #expect(plan.contains("signet_subscriptions_app_account_token"), "plan: \(plan)")
 
@@ -137,7 +173,7 @@ struct PostgresStoreTests {
         try store.replaceEntitlementNames(EntitlementNames(["pro": ["pro.monthly"], "other": ["other.product"]]))
         #expect(try server.psql(database, """
             SELECT original_transaction_id, entitlements FROM signet_entitlements
-            WHERE app_account_token = 'acct-1' ORDER BY original_transaction_id
+            WHERE app_account_token = 'ac000000-0000-4000-8000-000000000001' ORDER BY original_transaction_id
             """) == "2000|{pro}\n3000|{pro}")
         func hasPro(_ account: String) throws -> String {
             try server.psql(database, """
@@ -145,10 +181,10 @@ struct PostgresStoreTests {
                 WHERE app_account_token = '\(account)' AND 'pro' = ANY(entitlements)
                 """)
         }
-        #expect(try hasPro("acct-1") == "t")
+        #expect(try hasPro("ac000000-0000-4000-8000-000000000001") == "t")
         #expect(try hasPro("acct-unknown") == "f")
         try store.replaceEntitlementNames(EntitlementNames(["pro": ["pro.yearly"]]))
-        #expect(try hasPro("acct-1") == "f", "the view follows the stored mapping at once")
+        #expect(try hasPro("ac000000-0000-4000-8000-000000000001") == "f", "the view follows the stored mapping at once")
     }
 
     @Test func concurrentWritersLoseNoUpdate() async throws {

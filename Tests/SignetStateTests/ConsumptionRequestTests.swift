@@ -169,7 +169,7 @@ import Testing
     func theConsentLedgerKeepsTheNewestEntryPerCustomerAndPurchase(_ kind: StoreKind) async throws {
         let store = try await kind.makeLocation().open()
         defer { try? store.close() }
-        let account = ConsumptionConsent.Subject.appAccountToken("acct-1")
+        let account = ConsumptionConsent.Subject.appAccountToken(AppAccountToken("AC000000-0000-4000-8000-000000000001")!)
         #expect(try store.consumptionConsent(account) == nil, "\(kind)")
         try store.recordConsumptionConsent(ConsumptionConsent(account, consented: true, at: 100, by: "api: app", refundPreference: "DECLINE"))
         // An older call arriving late changes nothing.
@@ -179,14 +179,14 @@ import Testing
         // Withdrawn later: replaced, when and by whom kept.
         try store.recordConsumptionConsent(ConsumptionConsent(account, consented: false, at: 200, by: "cli: support"))
         let withdrawn = try #require(try store.consumptionConsent(account))
-        #expect(!withdrawn.consented && withdrawn.by == "cli: support" && withdrawn.appAccountToken == "acct-1", "\(kind)")
+        #expect(!withdrawn.consented && withdrawn.by == "cli: support" && withdrawn.appAccountToken?.description == "ac000000-0000-4000-8000-000000000001", "\(kind)")
         // Per purchase, apart from the account.
         let purchase = ConsumptionConsent.Subject.originalTransactionId("acct-1")
         #expect(try store.consumptionConsent(purchase) == nil, "\(kind): the subjects are distinct")
         try store.recordConsumptionConsent(ConsumptionConsent(purchase, consented: true, at: 300, by: "api: app"))
 
         // A request of that purchase and account: the newest entry of the two decides.
-        var request = ConsumptionRequestRecord(transactionId: "t", originalTransactionId: "acct-1", appAccountToken: "acct-1", requestedAt: 0, receivedAt: 0)
+        var request = ConsumptionRequestRecord(transactionId: "t", originalTransactionId: "acct-1", appAccountToken: AppAccountToken("ac000000-0000-4000-8000-000000000001"), requestedAt: 0, receivedAt: 0)
         #expect(try store.withTransaction { try $0.consumptionConsent(for: request) }?.consented == true, "\(kind)")
         try store.recordConsumptionConsent(ConsumptionConsent(account, consented: false, at: 400, by: "api: app"))
         #expect(try store.withTransaction { try $0.consumptionConsent(for: request) }?.consented == false, "\(kind)")
@@ -268,7 +268,7 @@ import Testing
     }
 
     @Test func atTheSameInstantAWithdrawalWins() {
-        let consent = ConsumptionConsent(.appAccountToken("a"), consented: true, at: 10, by: "x")
+        let consent = ConsumptionConsent(.appAccountToken(AppAccountToken("a0000000-0000-4000-8000-000000000000")!), consented: true, at: 10, by: "x")
         let withdrawal = ConsumptionConsent(.originalTransactionId("o"), consented: false, at: 10, by: "y")
         #expect(ConsumptionConsent.deciding([consent, withdrawal]) == withdrawal)
         #expect(ConsumptionConsent.deciding([withdrawal, consent]) == withdrawal)

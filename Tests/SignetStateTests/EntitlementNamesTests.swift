@@ -44,11 +44,11 @@ import Testing
         #expect(events.map { $0.json["entitlements"] as? [String] } == [["pro"], ["ad_free", "pro"]])
         #expect(events.map { $0.json["subscriptionGroupIdentifier"] as? String } == [nil, "20001234"])
 
-        let answers = try store.entitlements(appAccountToken: "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01", at: t0 + day)
+        let answers = try store.entitlements(appAccountToken: AppAccountToken("5B0F9A34-1111-4C3E-9A0E-3C1C1F0B9D01")!, at: t0 + day)
         #expect(answers.map(\.entitlements) == [["pro"], ["ad_free", "pro"]])
         #expect(answers.map(\.entitled) == [true, true])
         let json = try StateJSON.entitlements(
-            .appAccountToken("5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01"), named: "ad_free", in: store, at: t0 + day)
+            .appAccountToken(AppAccountToken("5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01")!), named: "ad_free", in: store, at: t0 + day)
         let filtered = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [[String: Any]])
         #expect(filtered.map { $0["originalTransactionId"] as? String } == ["2000"], "only the purchase granting ad_free")
         // The expiry sweep's events are named too.
@@ -91,7 +91,7 @@ import Testing
         #expect(reader.entitlementNames == .none)
         let snapshot = try #require(try reader.subscription(originalTransactionId: "1000"))
         #expect(snapshot.state == .active && snapshot.subscriptionGroupIdentifier == nil)
-        #expect(try reader.entitlements(appAccountToken: "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01", at: t0).count == 1)
+        #expect(try reader.entitlements(appAccountToken: AppAccountToken("5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01")!, at: t0).count == 1)
         try reader.close()
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "a reader never writes")
 

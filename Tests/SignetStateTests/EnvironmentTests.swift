@@ -35,7 +35,7 @@ import Testing
         #expect(try store.subscription(originalTransactionId: "1000")?.evaluatedAt == t0)
         #expect(try store.subscription(originalTransactionId: "1000")?.environment == "Production")
 
-        let token = "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01"
+        let token = AppAccountToken("5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01")!
         func answered(_ environment: String?) throws -> [String?] {
             let json = try StateJSON.entitlements(.appAccountToken(token), environment: environment, in: store, at: t0 + day)
             let rows = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [[String: Any]])

@@ -60,7 +60,7 @@ import Testing
         func undeliveredEvents() throws -> [OutboxEntry] { try inner.undeliveredEvents() }
         func markDelivered(_ sequences: [Int64], at: Int64) throws { try inner.markDelivered(sequences, at: at) }
         func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? { try inner.subscription(originalTransactionId: originalTransactionId) }
-        func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
+        func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appAccountToken: appAccountToken) }
         func originalTransactionIds(after: String?, limit: Int) throws -> [String] { try inner.originalTransactionIds(after: after, limit: limit) }
         func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
             try inner.staleSubscriptions(endedAfter: endedAfter, endedBefore: endedBefore, after: after, limit: limit)

@@ -1,3 +1,5 @@
+import AppStoreModels
+import Foundation
 @testable import SignetState
 import SignetStateTestSupport
 import Testing
@@ -32,5 +34,58 @@ import Testing
         #expect(due.map(\.originalTransactionId) == ["1000"], "the consumable has no end")
         let harness = StateHarness(store: store)
         #expect(try await harness.sweep(at: end + Fixture.day).map(\.type) == ["expired"])
+    }
+
+    /// Ledger rows as an earlier Signet wrote them: keyed by the token as the backend spelled it.
+    static func legacyConsent(_ spelled: String, consented: Bool, at: Int64) throws -> String {
+        let canonical = try #require(AppAccountToken(spelled))
+        let record = try ConsumptionRecordCoding.encode(ConsumptionConsent(.appAccountToken(canonical), consented: consented, at: at, by: "old"))
+            .replacingOccurrences(of: canonical.description, with: spelled)
+        return "INSERT INTO consumption_ledger (key, record) VALUES ('appAccountToken:\(spelled)', '\(record)');"
+    }
+
+    @Test("appAccountTokens stored in other spellings (issue 53) become canonical on open; two spellings of one customer's consent merge into the deciding entry")
+    func appAccountTokensBecomeCanonical() async throws {
+        let path = Fixture.temporaryDatabase()
+        let token = "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01"  // Table.subscribed's, as Apple signs it
+        do {
+            let store = try SQLiteStateStore(path: path)
+            _ = try await StateHarness(store: store).runEach([Table.subscribed])
+            try store.close()
+        }
+        let database = try SQLiteDatabase(path: path)
+        // The breach: granted in lower case, withdrawn later in upper case (Swift's uuidString).
+        // Then the reverse order, and a tie at one instant (a withdrawal wins).
+        let (breach, regranted, tie) = ("aaaaaaaa-0000-4000-8000-00000000000a", "bbbbbbbb-0000-4000-8000-00000000000b", "cccccccc-0000-4000-8000-00000000000c")
+        try database.execute("""
+            UPDATE subscriptions SET app_account_token = upper(app_account_token);
+            DELETE FROM signet_meta WHERE name = 'app_account_tokens_canonical';
+            \(try Self.legacyConsent(breach, consented: true, at: 100))
+            \(try Self.legacyConsent(breach.uppercased(), consented: false, at: 200))
+            \(try Self.legacyConsent(regranted.uppercased(), consented: false, at: 100))
+            \(try Self.legacyConsent("Bbbbbbbb-0000-4000-8000-00000000000B", consented: true, at: 300))
+            \(try Self.legacyConsent(tie.uppercased(), consented: true, at: 400))
+            \(try Self.legacyConsent("cCcccccc-0000-4000-8000-00000000000c", consented: false, at: 400))
+            \(try Self.legacyConsent("dddddddd-0000-4000-8000-00000000000D", consented: true, at: 10))
+            """)
+        database.close()
+
+        let store = try SQLiteStateStore(path: path)
+        defer { try? store.close() }
+        for spelling in [token, token.uppercased()] {
+            let found = try store.subscriptions(appAccountToken: try #require(AppAccountToken(spelling)))
+            #expect(found.map(\.originalTransactionId) == ["1000"])
+            #expect(found.first?.appAccountToken?.description == token)
+        }
+        func consent(_ text: String) throws -> ConsumptionConsent? { try store.consumptionConsent(.appAccountToken(try #require(AppAccountToken(text)))) }
+        #expect(try consent(breach)?.consented == false, "the later withdrawal stands")
+        #expect(try consent(regranted).map { ($0.consented, $0.at) } ?? (false, 0) == (true, 300))
+        #expect(try consent(tie).map { ($0.consented, $0.at) } ?? (true, 0) == (false, 400))
+        #expect(try consent("DDDDDDDD-0000-4000-8000-00000000000d")?.appAccountToken?.description == "dddddddd-0000-4000-8000-00000000000d")
+        let check = try SQLiteDatabase(path: path, readOnly: true)
+        defer { check.close() }
+        let statement = try check.statement(SQLiteQuery("SELECT count(*) FROM consumption_ledger WHERE substr(key, 1, 16) = 'appAccountToken:' AND substr(key, 17) <> lower(substr(key, 17))"))
+        defer { statement.reset() }
+        #expect(try statement.step() && statement.int64(0) == 0, "no key in another spelling is left")
     }
 }

@@ -184,14 +184,14 @@ import Testing
         let seen = try store.withTransaction { transaction in
             try transaction.recordKey("k2", seenAt: 1)
             var snapshot = SubscriptionSnapshot(originalTransactionId: "9", state: .active, entitled: true, evaluatedAt: 5)
-            snapshot.appAccountToken = "acct"
+            snapshot.appAccountToken = AppAccountToken("AC000000-0000-4000-8000-000000000001")
             try transaction.save(snapshot)
             return (try transaction.containsKey("k2"), try transaction.subscription(originalTransactionId: "9"))
         }
         #expect(seen.0)
         #expect(seen.1?.evaluatedAt == 5)
         #expect(try store.containedKeys(["k1", "k2"]) == ["k2"])
-        #expect(try store.subscriptions(appAccountToken: "acct").map(\.originalTransactionId) == ["9"])
+        #expect(try store.subscriptions(appAccountToken: AppAccountToken("ac000000-0000-4000-8000-000000000001")!).map(\.originalTransactionId) == ["9"])
     }
 
     @Test(arguments: StoreKind.available)
@@ -200,7 +200,7 @@ import Testing
         defer { try? store.close() }
         var snapshot = SubscriptionSnapshot(originalTransactionId: "77", state: .gracePeriod, entitled: true, evaluatedAt: 42)
         snapshot.transactionId = "t"; snapshot.productId = "p"; snapshot.productType = "Auto-Renewable Subscription"
-        snapshot.bundleId = "b"; snapshot.environment = "Sandbox"; snapshot.appAccountToken = "a"; snapshot.ownership = "PURCHASED"
+        snapshot.bundleId = "b"; snapshot.environment = "Sandbox"; snapshot.appAccountToken = AppAccountToken(UUID()); snapshot.ownership = "PURCHASED"
         snapshot.purchaseDate = 1; snapshot.expiresDate = 2; snapshot.transactionSignedDate = 3; snapshot.revocationDate = 4
         snapshot.revocationReason = 5; snapshot.revocationType = "REFUND_FULL"; snapshot.autoRenewEnabled = false
         snapshot.autoRenewProductId = "q"; snapshot.isInBillingRetryPeriod = true; snapshot.gracePeriodExpiresDate = 6
@@ -222,7 +222,7 @@ import Testing
         defer { try? store.close() }
         func purchase(token: String?, expires: Int64, product: String) -> SubscriptionSnapshot {
             var snapshot = SubscriptionSnapshot(originalTransactionId: "A", state: .active, entitled: true, evaluatedAt: 10)
-            snapshot.appAccountToken = token
+            snapshot.appAccountToken = token.flatMap { AppAccountToken($0) }
             snapshot.expiresDate = expires
             snapshot.productId = product
             return snapshot
@@ -231,7 +231,7 @@ import Testing
             try store.withTransaction { try $0.subscriptionsDue(atOrBefore: cutoff, limit: 10).map(\.originalTransactionId) }
         }
         func owners(_ token: String) throws -> [String] {
-            try store.subscriptions(appAccountToken: token).map(\.originalTransactionId)
+            try store.subscriptions(appAccountToken: AppAccountToken(token)!).map(\.originalTransactionId)
         }
         /// One transaction that reads the purchase, then saves each snapshot in turn.
         func readThenSave(_ snapshots: SubscriptionSnapshot...) throws {
@@ -242,24 +242,24 @@ import Testing
         }
 
         // Saved unread (as the sweep's first save or a blind write would).
-        try store.withTransaction { try $0.save(purchase(token: "t1", expires: 100, product: "p1")) }
+        try store.withTransaction { try $0.save(purchase(token: "11111111-0000-4000-8000-000000000001", expires: 100, product: "p1")) }
         // Read, then saved with the indexed values unchanged and another field changed.
-        try readThenSave(purchase(token: "t1", expires: 100, product: "p2"))
-        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t1", expires: 100, product: "p2"))
-        #expect(try owners("t1") == ["A"])
+        try readThenSave(purchase(token: "11111111-0000-4000-8000-000000000001", expires: 100, product: "p2"))
+        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "11111111-0000-4000-8000-000000000001", expires: 100, product: "p2"))
+        #expect(try owners("11111111-0000-4000-8000-000000000001") == ["A"])
         #expect(try due(100) == ["A"])
 
         // Read, then both indexed values change.
-        try readThenSave(purchase(token: "t2", expires: 200, product: "p2"))
-        #expect(try owners("t1").isEmpty)
-        #expect(try owners("t2") == ["A"])
+        try readThenSave(purchase(token: "22222222-0000-4000-8000-000000000002", expires: 200, product: "p2"))
+        #expect(try owners("11111111-0000-4000-8000-000000000001").isEmpty)
+        #expect(try owners("22222222-0000-4000-8000-000000000002") == ["A"])
         #expect(try due(150).isEmpty)
         #expect(try due(200) == ["A"])
 
         // Two saves in one transaction: the second compares with the first, not with the read.
-        try readThenSave(purchase(token: nil, expires: 300, product: "p3"), purchase(token: "t2", expires: 200, product: "p4"))
-        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "t2", expires: 200, product: "p4"))
-        #expect(try owners("t2") == ["A"])
+        try readThenSave(purchase(token: nil, expires: 300, product: "p3"), purchase(token: "22222222-0000-4000-8000-000000000002", expires: 200, product: "p4"))
+        #expect(try store.subscription(originalTransactionId: "A") == purchase(token: "22222222-0000-4000-8000-000000000002", expires: 200, product: "p4"))
+        #expect(try owners("22222222-0000-4000-8000-000000000002") == ["A"])
         #expect(try due(250) == ["A"])
 
         // A token removed, then the row read by the due query and saved with what it read.
@@ -271,7 +271,7 @@ import Testing
                 try transaction.save(next)
             }
         }
-        #expect(try owners("t2").isEmpty)
+        #expect(try owners("22222222-0000-4000-8000-000000000002").isEmpty)
         #expect(try store.subscription(originalTransactionId: "A") == purchase(token: nil, expires: 200, product: "p5"))
         #expect(try due(200) == ["A"])
 

@@ -272,7 +272,7 @@ import Testing
         let store = try SQLiteStateStore(path: path)
         let harness = StateHarness(store: store)
         _ = try await harness.runEach([Table.subscribed, Table.consumable])
-        let token = "5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01"
+        let token = AppAccountToken("5b0f9a34-1111-4c3e-9a0e-3c1c1f0b9d01")!
         let during = try store.entitlements(appAccountToken: token, at: t0 + day)
         #expect(during.map(\.originalTransactionId) == ["1000", "c1"])
         #expect(during.allSatisfy { $0.entitled })
@@ -287,6 +287,6 @@ import Testing
         #expect(try reader.subscription(originalTransactionId: "1000")?.productId == "pro.monthly")
         let json = try JSONEncoder().encode(try reader.entitlements(originalTransactionId: "1000", at: t0 + day))
         #expect(String(decoding: json, as: UTF8.self).contains("\"entitled\":true"))
-        #expect(try reader.entitlements(appAccountToken: "nobody", at: t0).isEmpty)
+        #expect(try reader.entitlements(appAccountToken: AppAccountToken(UUID()), at: t0).isEmpty)
     }
 }

@@ -87,7 +87,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
             let body = ConsumptionInformationV1(
                 customerConsented: true, consumptionStatus: Self.v1ConsumptionStatus(percentage),
                 deliveryStatus: Self.v1DeliveryStatus(delivery), platform: 0, sampleContentProvided: sampleContentProvided,
-                appAccountToken: request.appAccountToken.flatMap { UUID(uuidString: $0) == nil ? nil : $0 } ?? "",
+                appAccountToken: request.appAccountToken?.description ?? "",
                 refundPreference: preference.map(Self.v1RefundPreference))
             do {
                 try body.validate()

@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -15,7 +16,11 @@ extension EntitlementAPI {
         var subjects: [ConsumptionConsent.Subject] = []
         var unknown = false
         for (name, value) in request.uri.queryParameters {
-            if let subject = Self.subject(String(name), String(value)) { subjects.append(subject) } else { unknown = true }
+            switch Self.subject(String(name), String(value)) {
+            case .subject(let subject): subjects.append(subject)
+            case .invalid(let problem): return Self.error(.badRequest, problem)
+            case .none: unknown = true
+            }
         }
         guard !unknown, subjects.count == 1, let subject = subjects.first else { return Self.json(.badRequest, Self.oneSubject) }
         return answer(notFound: #"{"error":"no consumption consent was recorded for this customer or purchase"}"#) {
@@ -38,7 +43,9 @@ extension EntitlementAPI {
         var seen: Set<String> = []
         for (name, value) in request.uri.queryParameters {
             let name = String(name), value = String(value)
-            guard seen.insert(name).inserted || Self.subject(name, value) != nil else {
+            let named = Self.subject(name, value)
+            if case .invalid(let problem) = named { return Self.error(.badRequest, problem) }
+            guard seen.insert(name).inserted || named != nil else {
                 return Self.json(.badRequest, #"{"error":"each parameter at most once"}"#)
             }
             switch name {
@@ -48,7 +55,7 @@ extension EntitlementAPI {
             // When the customer decided, if not now; never later than now (a minute of clock skew allowed).
             case "at" where Int64(value).map({ $0 >= 0 && $0 <= now + 60_000 }) == true: at = Int64(value)
             default:
-                guard let subject = Self.subject(name, value) else {
+                guard case .subject(let subject) = named else {
                     return Self.json(.badRequest, #"{"error":"parameters: appAccountToken or originalTransactionId (one), consented=true|false, by (up to 200 characters), refundPreference (DECLINE, GRANT_FULL, GRANT_PRORATED), at (ms since 1970, not in the future)"}"#)
                 }
                 subjects.append(subject)
@@ -172,12 +179,24 @@ extension EntitlementAPI {
 
     private static let oneSubject = #"{"error":"give exactly one of appAccountToken and originalTransactionId"}"#
 
-    /// The ledger subject a query parameter names, nil for any other parameter.
-    private static func subject(_ name: String, _ value: String) -> ConsumptionConsent.Subject? {
-        guard !value.isEmpty, value.count <= 200 else { return nil }
+    /// What a query parameter says of the ledger's subject.
+    private enum NamedSubject: Equatable {
+        case subject(ConsumptionConsent.Subject)
+        /// A subject parameter whose value is wrong (an appAccountToken that is not a UUID).
+        case invalid(String)
+    }
+
+    /// The ledger subject a query parameter names, nil for any other parameter (or an empty
+    /// or oversized originalTransactionId). An appAccountToken is parsed as the UUID Apple types it, so any
+    /// spelling of it names the same customer.
+    private static func subject(_ name: String, _ value: String) -> NamedSubject? {
         switch name {
-        case "appAccountToken": return .appAccountToken(value)
-        case "originalTransactionId": return .originalTransactionId(value)
+        case "appAccountToken":
+            guard let token = AppAccountToken(value) else {
+                return .invalid(AppAccountToken.Invalid(field: "appAccountToken", text: value).description)
+            }
+            return .subject(.appAccountToken(token))
+        case "originalTransactionId" where !value.isEmpty && value.count <= 200: return .subject(.originalTransactionId(value))
         default: return nil
         }
     }

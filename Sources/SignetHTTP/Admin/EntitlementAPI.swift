@@ -1,3 +1,4 @@
+import AppStoreModels
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -25,7 +26,13 @@ struct EntitlementAPI: Sendable {
         var unknown = false
         for (name, value) in request.uri.queryParameters {
             switch name {
-            case "appAccountToken" where !value.isEmpty: purchase.append(.appAccountToken(String(value)))
+            case "appAccountToken":
+                // Apple types it as a UUID: any spelling names the same customer, and text
+                // that is no UUID names none (say so rather than answer `[]`).
+                guard let token = AppAccountToken(value) else {
+                    return Self.error(.badRequest, AppAccountToken.Invalid(field: "appAccountToken", text: String(value)).description)
+                }
+                purchase.append(.appAccountToken(token))
             case "originalTransactionId" where !value.isEmpty: purchase.append(.originalTransactionId(String(value)))
             case "entitlement" where !value.isEmpty: names.append(String(value))
             case "environment" where !value.isEmpty: environments.append(String(value))

@@ -77,7 +77,7 @@ struct PurchaseEndpoint: Sendable {
             json.beginObject()
             json.field("status", outcome.status == .active ? "committed" : "dropped")
             json.field("originalTransactionId", purchase)
-            json.field("appAccountToken", transaction.payload.appAccountToken)
+            json.field("appAccountToken", transaction.payload.parsedAppAccountToken?.description)
             json.key("entitlements")
             json.raw(entitlements)
             json.endObject()

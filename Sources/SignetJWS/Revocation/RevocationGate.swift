@@ -93,8 +93,12 @@ public final class RevocationGate: Sendable {
                 return RevocationUnavailable(detail: first.detail, records: records, retryTimeout: policy.retryTimeout, stopped: stopped)
             }
             guard !stopSignal.isFired else { throw unavailable(stopped: true) }
-            guard ContinuousClock.now - started + backoff <= policy.retryTimeout else { throw unavailable(stopped: false) }
-            if await stopSignal.wait(upTo: backoff) { throw unavailable(stopped: true) }
+            // The last wait ends at the deadline and is followed by one more attempt, so an
+            // outage shorter than retry_timeout is ridden out even when the next backoff step
+            // would pass it.
+            let remaining = policy.retryTimeout - (ContinuousClock.now - started)
+            guard remaining > .zero else { throw unavailable(stopped: false) }
+            if await stopSignal.wait(upTo: min(backoff, remaining)) { throw unavailable(stopped: true) }
             try Task.checkCancellation()
             backoff = min(backoff * 2, .seconds(5))
             pending = held.map(\.key)

@@ -1,3 +1,5 @@
+public import AppStoreModels
+
 /// One entry of the consent ledger: whether a customer agreed that the app shares
 /// consumption data with Apple when they ask for a refund, recorded by the app's backend
 /// (the entitlement API) or an operator (`signet consumption consent`).
@@ -10,20 +12,20 @@ public struct ConsumptionConsent: Sendable, Hashable, Codable {
     /// Whom an entry is about.
     public enum Subject: Sendable, Hashable {
         /// Every purchase made with this appAccountToken (the app's account id).
-        case appAccountToken(String)
+        case appAccountToken(AppAccountToken)
         /// One purchase and its renewals.
         case originalTransactionId(String)
 
         /// The ledger's key: `appAccountToken:<token>` or `originalTransactionId:<id>`.
         public var key: String {
             switch self {
-            case .appAccountToken(let token): "appAccountToken:" + token
+            case .appAccountToken(let token): "appAccountToken:" + token.description
             case .originalTransactionId(let id): "originalTransactionId:" + id
             }
         }
     }
 
-    public var appAccountToken: String?
+    public var appAccountToken: AppAccountToken?
     public var originalTransactionId: String?
     /// True: consented; false: withdrawn (or refused).
     public var consented: Bool
@@ -46,10 +48,12 @@ public struct ConsumptionConsent: Sendable, Hashable, Codable {
         self.refundPreference = refundPreference
     }
 
-    /// Whom this entry is about (an entry decoded from elsewhere with neither id: an empty token).
+    /// Whom this entry is about (an entry decoded from elsewhere with neither id: an empty
+    /// originalTransactionId, which no purchase has).
     public var subject: Subject {
         if let originalTransactionId { return .originalTransactionId(originalTransactionId) }
-        return .appAccountToken(appAccountToken ?? "")
+        if let appAccountToken { return .appAccountToken(appAccountToken) }
+        return .originalTransactionId("")
     }
 
     /// The refund preferences a customer override may name: Apple's `refundPreference` values.

@@ -1,3 +1,5 @@
+public import AppStoreModels
+
 /// One refund question Apple asked (`CONSUMPTION_REQUEST`), as the store keeps it: what was
 /// asked, by when the answer is due, what Signet did about it, and how Apple decided.
 ///
@@ -42,7 +44,7 @@ public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
     /// Apple's transaction `type` (`Consumable`, `Non-Consumable`, `Non-Renewing Subscription`,
     /// `Auto-Renewable Subscription`): it decides what the answer may say.
     public var productType: String?
-    public var appAccountToken: String?
+    public var appAccountToken: AppAccountToken?
     public var bundleId: String?
     public var environment: String?
     /// Apple's `consumptionRequestReason` (`UNINTENDED_PURCHASE`, `FULFILLMENT_ISSUE`, ...).
@@ -82,7 +84,7 @@ public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
     /// A pending request, due now.
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String? = nil, productType: String? = nil,
-        appAccountToken: String? = nil, bundleId: String? = nil, environment: String? = nil, reason: String? = nil,
+        appAccountToken: AppAccountToken? = nil, bundleId: String? = nil, environment: String? = nil, reason: String? = nil,
         advancedCommerce: Bool = false, notificationUUID: String? = nil, requestedAt: Int64, receivedAt: Int64
     ) {
         self.transactionId = transactionId

@@ -32,7 +32,7 @@ enum ConsumptionRequestRule {
             return ConsumptionRequestRecord(
                 transactionId: transactionId, originalTransactionId: transaction.originalTransactionId,
                 productId: transaction.productId, productType: transaction.type?.rawValue,
-                appAccountToken: transaction.appAccountToken, bundleId: input.bundleId ?? transaction.bundleId,
+                appAccountToken: transaction.parsedAppAccountToken, bundleId: input.bundleId ?? transaction.bundleId,
                 environment: input.environment?.rawValue ?? transaction.environment?.rawValue,
                 reason: input.consumptionRequestReason?.rawValue, advancedCommerce: transaction.advancedCommerceInfo != nil,
                 notificationUUID: input.notificationUUID, requestedAt: signed, receivedAt: now)

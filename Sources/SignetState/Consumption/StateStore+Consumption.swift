@@ -70,7 +70,7 @@ extension ConsumptionRequestRecord {
     public var consentSubjects: [ConsumptionConsent.Subject] {
         var subjects: [ConsumptionConsent.Subject] = []
         if let id = originalTransactionId, !id.isEmpty { subjects.append(.originalTransactionId(id)) }
-        if let token = appAccountToken, !token.isEmpty { subjects.append(.appAccountToken(token)) }
+        if let appAccountToken { subjects.append(.appAccountToken(appAccountToken)) }
         return subjects
     }
 }

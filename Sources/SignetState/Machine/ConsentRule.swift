@@ -53,7 +53,7 @@ enum ConsentRule {
                 ordinal: 0),
             type: type, entitled: false, previousState: nil, state: nil, originalTransactionId: nil,
             transactionId: nil, productId: nil, productType: nil, subscriptionGroupIdentifier: nil, bundleId: restriction.bundleId,
-            environment: restriction.environment, appAccountToken: input.transaction?.appAccountToken,
+            environment: restriction.environment, appAccountToken: input.transaction?.parsedAppAccountToken,
             appTransactionId: restriction.appTransactionId, expiresDate: nil, expiresDateSource: nil,
             gracePeriodExpiresDate: nil, autoRenewEnabled: nil, ownership: nil, revocationDate: nil, revocationReason: nil,
             revocationType: nil, source: input.source, notificationType: input.notificationType?.rawValue,

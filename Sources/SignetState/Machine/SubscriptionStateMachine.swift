@@ -194,7 +194,7 @@ public enum SubscriptionStateMachine {
                 next.expirationIntent = renewal.expirationIntent.map { Int64($0.rawValue) }
                 next.renewalDate = renewal.renewalDate?.millisecondsSince1970
                 next.renewalSignedDate = signed
-                if next.appAccountToken == nil { next.appAccountToken = renewal.appAccountToken }
+                if next.appAccountToken == nil { next.appAccountToken = renewal.parsedAppAccountToken }
                 if next.appTransactionId == nil { next.appTransactionId = renewal.appTransactionId }
                 if next.environment == nil { next.environment = renewal.environment?.rawValue }
             }
@@ -240,7 +240,7 @@ public enum SubscriptionStateMachine {
         next.subscriptionGroupIdentifier = transaction.subscriptionGroupIdentifier ?? next.subscriptionGroupIdentifier
         next.bundleId = transaction.bundleId ?? input.bundleId ?? next.bundleId
         next.environment = transaction.environment?.rawValue ?? input.environment?.rawValue ?? next.environment
-        next.appAccountToken = transaction.appAccountToken ?? next.appAccountToken
+        next.appAccountToken = transaction.parsedAppAccountToken ?? next.appAccountToken
         next.appTransactionId = transaction.appTransactionId ?? next.appTransactionId
         next.ownership = transaction.inAppOwnershipType?.rawValue ?? next.ownership
         next.purchaseDate = transaction.purchaseDate?.millisecondsSince1970
@@ -415,7 +415,7 @@ public enum SubscriptionStateMachine {
             subscriptionGroupIdentifier: previous?.subscriptionGroupIdentifier ?? transaction?.subscriptionGroupIdentifier,
             bundleId: previous?.bundleId ?? transaction?.bundleId ?? input.bundleId,
             environment: previous?.environment ?? transaction?.environment?.rawValue ?? input.environment?.rawValue,
-            appAccountToken: previous?.appAccountToken ?? transaction?.appAccountToken,
+            appAccountToken: previous?.appAccountToken ?? transaction?.parsedAppAccountToken,
             appTransactionId: previous?.appTransactionId ?? input.appTransactionId,
             expiresDate: previous?.periodEnd ?? transaction?.expiresDate?.millisecondsSince1970,
             expiresDateSource: previous?.periodEndSource,

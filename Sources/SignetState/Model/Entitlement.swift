@@ -1,3 +1,5 @@
+public import AppStoreModels
+
 /// The answer to "what may this customer access now" for one purchase, evaluated at a
 /// given instant (the CLI uses the current time).
 public struct Entitlement: Sendable, Hashable, Encodable {
@@ -10,7 +12,7 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     public var entitlements: [String]
     public var bundleId: String?
     public var environment: String?
-    public var appAccountToken: String?
+    public var appAccountToken: AppAccountToken?
     public var ownership: String?
     public var transactionId: String?
     /// The state at ``evaluatedAt`` (an active period past its expiry reads as `expired`).

@@ -1,3 +1,4 @@
+public import AppStoreModels
 import SignetCore
 
 /// One entitlement change, as published to the sinks.
@@ -40,7 +41,7 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var subscriptionGroupIdentifier: String?
     public var bundleId: String?
     public var environment: String?
-    public var appAccountToken: String?
+    public var appAccountToken: AppAccountToken?
     /// Apple's `appTransactionId`: the download of the app the purchase was made in; the key
     /// of the app-level events (`consent_rescinded`, `consent_cleared`).
     public var appTransactionId: String? = nil
@@ -94,7 +95,7 @@ public struct EntitlementEvent: Sendable, Hashable {
         out.nullable("subscriptionGroupIdentifier", subscriptionGroupIdentifier)
         out.nullable("bundleId", bundleId)
         out.nullable("environment", environment)
-        out.nullable("appAccountToken", appAccountToken)
+        out.nullable("appAccountToken", appAccountToken?.description)
         out.nullable("appTransactionId", appTransactionId)
         out.nullable("expiresDate", expiresDate)
         out.nullable("expiresDateSource", expiresDateSource)

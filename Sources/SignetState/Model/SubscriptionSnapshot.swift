@@ -1,4 +1,4 @@
-import AppStoreModels
+public import AppStoreModels
 
 /// What Signet knows about one purchase (one `originalTransactionId`): the newest
 /// transaction of the current period, the newest renewal info, and the state derived
@@ -23,7 +23,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var subscriptionGroupIdentifier: String?
     public var bundleId: String?
     public var environment: String?
-    public var appAccountToken: String?
+    public var appAccountToken: AppAccountToken?
     /// `PURCHASED`, `FAMILY_SHARED` or `ASSIGNED`.
     public var ownership: String?
     public var purchaseDate: Int64?

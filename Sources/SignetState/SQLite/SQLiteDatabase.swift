@@ -203,6 +203,15 @@ extension SQLiteDatabase {
         return try statement.step()
     }
 
+    /// Whether `signet_meta` holds `name` (a one-time migration's mark).
+    func metaFlag(_ name: String) throws(SQLiteError) -> Bool {
+        let statement = try statement(Self.metaFlagQuery)
+        defer { statement.reset() }
+        try statement.bind(1, name)
+        return try statement.step()
+    }
+
+    private static let metaFlagQuery = SQLiteQuery("SELECT 1 FROM signet_meta WHERE name = ?1")
     private static let dataVersionQuery = SQLiteQuery("PRAGMA data_version")
     private static let columnExistsQuery = SQLiteQuery("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")
 

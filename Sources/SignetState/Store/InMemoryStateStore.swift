@@ -1,3 +1,4 @@
+public import AppStoreModels
 import SignetCore
 import Synchronization
 
@@ -10,7 +11,7 @@ import Synchronization
 public final class InMemoryStateStore: StateStore {
     struct Contents {
         var subscriptions: [String: SubscriptionSnapshot] = [:]
-        var byToken: [String: Set<String>] = [:]
+        var byToken: [AppAccountToken: Set<String>] = [:]
         var keys: [String: Int64] = [:]
         /// Keys in insertion order, for eviction; `keyHead` is the first live index.
         var keyOrder: [String] = []
@@ -240,7 +241,7 @@ public final class InMemoryStateStore: StateStore {
         contents.withLock { $0.consumptionLedger[key] }
     }
 
-    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+    public func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] {
         contents.withLock { contents in
             (contents.byToken[appAccountToken] ?? []).sorted().compactMap { contents.subscriptions[$0] }
         }

@@ -1,3 +1,5 @@
+import AppStoreModels
+
 /// The SQL of ``SQLiteStateStore``, in one place.
 ///
 /// Indexes exist only where a query needs them: the primary keys, the appAccountToken
@@ -94,6 +96,32 @@ enum SQLiteSchema {
         );
         CREATE INDEX IF NOT EXISTS forward_queue_due ON forward_queue (target, due_at);
         INSERT OR IGNORE INTO signet_meta (name, value) VALUES ('schema_version', '1');
+        """
+
+    /// Apple types appAccountToken as a UUID; earlier versions compared it as text, so a token
+    /// written in upper case (Swift's uuidString) named another customer. Run once per database
+    /// (marked in `signet_meta`): stored tokens become the canonical lower-case form, and two
+    /// spellings of one customer's consent merge into the entry that decides (the newest; at
+    /// the same instant a withdrawal), rows in ascending order so the decider is written last.
+    static let canonicalAppAccountTokensMark = "app_account_tokens_canonical"
+    static let canonicalizeAppAccountTokens = """
+        UPDATE subscriptions SET app_account_token = lower(app_account_token)
+            WHERE app_account_token <> lower(app_account_token);
+        UPDATE consumption_requests
+            SET record = json_set(record, '$.appAccountToken', lower(json_extract(record, '$.appAccountToken')))
+            WHERE json_extract(record, '$.appAccountToken') <> lower(json_extract(record, '$.appAccountToken'));
+        INSERT INTO consumption_ledger (key, record)
+            SELECT 'appAccountToken:' || lower(substr(key, 17)), json_set(record, '$.appAccountToken', lower(substr(key, 17)))
+            FROM consumption_ledger
+            WHERE substr(key, 1, 16) = 'appAccountToken:' AND key <> 'appAccountToken:' || lower(substr(key, 17))
+            ORDER BY json_extract(record, '$.at'), json_extract(record, '$.consented') DESC
+            ON CONFLICT (key) DO UPDATE SET record = excluded.record
+            WHERE json_extract(excluded.record, '$.at') > json_extract(consumption_ledger.record, '$.at')
+                OR (json_extract(excluded.record, '$.at') = json_extract(consumption_ledger.record, '$.at')
+                    AND json_extract(excluded.record, '$.consented') = 0);
+        DELETE FROM consumption_ledger
+            WHERE substr(key, 1, 16) = 'appAccountToken:' AND key <> 'appAccountToken:' || lower(substr(key, 17));
+        INSERT OR REPLACE INTO signet_meta (name, value) VALUES ('app_account_tokens_canonical', '1');
         """
 
     /// ``SubscriptionSnapshot/expectsRenewal`` and a period end (``SubscriptionSnapshot/periodEnd``)
@@ -247,7 +275,7 @@ enum SQLiteSchema {
         try statement.bind(6, snapshot.productType)
         try statement.bind(7, snapshot.bundleId)
         try statement.bind(8, snapshot.environment)
-        if !keepingIndexedColumns { try statement.bind(9, snapshot.appAccountToken) }
+        if !keepingIndexedColumns { try statement.bind(9, snapshot.appAccountToken?.description) }
         try statement.bind(10, snapshot.ownership)
         try statement.bind(11, snapshot.purchaseDate)
         try statement.bind(12, snapshot.expiresDate)
@@ -296,7 +324,7 @@ enum SQLiteSchema {
         snapshot.productType = row.string(5)
         snapshot.bundleId = row.string(6)
         snapshot.environment = row.string(7)
-        snapshot.appAccountToken = row.string(8)
+        snapshot.appAccountToken = row.string(8).flatMap { AppAccountToken($0) }
         snapshot.ownership = row.string(9)
         snapshot.purchaseDate = row.int64(10)
         snapshot.expiresDate = row.int64(11)

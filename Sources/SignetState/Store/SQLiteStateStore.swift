@@ -1,3 +1,4 @@
+public import AppStoreModels
 import Foundation
 import Synchronization
 import SignetCore
@@ -123,6 +124,9 @@ public final class SQLiteStateStore: StateStore {
             }
             if addedBoundary { try database.execute(SQLiteSchema.backfillNextBoundary) }
             try database.execute(SQLiteSchema.createNextBoundaryIndex)
+            if try !database.metaFlag(SQLiteSchema.canonicalAppAccountTokensMark) {
+                try database.execute("BEGIN IMMEDIATE; " + SQLiteSchema.canonicalizeAppAccountTokens + " COMMIT;")
+            }
         } else {
             try Self.shadowMissingColumns(of: database)
         }
@@ -452,11 +456,11 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
-    public func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot] {
+    public func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectByToken)
             defer { statement.reset() }
-            try statement.bind(1, appAccountToken)
+            try statement.bind(1, appAccountToken.description)
             var snapshots: [SubscriptionSnapshot] = []
             while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
             return snapshots

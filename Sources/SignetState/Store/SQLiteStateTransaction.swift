@@ -1,3 +1,5 @@
+import AppStoreModels
+
 /// The operations of one SQLite transaction of ``SQLiteStateStore``.
 ///
 /// Lives only inside `withTransaction` (under the store's lock). Snapshots it writes go
@@ -20,7 +22,7 @@ final class SQLiteStateTransaction: StateTransaction {
 
         /// The values a save of `snapshot` writes.
         init(_ snapshot: SubscriptionSnapshot) {
-            appAccountToken = snapshot.appAccountToken
+            appAccountToken = snapshot.appAccountToken?.description
             nextBoundary = snapshot.nextBoundary
         }
 

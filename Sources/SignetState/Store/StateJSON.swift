@@ -1,3 +1,4 @@
+public import AppStoreModels
 import Foundation
 
 /// The JSON that `signet entitlements`, `signet state show` and the admin listener's
@@ -35,7 +36,7 @@ public enum StateJSON {
 
     /// The entitlements of one account or one purchase, evaluated at `instant` (ms since 1970).
     public enum Query: Sendable, Equatable {
-        case appAccountToken(String)
+        case appAccountToken(AppAccountToken)
         case originalTransactionId(String)
     }
 

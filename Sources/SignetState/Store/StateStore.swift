@@ -1,3 +1,5 @@
+public import AppStoreModels
+
 /// Where subscription state, dedupe keys and the event outbox live.
 ///
 /// The embedded default is ``SQLiteStateStore``; ``InMemoryStateStore`` serves embedding
@@ -26,7 +28,7 @@ public protocol StateStore: AnyObject, Sendable {
     /// The stored snapshot of one purchase.
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
     /// The stored snapshots of every purchase carrying this appAccountToken.
-    func subscriptions(appAccountToken: String) throws -> [SubscriptionSnapshot]
+    func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot]
     /// Up to `limit` original transaction ids of stored purchases, in ascending order, after
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
@@ -186,7 +188,7 @@ extension StateStore {
     }
 
     /// What every purchase of the account (appAccountToken) entitles to at `instant`.
-    public func entitlements(appAccountToken: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
+    public func entitlements(appAccountToken: AppAccountToken, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         let names = entitlementNames
         return try subscriptions(appAccountToken: appAccountToken).map { try entitlement($0, at: instant, policy: policy, names: names) }
     }
