@@ -58,6 +58,60 @@ struct ForwardSinkTests {
         #expect(try store.forwardQueueStatus(target: live.url).pending == 0)
     }
 
+    @Test("to a receiver answering 503 (issue 53): every attempt series exists at 0 from the start, and the backlog gauges show the queue while it is retried")
+    func gaugesFollowAnOutage() async throws {
+        let inputs = try Inputs(TestPKI(), count: 5)
+        defer { inputs.directory.remove() }
+        let failing = try await FixedHTTPResponder(status: 503, body: Array("down".utf8))
+        defer { failing.stop() }
+        let target = "http://127.0.0.1:\(failing.port)/apple"
+        let port = try freeLocalPort()
+        let yaml = try String(contentsOfFile: try inputs.forwardPipeline(urls: [target]), encoding: .utf8)
+            + "\nhttp: { address: \"127.0.0.1:\(port)\" }\n"
+        let pipeline = try inputs.directory.write("gauges.yaml", yaml)
+        let child = try ChildProcess.signet(["run", "--pipeline", pipeline])
+        defer { child.stop() }
+        /// The value of the first series of `name` whose labels contain every one of `labels`, as scraped.
+        func scrape(_ name: String, _ labels: [String]) async -> Double? {
+            let text = (try? await Curl.request("http://127.0.0.1:\(port)/metrics", method: "GET").body) ?? ""
+            let line = text.split(separator: "\n").first { line in
+                (line.hasPrefix(name + "{") || line.hasPrefix(name + " ")) && labels.allSatisfy { line.contains($0) }
+            }
+            return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        func poll(_ condition: () async -> Bool) async -> Bool {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                if await condition() { return true }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+            return false
+        }
+        let receiver = "target=\"\(target)\""
+        // Before any notification: Prometheus sees the first refusal as an increase from 0.
+        #expect(await poll { await scrape("signet_forward_attempts_total", [receiver, #"result="refused""#]) == 0 }, "\(child.stderrText)")
+        let (expired, started) = (await scrape("signet_forward_attempts_total", [receiver, #"result="expired""#]), await scrape("signet_process_start_time_seconds", []))
+        #expect(expired == 0)
+        #expect(started.map { $0 > 1_700_000_000 } == true, "\(String(describing: started))")
+
+        try child.write(inputs.lines.joined(separator: "\n") + "\n")
+        // Retried every 100-400 ms: the gauges must show the five bodies while that goes on.
+        let shown = await poll {
+            let pending = await scrape("signet_forward_pending", [receiver])
+            let oldest = await scrape("signet_forward_oldest_pending_seconds", [receiver]) ?? 0
+            let retries = await scrape("signet_forward_attempts_total", [receiver, #"result="retry""#]) ?? 0
+            return pending == 5 && oldest > 0 && retries >= 10
+        }
+        let pendingShown = await scrape("signet_forward_pending", [receiver]) ?? -1
+        #expect(shown, "pending \(pendingShown), \(child.stderrText)")
+        // Still shown later in the outage (the oldest one ages).
+        let first = await scrape("signet_forward_oldest_pending_seconds", [receiver]) ?? 0
+        try await Task.sleep(for: .seconds(2.5))
+        let (later, pendingLater) = (await scrape("signet_forward_oldest_pending_seconds", [receiver]) ?? 0, await scrape("signet_forward_pending", [receiver]))
+        #expect(later > first + 1, "\(first) then \(later)")
+        #expect(pendingLater == 5)
+    }
+
     @Test("killed after the state commit, before the sinks acknowledged: the notification read again is a repeat dedupe drops, and is still forwarded")
     func crashAfterStateCommitStillForwards() async throws {
         let inputs = try Inputs(TestPKI(), count: 1)

@@ -1,4 +1,5 @@
 import CoreMetrics
+import Foundation
 public import Prometheus
 import SignetJWS
 
@@ -30,7 +31,11 @@ public enum PrometheusBackend {
 
     /// Publishes `signet_build_info{version="…"} 1`, so dashboards show what runs and an
     /// alert can tell "no data" from "no notifications".
+    /// Also publishes `signet_process_start_time_seconds` (now, as seconds since 1970): the
+    /// alert rules count a counter series born at its first event as an increase only for a
+    /// process started within the alert's window (packaging/prometheus/signet-alerts.yml).
     public static func recordBuildInfo(version: String) {
         Gauge(label: "signet_build_info", dimensions: [("version", version)]).record(1)
+        Gauge(label: "signet_process_start_time_seconds").record(Date().timeIntervalSince1970)
     }
 }

@@ -54,18 +54,48 @@ final class ForwardDeliverer: Sendable {
     /// Whether the receiver's last answers were failures (an outage under way).
     var isFailing: Bool { failingSince.withLock { $0 != nil } }
 
-    /// Delivers until cancelled.
+    /// How often the queue gauges are read from the store while the deliverer runs.
+    static let gaugeInterval = Duration.seconds(1)
+
+    /// Delivers until cancelled, and keeps the queue gauges current meanwhile.
     func run() async {
+        await withDiscardingTaskGroup { group in
+            // Apart from the sends: a batch against a receiver that never answers takes up to
+            // `timeout`, and one that keeps failing always has entries due again, so gauges
+            // read only between idle waits stayed 0 through exactly the outage they are for.
+            group.addTask { await self.reportQueueUntilCancelled() }
+            await deliverUntilCancelled()
+            group.cancelAll()
+        }
+    }
+
+    /// Reads the receiver's queue (every entry, claimed and leased ones too) into the gauges
+    /// at once, so a restarted process shows its backlog from its start, then every
+    /// ``gaugeInterval``. A failing store is reported by the delivery loop.
+    private func reportQueueUntilCancelled() async {
+        while !Task.isCancelled {
+            _ = try? await reportQueue()
+            try? await Task.sleep(for: Self.gaugeInterval)
+        }
+    }
+
+    /// The receiver's queue as the store holds it now, recorded in the gauges.
+    private func reportQueue() async throws -> (ForwardQueueStatus, now: Int64) {
+        let (target, store) = (self.target, self.store)
+        let status = try await executor.run { try store.forwardQueueStatus(target: target) }
+        let now = WallClock.milliseconds()
+        metrics.queue(
+            pending: status.pending, oldestAgeSeconds: Double(status.oldestEnqueuedAt.map { max(0, now - $0) } ?? 0) / 1000,
+            target: target)
+        return (status, now)
+    }
+
+    private func deliverUntilCancelled() async {
         var storeFailures = 0
         while !Task.isCancelled {
             do {
                 if try await deliverDue() == 0 {
-                    let (target, store) = (self.target, self.store)
-                    let status = try await executor.run { try store.forwardQueueStatus(target: target) }
-                    let now = WallClock.milliseconds()
-                    metrics.queue(
-                        pending: status.pending, oldestAgeSeconds: Double(status.oldestEnqueuedAt.map { max(0, now - $0) } ?? 0) / 1000,
-                        target: target)
+                    let (status, now) = try await reportQueue()
                     let untilDue = status.nextDueAt.map { Duration.milliseconds(max(0, $0 - now)) } ?? options.pollInterval
                     // Ends at a wake, at the deadline (an empty take) or when cancelled (thrown).
                     _ = try? await wakeups.take(linger: .until(.now + min(untilDue, options.pollInterval)))

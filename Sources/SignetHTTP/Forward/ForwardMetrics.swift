@@ -13,9 +13,22 @@ public final class ForwardMetrics: Sendable {
     private let sink: String
     private let metrics: DimensionedMetrics
 
+    /// Every `result` of `signet_forward_attempts_total`.
+    static let results = ["delivered", "retry", "refused", "expired"]
+
     public init(sink: String, factory: any MetricsFactory = MetricsSystem.factory) {
         self.sink = sink
         metrics = DimensionedMetrics(factory: factory)
+    }
+
+    /// Makes every series of receiver `target` exist at 0 before anything happens to it:
+    /// Prometheus' `increase()` reads a series born at 1 as no increase, so an alert on the
+    /// first refusal would never fire.
+    func register(target: String) {
+        metrics.counter("signet_forward_queued_total", [("sink", sink), ("target", target)]).increment(by: 0)
+        for result in Self.results {
+            metrics.counter("signet_forward_attempts_total", [("sink", sink), ("target", target), ("result", result)]).increment(by: 0)
+        }
     }
 
     func queued(_ count: Int, target: String) {

@@ -94,7 +94,10 @@ public final class ForwardSink: Sink {
         guard running.withLock({ $0 == nil }) else { return }
         let store = try storeProvider()
         // The queue must be usable before anything is acknowledged into it.
-        for url in options.urls { _ = try await executor.run { try store.forwardQueueStatus(target: url) } }
+        for url in options.urls {
+            _ = try await executor.run { try store.forwardQueueStatus(target: url) }
+            metrics.register(target: url)
+        }
         try await deadLetters.open()
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow, timeout: .init(connect: .nanoseconds(options.timeout.clampedNanoseconds)))

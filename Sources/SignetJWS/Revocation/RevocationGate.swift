@@ -40,6 +40,7 @@ public final class RevocationGate: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
+        metrics.registerChecks()
     }
 
     /// What one chain's answers mean for the records signed under it.

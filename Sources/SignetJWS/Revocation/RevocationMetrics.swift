@@ -22,6 +22,16 @@ public final class RevocationMetrics: Sendable {
         responderLatency = Timer(label: "signet_revocation_responder_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
 
+    /// The results a check ends with whatever the responders do; failure classes appear when
+    /// they first happen.
+    static let judgedResults = ["good", "revoked", "accepted_in_grace"]
+
+    /// Makes the judged results' series exist at 0 once checking is on, so the first revoked
+    /// answer is an increase Prometheus sees (a series born at 1 is none).
+    func registerChecks() {
+        for result in Self.judgedResults { byResult.counter("signet_revocation_checks_total", [("result", result)]).increment(by: 0) }
+    }
+
     /// Counts an answer the checker's cache gave.
     func cacheHit() { cacheHits.increment() }
 
