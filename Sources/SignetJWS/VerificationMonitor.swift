@@ -21,7 +21,10 @@ import Synchronization
 ///   own backlog).
 ///
 /// Forged and malformed input (bad signatures, chains to no root) is not counted: that is an
-/// attacker's traffic, not a sign of a wrong setting. Observed once per batch.
+/// attacker's traffic, not a sign of a wrong setting. Neither is what the app's backend relays
+/// on the purchase path: any user of the app can make it relay another app's transaction, so
+/// its rejections are counted apart (`signet_relayed_rejections_total{reason}`) and never
+/// touch readiness or `signet_misconfigured`. Observed once per batch.
 public final class VerificationMonitor: Sendable {
     /// How many recent outcomes (accepted, or rejected for a configuration reason) are kept.
     public static let window = 20
@@ -60,9 +63,12 @@ public final class VerificationMonitor: Sendable {
     /// for each verified notification with a signedDate the seconds since it (negative with a
     /// skewed clock: counted as 0).
     package func observe(
-        verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], signedDateLags: [Double] = [],
-        at now: ContinuousClock.Instant = .now
+        verifiedTypes: [String: Int], rejections: [(reason: ReasonCode, detail: String)], relayedRejections: [ReasonCode] = [],
+        signedDateLags: [Double] = [], at now: ContinuousClock.Instant = .now
     ) {
+        for reason in relayedRejections {
+            counter("signet_relayed_rejections_total", ("reason", reason.rawValue)).increment()
+        }
         for lag in signedDateLags {
             signedDateLag.recordNanoseconds(Int64(clamping: UInt64(min(max(lag, 0), 1e9) * 1e9)))
         }

@@ -75,6 +75,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
         let stageName = name
         var verifiedTypes: [String: Int] = [:]
         var rejections: [(reason: ReasonCode, detail: String)] = []
+        var relayedRejections: [ReasonCode] = []
         var signedDateLags: [Double] = []
         let now = Date()
         for record in batch.records {
@@ -92,12 +93,20 @@ public struct VerifyStage: RecordStage, HealthReporting {
                     signedDateLags.append(now.timeIntervalSince(notification.effectiveDate))
                 }
             case .rejected(let rejection, let stage) where stage == stageName:
-                rejections.append((rejection.reason, rejection.detail))
+                // What the app's backend relays (the purchase path) is its users' input, not
+                // Apple's delivery: another app's transaction there says nothing about this
+                // stage's settings, and must not take the instance out of rotation.
+                if record[RequiredEnvelopeKindPart.self] != nil {
+                    relayedRejections.append(rejection.reason)
+                } else {
+                    rejections.append((rejection.reason, rejection.detail))
+                }
             default:
                 continue
             }
         }
-        monitor.observe(verifiedTypes: verifiedTypes, rejections: rejections, signedDateLags: signedDateLags)
+        monitor.observe(
+            verifiedTypes: verifiedTypes, rejections: rejections, relayedRejections: relayedRejections, signedDateLags: signedDateLags)
     }
 
     /// Ends a revocation hold: a held batch stops waiting and the run stops without it.

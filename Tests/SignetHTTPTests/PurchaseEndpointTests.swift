@@ -7,6 +7,10 @@ import Testing
 /// forged, behind the entitlement API's bearer token.
 @Suite("POST /v1/purchases: the app's call after a purchase (the binary, curl)", .serialized)
 struct PurchaseEndpointTests {
+    struct StartFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
     struct Answer {
         var status: Int
         var json: [String: Any]
@@ -28,6 +32,73 @@ struct PurchaseEndpointTests {
         return Answer(status: status, json: json)
     }
 
+    /// The shipped webhook pipeline with the purchase path on, once it answers; its webhook and
+    /// operators' ports.
+    static func startWebhook(
+        environment fixtures: [String: String], in directory: TemporaryDirectory
+    ) async throws -> (ChildProcess, port: Int, admin: Int) {
+        var environment = fixtures
+        let (port, admin) = (try freeLocalPort(), try freeLocalPort())
+        environment["SIGNET_HTTP_ADDRESS"] = "127.0.0.1:\(port)"
+        environment["SIGNET_ADMIN_ADDRESS"] = "127.0.0.1:\(admin)"
+        environment["SIGNET_API_TOKEN"] = "app-backend-secret"
+        environment["SIGNET_PURCHASES_PATH"] = "/v1/purchases"
+        environment["SIGNET_DATA_DIR"] = directory.path("data")
+        let child = try ChildProcess.signet(
+            ["run", "--pipeline", FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path],
+            environment: environment, stdin: false)
+        var up = false
+        for _ in 0..<300 where !up {
+            up = (try? await Self.post("http://127.0.0.1:\(port)/v1/purchases", "{}", token: nil, in: directory))?.status == 401
+            if !up { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        if !up {
+            child.stop()
+            throw StartFailure(description: "the webhook did not come up: \(child.stderrTail())")
+        }
+        return (child, port, admin)
+    }
+
+    @Test("another app's transactions relayed by the backend (issue 53): each is 422, but the instance stays ready and is not reported misconfigured; they are counted apart")
+    func relayedForeignTransactionsKeepTheInstanceReady() async throws {
+        let directory = try TemporaryDirectory(prefix: "signet-purchases")
+        defer { directory.remove() }
+        let ours = try await SignetProcess.output(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
+        try #require(ours.exitCode == 0, "\(ours.stderr)")
+        // Another app's transactions, signed under the same (trusted) chain.
+        try FileManager.default.createDirectory(atPath: directory.path("other"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: directory.path("fixtures/pki"), toPath: directory.path("other/pki"))
+        let theirs = try await SignetProcess.output(
+            ["fixtures", "--out", directory.path("other"), "--count", "25", "--seed", "5", "--bundle-id", "com.other.app"], timeout: 120)
+        try #require(theirs.exitCode == 0, "\(theirs.stderr)")
+        let foreign = try String(contentsOfFile: directory.path("other/transactions.ndjson"), encoding: .utf8).split(separator: "\n")
+        try #require(!foreign.isEmpty)
+
+        let (child, port, admin) = try await Self.startWebhook(environment: try FixturesEnvironment.read(directory.path("fixtures")), in: directory)
+        defer { child.stop() }
+        // 20 in a row (a few transactions, each sent several times, as a looping client would).
+        for index in 0..<20 {
+            let line = foreign[index % foreign.count]
+            let answer = try await Self.post("http://127.0.0.1:\(port)/v1/purchases", String(line), token: "app-backend-secret", in: directory)
+            #expect(answer.status == 422 && answer.json["reason"] as? String == "bundle_id_mismatch", "\(answer.json)")
+        }
+        let ready = try await offPool {
+            try SignetProcess.run(executable: ChildProcess.env, ["curl", "-sS", "-w", "\n%{http_code}", "http://127.0.0.1:\(admin)/readyz"], timeout: 30)
+        }
+        #expect(ready.stdoutText.hasSuffix("200"), "\(ready.stdoutText)")
+        let metrics = try await offPool {
+            try SignetProcess.run(executable: ChildProcess.env, ["curl", "-sS", "http://127.0.0.1:\(admin)/metrics"], timeout: 30)
+        }.stdoutText
+        let lines = metrics.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("signet_misconfigured ") && Double($0.split(separator: " ").last ?? "") == 0 }, "\(lines.filter { $0.contains("misconfigured") })")
+        #expect(lines.contains { $0.hasPrefix("signet_relayed_rejections_total{") && $0.contains("bundle_id_mismatch") && Double($0.split(separator: " ").last ?? "") == 20 },
+                "\(lines.filter { $0.contains("relayed") })")
+        #expect(!lines.contains { $0.hasPrefix("signet_configuration_rejections_total{") && Double($0.split(separator: " ").last ?? "") != 0 })
+        #expect(!child.stderrText.contains("Apple does not send them again"), "\(child.stderrText)")
+        child.send(SIGTERM)
+        #expect(await child.exit(within: .seconds(60)) == 0, "\(child.stderrTail())")
+    }
+
     @Test("a verified transaction is answered after commit with its entitlements; forged is 422 with the reason; no token is 401; a notification body is 400")
     func purchaseFlow() async throws {
         let directory = try TemporaryDirectory(prefix: "signet-purchases")
@@ -40,23 +111,9 @@ struct PurchaseEndpointTests {
         let notificationLine = try #require(
             try String(contentsOfFile: directory.path("fixtures/notifications.ndjson"), encoding: .utf8).split(separator: "\n").first)
 
-        let port = try freeLocalPort()
-        environment["SIGNET_HTTP_ADDRESS"] = "127.0.0.1:\(port)"
-        environment["SIGNET_ADMIN_ADDRESS"] = "127.0.0.1:0"
-        environment["SIGNET_API_TOKEN"] = "app-backend-secret"
-        environment["SIGNET_PURCHASES_PATH"] = "/v1/purchases"
-        environment["SIGNET_DATA_DIR"] = directory.path("data")
-        let child = try ChildProcess.signet(
-            ["run", "--pipeline", FixturePaths.packageRoot.appendingPathComponent("Pipelines/webhook.yaml").path],
-            environment: environment, stdin: false)
+        let (child, port, _) = try await Self.startWebhook(environment: environment, in: directory)
         defer { child.stop() }
         let url = "http://127.0.0.1:\(port)/v1/purchases"
-        var up = false
-        for _ in 0..<300 where !up {
-            up = (try? await Self.post(url, "{}", token: nil, in: directory))?.status == 401
-            if !up { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        try #require(up, "the webhook did not come up: \(child.stderrTail())")
 
         let transaction = String(transactionLine)
         let anonymous = try await Self.post(url, transaction, token: nil, in: directory)
