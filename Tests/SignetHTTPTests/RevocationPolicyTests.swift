@@ -45,6 +45,8 @@ struct RevocationPolicyTests {
         #expect(summary.passed == 0 && summary.rejected == 3)
         #expect(inputs.out.isEmpty)
         #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("keyCompromise") })
+        // Which JWS the certificate signed, and who said so (issue 53).
+        #expect(inputs.dead.allSatisfy { $0.contains("x5c[0] of the notification") && $0.contains("says OCSP") }, "\(inputs.dead.first ?? "")")
     }
 
     @Test("a notification under a revoked certificate is rejected and not marked for forwarding")
@@ -84,6 +86,7 @@ struct RevocationPolicyTests {
         if listed {
             #expect(summary.passed == 0 && summary.rejected == 3)
             #expect(inputs.dead.count == 3 && inputs.dead.allSatisfy { $0.contains("certificate_revoked") && $0.contains("x5c[1]") })
+            #expect(inputs.dead.allSatisfy { $0.contains("says its CRL (OCSP gave no answer)") }, "\(inputs.dead.first ?? "")")
         } else {
             #expect(summary.passed == 3 && summary.rejected == 0)
             #expect(inputs.out.count == 3)
@@ -167,6 +170,9 @@ struct RevocationPolicyTests {
             ["run", "--pipeline", pipeline], stdin: Data((inputs.lines.joined(separator: "\n") + "\n").utf8))
         #expect(result.exitCode != 0)
         #expect(result.stderr.contains("no revocation answer") && result.stderr.contains("retry_timeout"), "\(result.stderr)")
+        // In an operator's words (issue 53): not NIO's "connection reset (error set): ... (errno: 111)".
+        #expect(result.stderr.contains("unreachable: connection refused") && !result.stderr.contains("errno"), "\(result.stderr)")
+        #expect(result.stderr.contains("asked: OCSP") && result.stderr.contains("of the notification"), "\(result.stderr)")
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 

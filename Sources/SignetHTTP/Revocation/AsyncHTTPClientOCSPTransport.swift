@@ -60,7 +60,7 @@ public struct AsyncHTTPClientOCSPTransport: OCSPTransport {
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
             throw .deadlineExceeded
         } catch {
-            throw .unreachable(String(describing: error))
+            throw .unreachable(NetworkFailure.describe(error))
         }
     }
 }

@@ -217,7 +217,7 @@ public final class HTTPSink: Sink {
                 status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
                 body: String(buffer: body))
         } catch {
-            return .retryable("\(request.url): \(error)", retryAfter: nil)
+            return .retryable("\(request.url): \(NetworkFailure.describe(error))", retryAfter: nil)
         }
     }
 

@@ -81,6 +81,8 @@ public final class OCSPRevocationChecker: Sendable {
         var inFlight: Task<RevocationAnswer, Never>?
         /// No background refresh before this (set when one failed).
         var refreshNotBefore: Date?
+        /// Who gave the last answer: `OCSP`, `its CRL`, or for a failure those that were asked.
+        var source: String?
     }
 
     private let transport: any OCSPTransport
@@ -107,6 +109,13 @@ public final class OCSPRevocationChecker: Sendable {
     public func lastGoodNextUpdate(of certificate: X509Certificate, issuer: X509Certificate) -> Date? {
         let key = Key(issuerFingerprint: issuer.sha256Fingerprint, serialNumberHex: certificate.serialNumberHex)
         return entries.withLock { $0[key]?.good?.nextUpdate }
+    }
+
+    /// Who gave the newest answer about `certificate` (`OCSP`, `its CRL`; for a failure, those
+    /// asked: `OCSP and its CRL`, `OCSP (the certificate names no CRL)`), for messages.
+    public func answerSource(of certificate: X509Certificate, issuer: X509Certificate) -> String? {
+        let key = Key(issuerFingerprint: issuer.sha256Fingerprint, serialNumberHex: certificate.serialNumberHex)
+        return entries.withLock { $0[key]?.source }
     }
 
     /// Checks every certificate of `chain` (leaf first, root last) but the root, each against
@@ -157,17 +166,18 @@ public final class OCSPRevocationChecker: Sendable {
     /// its answer before it returns it.
     private func start(_ key: Key, _ certificate: X509Certificate, _ issuer: X509Certificate) -> Task<RevocationAnswer, Never> {
         Task {
-            let (answer, thisUpdate) = await self.ask(certificate, issuer: issuer)
-            self.record(answer, thisUpdate: thisUpdate, for: key)
+            let (answer, thisUpdate, source) = await self.ask(certificate, issuer: issuer)
+            self.record(answer, thisUpdate: thisUpdate, source: source, for: key)
             return answer
         }
     }
 
-    private func record(_ answer: RevocationAnswer, thisUpdate: Date?, for key: Key) {
+    private func record(_ answer: RevocationAnswer, thisUpdate: Date?, source: String, for key: Key) {
         let now = clock()
         entries.withLock { entries in
             var entry = entries[key] ?? Entry()
             entry.inFlight = nil
+            entry.source = source
             switch answer {
             case .good(let nextUpdate):
                 let window = nextUpdate.timeIntervalSince(thisUpdate ?? now)
@@ -188,14 +198,17 @@ public final class OCSPRevocationChecker: Sendable {
     /// the certificate names an http CRL distribution point, the CRL's answer instead, unless
     /// that fails too: then the OCSP failure (the CRL's when there is no responder), so a
     /// fallback never turns a failure into another class.
-    private func ask(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?) {
+    private func ask(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?, source: String) {
         let ocsp = await askOCSP(certificate, issuer: issuer)
-        guard case .failed(let failure) = ocsp.0,
-              let url = certificate.crlURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") })
-        else { return ocsp }
+        guard case .failed(let failure) = ocsp.0 else { return (ocsp.0, ocsp.thisUpdate, "OCSP") }
+        guard let url = certificate.crlURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
+            return (ocsp.0, ocsp.thisUpdate, "OCSP (the certificate names no CRL)")
+        }
         let crl = await askCRL(certificate, issuer: issuer, url: url)
-        if case .failed = crl.0, failure != .noResponder { return ocsp }
-        return crl
+        if case .failed = crl.0 {
+            return failure != .noResponder ? (ocsp.0, ocsp.thisUpdate, "OCSP and its CRL") : (crl.0, crl.thisUpdate, "its CRL (no OCSP responder)")
+        }
+        return (crl.0, crl.thisUpdate, "its CRL (OCSP gave no answer)")
     }
 
     /// One OCSP exchange: build, send within the deadline, check, classify.

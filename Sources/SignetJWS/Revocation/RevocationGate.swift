@@ -60,12 +60,16 @@ public final class RevocationGate: Sendable {
         // through two entries is merely asked about twice (the checker's cache answers).
         var chains: [[ObjectIdentifier]: [X509Certificate]] = [:]
         var recordsByChain: [[ObjectIdentifier]: [Int]] = [:]
+        // Which JWS each chain signed (Apple signs a notification and its nested ones under one
+        // chain, usually), for messages.
+        var signed: [[ObjectIdentifier]: [String]] = [:]
         for index in batch.records.indices where batch.records[index].isActive {
             guard let verified = batch.records[index][VerifiedPayloadPart.self] else { continue }
-            for chain in Self.chains(of: verified) where chain.count >= 2 {
+            for (jws, chain) in Self.chains(of: verified) where chain.count >= 2 {
                 let key = chain.map(ObjectIdentifier.init)
                 chains[key] = chain
                 recordsByChain[key, default: []].append(index)
+                if !(signed[key]?.contains(jws) ?? false) { signed[key, default: []].append(jws) }
             }
         }
         var pending = Array(chains.keys)
@@ -74,7 +78,7 @@ public final class RevocationGate: Sendable {
         while !pending.isEmpty {
             var held: [(key: [ObjectIdentifier], detail: String)] = []
             for key in pending {
-                switch await judge(chains[key] ?? []) {
+                switch await judge(chains[key] ?? [], signing: signed[key] ?? []) {
                 case .pass:
                     continue
                 case .revoked(let rejection):
@@ -112,8 +116,10 @@ public final class RevocationGate: Sendable {
         stopSignal.fire()
     }
 
-    /// Asks about every certificate of `chain` but the root; revoked wins over held.
-    private func judge(_ chain: [X509Certificate]) async -> Verdict {
+    /// Asks about every certificate of `chain` but the root; revoked wins over held. `jws`
+    /// names what the chain signed, for the messages.
+    private func judge(_ chain: [X509Certificate], signing jws: [String]) async -> Verdict {
+        let of = jws.isEmpty ? "" : " of " + jws.joined(separator: " and ")
         let answers = await checker.check(chain: chain).answers
         var verdict = Verdict.pass
         for (index, (certificate, answer)) in answers.enumerated() {
@@ -126,7 +132,7 @@ public final class RevocationGate: Sendable {
                 return .revoked(
                     RecordRejection(
                         .certificateRevoked,
-                        "x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)) was revoked at \(date) (\(reason?.description ?? "no reason given")), its issuer says (OCSP, or its CRL when OCSP gave no answer)"))
+                        "x5c[\(index)]\(of) (\(certificate.subject), serial \(certificate.serialNumberHex)) was revoked at \(date) (\(reason?.description ?? "no reason given")), says \(checker.answerSource(of: certificate, issuer: issuer) ?? "its issuer")"))
             case .failed(let failure):
                 metrics.checked(failure.name)
                 if policy.mode == .soft, let lastGood = checker.lastGoodNextUpdate(of: certificate, issuer: issuer),
@@ -136,7 +142,8 @@ public final class RevocationGate: Sendable {
                     warn(certificate, "accepted in soft mode (last good answer valid until \(lastGood), grace \(ConfigDuration.format(policy.grace))): \(failure)")
                     continue
                 }
-                let detail = "no revocation answer (OCSP or CRL) for x5c[\(index)] (\(certificate.subject), serial \(certificate.serialNumberHex)): \(failure)"
+                let asked = checker.answerSource(of: certificate, issuer: issuer) ?? "OCSP or CRL"
+                let detail = "no revocation answer (asked: \(asked)) for x5c[\(index)]\(of) (\(certificate.subject), serial \(certificate.serialNumberHex)): \(failure)"
                 warn(certificate, "\(detail); records wait (\(policy.mode.rawValue) mode)")
                 if case .pass = verdict { verdict = .held(detail) }
             }
@@ -157,15 +164,19 @@ public final class RevocationGate: Sendable {
         if due { logger.warning("verify: revocation check: \(message)") }
     }
 
-    /// Every chain a verified payload was signed under: its own and its nested JWS'.
-    static func chains(of verified: VerifiedPayload) -> [[X509Certificate]] {
+    /// Every chain a verified payload was signed under, with what it signed: its own and its
+    /// nested JWS'.
+    static func chains(of verified: VerifiedPayload) -> [(jws: String, chain: [X509Certificate])] {
         switch verified {
         case .notification(let notification):
-            [notification.certificateChain, notification.transaction?.certificateChain ?? [],
-             notification.renewalInfo?.certificateChain ?? [], notification.appTransaction?.certificateChain ?? []]
-        case .transaction(let transaction): [transaction.certificateChain]
-        case .renewalInfo(let renewalInfo): [renewalInfo.certificateChain]
-        case .status(let status): [status.transaction.certificateChain, status.renewalInfo.certificateChain]
+            [("the notification", notification.certificateChain),
+             ("its signedTransactionInfo", notification.transaction?.certificateChain ?? []),
+             ("its signedRenewalInfo", notification.renewalInfo?.certificateChain ?? []),
+             ("its signedAppTransactionInfo", notification.appTransaction?.certificateChain ?? [])]
+        case .transaction(let transaction): [("the transaction", transaction.certificateChain)]
+        case .renewalInfo(let renewalInfo): [("the renewal info", renewalInfo.certificateChain)]
+        case .status(let status):
+            [("the status' transaction", status.transaction.certificateChain), ("the status' renewal info", status.renewalInfo.certificateChain)]
         }
     }
 }
