@@ -53,7 +53,9 @@ extension KafkaEndToEndTests {
         // Held past retry_timeout: the run stops with the revocation error, nothing written.
         let first = PipelineRunner(pipeline: try pipeline(retryTimeout: "2s"))
         let failure = await #expect(throws: RevocationUnavailable.self) { _ = try await first.run() }
-        #expect(failure?.records == 3, "\(String(describing: failure))")
+        // The held batch is the first one: all three, or fewer when the consumer's first fetch
+        // brought fewer (seen on a loaded CI machine); the rest wait behind it, none committed.
+        #expect(failure.map { (1...3).contains($0.records) } == true, "\(String(describing: failure))")
         #expect(written(out).isEmpty && written(dead).isEmpty)
         #expect(first.currentSummary.passed == 0 && first.currentSummary.rejected == 0)
 

@@ -85,6 +85,12 @@ enum SQLiteSchema {
             delivered_at INTEGER,
             input_key TEXT
         );
+        CREATE TABLE IF NOT EXISTS rate_budgets (
+            bucket TEXT PRIMARY KEY,
+            next_slot_us INTEGER NOT NULL,
+            interval_us INTEGER NOT NULL,
+            paused_until_us INTEGER NOT NULL
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS forward_queue (
             id INTEGER PRIMARY KEY,
             target TEXT NOT NULL,
@@ -123,6 +129,23 @@ enum SQLiteSchema {
             WHERE substr(key, 1, 16) = 'appAccountToken:' AND key <> 'appAccountToken:' || lower(substr(key, 17));
         INSERT OR REPLACE INTO signet_meta (name, value) VALUES ('app_account_tokens_canonical', '1');
         """
+
+    /// Books a bucket's next slot (``SQLiteStateStore/bookSlot(bucket:interval:)``): the later
+    /// of its next free instant, the end of a pause and now (?2, µs since 1970); the next free
+    /// instant moves one interval (the longest asked) past it. Returns the wait in µs.
+    static let bookRateSlot = SQLiteQuery("""
+        INSERT INTO rate_budgets AS b (bucket, next_slot_us, interval_us, paused_until_us) VALUES (?1, ?2 + ?3, ?3, 0)
+        ON CONFLICT (bucket) DO UPDATE SET
+            interval_us = max(b.interval_us, excluded.interval_us),
+            next_slot_us = max(b.next_slot_us, b.paused_until_us, excluded.next_slot_us - excluded.interval_us)
+                + max(b.interval_us, excluded.interval_us)
+        RETURNING next_slot_us - interval_us - ?2
+        """)
+    /// Apple's pause of a bucket until ?2 (µs since 1970); a later one already set wins.
+    static let pauseRateBucket = SQLiteQuery("""
+        INSERT INTO rate_budgets AS b (bucket, next_slot_us, interval_us, paused_until_us) VALUES (?1, 0, 0, ?2)
+        ON CONFLICT (bucket) DO UPDATE SET paused_until_us = max(b.paused_until_us, excluded.paused_until_us)
+        """)
 
     /// ``SubscriptionSnapshot/expectsRenewal`` and a period end (``SubscriptionSnapshot/periodEnd``)
     /// in (?1, ?2], ids after ?3 (keyset paging, so purchases asked already never hide the

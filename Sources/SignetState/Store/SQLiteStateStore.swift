@@ -46,7 +46,7 @@ public final class SQLiteStateStore: StateStore {
     /// `@unchecked Sendable`: the connection, its statements and the cache are reached only
     /// through `connection.withLock`, so one thread at a time uses them; nothing keeps a
     /// reference beyond the lock (transactions live inside `withTransaction`'s lock).
-    private final class Connection: @unchecked Sendable {
+    final class Connection: @unchecked Sendable {
         let database: SQLiteDatabase
         let cache: SnapshotCache
         let cacheEnabled: Bool
@@ -215,7 +215,7 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
-    private func withConnection<Result>(_ body: (Connection) throws -> Result) throws -> Result {
+    func withConnection<Result>(_ body: (Connection) throws -> Result) throws -> Result {
         try connection.withLock { connection in
             guard let connection else {
                 throw SQLiteError(code: 21, message: "the state store is closed", context: path)
