@@ -143,14 +143,17 @@ struct ConsumptionCommand: ParsableCommand {
         @Option(help: "Only requests Apple signed at or after this instant.")
         var since: String = "30d"
 
-        @Option(help: "Most requests printed (1 to 100000).")
+        @Option(help: "Most requests printed (1 to 10000; the answer says truncated when more were signed).")
         var limit: Int = StateJSON.defaultConsumptionRequestLimit
 
         func validate() throws {
             guard AppStoreHistoryWindow.instant(since, now: Grant.now) != nil else {
                 throw ValidationError("--since '\(since)' is not \(AppStoreHistoryWindow.instantForms)")
             }
-            guard (1...100_000).contains(limit) else { throw ValidationError("--limit is 1 to 100000") }
+            let limits = StateJSON.consumptionRequestLimits
+            guard limits.contains(limit) else {
+                throw ValidationError("--limit is \(limits.lowerBound) to \(limits.upperBound); for more, page with --since (the last request's requestedAt)")
+            }
         }
 
         func run() throws {

@@ -50,6 +50,27 @@ struct LintTests {
         }
     }
 
+    /// Commented-out stages a shipped pipeline offers (`# - type: ...` and its indented keys)
+    /// lint clean once uncommented: the webhook's refund-question responder (issue 53).
+    @Test(.ownThread) func commentedStagesLintOnceUncommented() throws {
+        let file = Self.pipelinesDirectory.appendingPathComponent("webhook.yaml").path
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.contains("# - type: appstore_consumption"))
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var inside = false
+        for index in lines.indices {
+            if lines[index].hasPrefix("  # - type: ") { inside = true } else if !lines[index].hasPrefix("  #   ") { inside = false }
+            if inside { lines[index] = lines[index].replacingOccurrences(of: "  # ", with: "  ", options: .anchored) }
+        }
+        let dir = try TemporaryDirectory(prefix: "signet-cli-lint")
+        defer { dir.remove() }
+        let uncommented = try dir.write("webhook-consumption.yaml", lines.joined(separator: "\n"))
+        #expect(uncommented.isEmpty == false)
+        let result = try CLI.run(["lint", uncommented], currentDirectory: dir.url)
+        #expect(result.exitCode == 0 && !result.stdoutText.contains(": error:"), CLI.describe(result))
+        #expect(try String(contentsOfFile: uncommented, encoding: .utf8).contains("\n  - type: appstore_consumption\n"))
+    }
+
     /// The unset-variable warning itself, on the default pipeline: it names SIGNET_BUNDLE_ID with its position.
     @Test(.ownThread) func defaultPipelineWarnsAboutBundleId() throws {
         let file = Self.pipelinesDirectory.appendingPathComponent("stdin.yaml").path

@@ -85,7 +85,7 @@ extension EntitlementAPI {
             let name = String(name), value = String(value)
             if name == "since", seen.insert(name).inserted, let value = Int64(value), value >= 0 {
                 since = value
-            } else if name == "limit", seen.insert(name).inserted, let value = Int(value), (1...10_000).contains(value) {
+            } else if name == "limit", seen.insert(name).inserted, let value = Int(value), StateJSON.consumptionRequestLimits.contains(value) {
                 limit = value
             } else {
                 return Self.json(.badRequest, #"{"error":"parameters: since (ms since 1970), limit (1 to 10000), each at most once"}"#)

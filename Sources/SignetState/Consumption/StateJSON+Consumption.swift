@@ -27,6 +27,8 @@ extension StateJSON {
 
     /// Most refund questions one listing returns unless told otherwise.
     public static let defaultConsumptionRequestLimit = 1000
+    /// The `limit` a listing accepts, in the CLI and the API alike; more: page with `since`.
+    public static let consumptionRequestLimits = 1...10_000
 
     /// The refund questions signed at or after `since` (ms since 1970), oldest first, as JSON:
     /// `{"asOf", "requests": [...], "truncated"}`, each request as stored plus `overdue` (still
