@@ -48,4 +48,6 @@ extension ReasonCode {
     // MARK: Online revocation (`verify` with `revocation.mode` soft or hard)
     /// The issuer (its OCSP responder, or its CRL when OCSP gives no answer) says a certificate of the chain was revoked.
     public static let certificateRevoked: ReasonCode = "certificate_revoked"
+    /// `signet verify --revocation hard` only: no issuer answered (the stage holds such a record instead).
+    public static let revocationUnavailable: ReasonCode = "revocation_unavailable"
 }

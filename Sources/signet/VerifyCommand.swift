@@ -2,6 +2,7 @@ import AppStoreModels
 import ArgumentParser
 import Foundation
 import SignetCore
+import SignetHTTP
 import SignetJWS
 import SignetOpenSSL
 
@@ -45,6 +46,14 @@ struct VerifyCommand: AsyncParsableCommand {
 
     @Option(help: "Longest accepted line in bytes; longer lines are rejected with line_too_large.")
     var maxLineBytes: Int = 1 << 20
+
+    @Option(help: ArgumentHelp(
+        "Ask each verified chain's issuers whether a certificate was revoked (OCSP, else the CRL): off, soft or hard. Default: off.",
+        discussion: "A revoked certificate makes the line not ok (certificate_revoked), in both modes. When no issuer answers, hard makes the line not ok (revocation_unavailable) and soft keeps it ok with a \"revocation\" note: a single run has no earlier good answer whose grace soft could use, as a pipeline does."))
+    var revocation: RevocationOption = .off
+
+    @Option(help: "With --revocation: how long one OCSP or CRL request may take, in seconds (1 to 60).")
+    var revocationDeadline: Int = 5
 
     @Argument(help: "NDJSON files (default: stdin).")
     var files: [String] = []
@@ -94,6 +103,7 @@ struct VerifyCommand: AsyncParsableCommand {
         let settings = try settings()
         guard settings.jobs >= 1, settings.jobs <= 256 else { throw ValidationError("--jobs must be between 1 and 256") }
         guard maxLineBytes >= 64 else { throw ValidationError("--max-line-bytes must be at least 64") }
+        guard (1...60).contains(revocationDeadline) else { throw ValidationError("--revocation-deadline must be 1 to 60 seconds") }
         let environments = Self.environments(settings.environment)
         if environments.isEmpty || !environments.allSatisfy(AppStoreEnvironment.documentedValues.map(\.rawValue).contains), let environment = settings.environment {
             throw ValidationError(
@@ -113,12 +123,20 @@ struct VerifyCommand: AsyncParsableCommand {
         options.maxLineBytes = maxLineBytes
         options.skipBlankLines = false
         let inputs = InputFiles.sources(files, options: options)
+        let gate = revocation == .off ? nil : RevocationGate(
+            policy: RevocationPolicy(mode: revocation.mode, deadline: .seconds(revocationDeadline), retryTimeout: .zero),
+            checker: OCSPRevocationChecker(
+                transport: AsyncHTTPClientOCSPTransport(), options: .init(deadline: .seconds(revocationDeadline))))
         var rejected = 0
         for source in inputs {
             try await source.open()
             while let records = try await source.nextBatch(maxRecords: 512) {
                 var verdicts = records.map { Verdict(record: $0) }
                 verdicts.concurrentUpdate(maxThreads: settings.jobs) { verdict in verdict.evaluate(with: verifier) }
+                if let gate {
+                    // One line at a time: the checker's cache answers every later line of a chain.
+                    for index in verdicts.indices where verdicts[index].ok { await verdicts[index].checkRevocation(with: gate) }
+                }
                 var out: [UInt8] = []
                 for verdict in verdicts {
                     if !verdict.ok { rejected += 1 }
@@ -158,6 +176,8 @@ private struct Verdict: Sendable {
     let raw: [UInt8]
     var preRejected: RecordRejection?
     var result: Result<VerifiedPayload, RecordRejection>?
+    /// Soft mode's note when no issuer answered (the line stays ok).
+    var revocationNote: String?
 
     init(record: Record) {
         position = record.position
@@ -166,6 +186,28 @@ private struct Verdict: Sendable {
     }
 
     var ok: Bool { if case .success = result { true } else { false } }
+
+    /// Asks the issuers of every chain the verified payload was signed under, as the verify
+    /// stage's gate does for a batch of one: revoked fails the line; no answer fails it in hard
+    /// mode and leaves a note in soft mode.
+    mutating func checkRevocation(with gate: RevocationGate) async {
+        guard case .success(let verified) = result else { return }
+        var record = Record(raw: raw, position: position)
+        record[VerifiedPayloadPart.self] = verified
+        var batch = RecordBatch(records: [record])
+        do {
+            try await gate.apply(to: &batch, stage: "verify")
+            if case .rejected(let rejection, _) = batch.records[0].status { result = .failure(rejection) }
+        } catch let unavailable as RevocationUnavailable {
+            if gate.policy.mode == .hard {
+                result = .failure(RecordRejection(.revocationUnavailable, unavailable.detail))
+            } else {
+                revocationNote = "unavailable: \(unavailable.detail)"
+            }
+        } catch {
+            result = .failure(RecordRejection(.revocationUnavailable, "\(error)"))
+        }
+    }
 
     mutating func evaluate(with verifier: AppStoreVerifier) {
         if let preRejected {
@@ -195,6 +237,7 @@ private struct Verdict: Sendable {
         switch result {
         case .success(let verified):
             json.key("ok"); json.bool(true)
+            if let revocationNote { json.field("revocation", revocationNote) }
             switch verified {
             case .notification(let notification):
                 let payload = notification.payload
@@ -247,4 +290,11 @@ private struct Verdict: Sendable {
     private func nullable(_ json: inout JSONText, _ value: Int64?) {
         if let value { json.int(value) } else { json.null() }
     }
+}
+
+/// `--revocation off|soft|hard`: the values of the verify stage's `revocation.mode`.
+enum RevocationOption: String, ExpressibleByArgument, CaseIterable {
+    case off, soft, hard
+
+    var mode: RevocationPolicy.Mode { RevocationPolicy.Mode(rawValue: rawValue) ?? .off }
 }

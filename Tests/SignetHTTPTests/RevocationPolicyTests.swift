@@ -33,6 +33,45 @@ struct RevocationPolicyTests {
         #expect(await bed.intermediateResponder.settledRequestCount(expecting: 1) == 1)
     }
 
+    /// `signet verify --revocation MODE` on the notifications' file: each line's verdict.
+    static func verifyVerdicts(_ inputs: Inputs, _ mode: String) async throws -> (exitCode: Int32, verdicts: [[String: Any]]) {
+        let file = try inputs.directory.write("verify-\(mode).ndjson", inputs.lines.joined(separator: "\n") + "\n")
+        let result = try await SignetProcess.output(
+            ["verify", "--root", inputs.rootPath, "--environment", "Sandbox", "--bundle-id", "com.example.signet", "--revocation", mode,
+             "--revocation-deadline", "2", file], timeout: 120)
+        let verdicts = result.stdoutText.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        return (result.exitCode, verdicts)
+    }
+
+    @Test("signet verify --revocation (issue 53): off ok; a revoked leaf is certificate_revoked in soft and hard; with no answer hard fails the line, soft keeps it ok with a note")
+    func verifyCommandChecksRevocation() async throws {
+        let revoked = try await OCSPTestBed.start(leafEntry: {
+            .revoked($0.leaf, date: Date(timeIntervalSince1970: 1_767_225_600), reason: "keyCompromise")
+        })
+        defer { revoked.stop() }
+        let inputs = try Inputs(revoked.pki)
+        defer { inputs.directory.remove() }
+        let off = try await Self.verifyVerdicts(inputs, "off")
+        #expect(off.exitCode == 0 && off.verdicts.count == 3 && off.verdicts.allSatisfy { $0["ok"] as? Bool == true })
+        #expect(await revoked.leafResponder.settledRequestCount(expecting: 0) == 0, "off asks no responder")
+        for mode in ["soft", "hard"] {
+            let checked = try await Self.verifyVerdicts(inputs, mode)
+            #expect(checked.exitCode == 1 && checked.verdicts.count == 3, "\(checked)")
+            #expect(checked.verdicts.allSatisfy { $0["ok"] as? Bool == false && $0["reason"] as? String == "certificate_revoked" }, "\(checked.verdicts)")
+            #expect((checked.verdicts.first?["detail"] as? String)?.contains("keyCompromise") == true)
+        }
+
+        let (down, downInputs, _) = try await Self.stdinWithLeafResponderDown(retryTimeout: "0s")
+        defer { down.stop(); downInputs.directory.remove() }
+        let hard = try await Self.verifyVerdicts(downInputs, "hard")
+        #expect(hard.exitCode == 1 && hard.verdicts.allSatisfy { $0["reason"] as? String == "revocation_unavailable" }, "\(hard.verdicts)")
+        let soft = try await Self.verifyVerdicts(downInputs, "soft")
+        #expect(soft.exitCode == 0 && soft.verdicts.allSatisfy { $0["ok"] as? Bool == true && ($0["revocation"] as? String)?.hasPrefix("unavailable") == true },
+                "\(soft.verdicts)")
+    }
+
     @Test("hard and soft: a revoked leaf is dead-lettered with certificate_revoked", arguments: ["hard", "soft"])
     func revokedLeafIsDeadLettered(mode: String) async throws {
         let bed = try await OCSPTestBed.start(leafEntry: {
