@@ -206,11 +206,15 @@ public final class AppStoreVerifier: Sendable {
     /// supplies the instant when the payload has no `signedDate` (notifications only).
     private func verified<Payload: ClaimedPayload>(
         _ raw: UnsafeRawBufferPointer, as kind: Payload.Type, role: JWSRole,
-        claims: ClaimsPolicy<Payload>, fallback: (Payload) -> ValidationInstant? = { _ in nil }
+        claims: ClaimsPolicy<Payload>, fallback: (Payload) -> ValidationInstant? = { _ in nil },
+        shape: (Payload) -> String? = { _ in nil }
     ) throws(RecordRejection) -> (jws: AuthenticatedJWS, payload: Payload, instant: ValidationInstant, chain: [X509Certificate]) {
         let compact = try compactJWS.check(raw, role: role)                                  // 1
         let jws = try signature.check(compact, role: role)                                   // 2
         let payload = try PayloadPolicy<Payload>().check(jws.payloadJSON, role: role)        // 3
+        // Another kind of Apple's JWS decodes as this one too (every field is optional): say
+        // what it is rather than fail a claim it does not carry (bundle_id_mismatch).
+        if let problem = shape(payload) { throw RecordRejection(.malformedPayload, problem) }
         let signedDate = payload.signedDate?.millisecondsSince1970
         let instant = try validationInstant.check(signedDate, role: role, orElse: { fallback(payload) })  // 4
         let chain = try appleChain.check((jws.header, instant), role: role)                  // 5
@@ -238,9 +242,28 @@ public final class AppStoreVerifier: Sendable {
             certificateChain: chain)
     }
 
-    private func transaction(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedTransaction {
+    /// Verifies a transaction the app's backend relays (the webhook's purchase path): as
+    /// ``verifyTransaction(_:)-(String)``, and a payload without `transactionId` (a
+    /// notification's or a renewal info's JWS, which decode as a transaction too) is
+    /// `malformed_payload` saying what it probably is, instead of failing a claim it does not
+    /// carry (`bundle_id_mismatch`). Apple's library has no such check; Apple's own JWS never
+    /// reaches this path.
+    package func verifyRelayedTransaction(_ jws: String) throws(RecordRejection) -> VerifiedTransaction {
+        var jws = jws
+        return try jws.withUTF8 { raw in
+            Result { () throws(RecordRejection) in try transaction(UnsafeRawBufferPointer(raw), requiringTransactionId: true) }
+        }.get()
+    }
+
+    private func transaction(_ raw: UnsafeRawBufferPointer, requiringTransactionId: Bool = false) throws(RecordRejection) -> VerifiedTransaction {
         let (jws, payload, instant, chain) = try verified(
-            raw, as: JWSTransactionDecodedPayload.self, role: .transaction, claims: transactionClaims)
+            raw, as: JWSTransactionDecodedPayload.self, role: .transaction, claims: transactionClaims,
+            shape: { payload in
+                guard requiringTransactionId, payload.transactionId == nil else { return nil }
+                let what = payload.originalTransactionId == nil
+                    ? "a notification's signedPayload or another kind of JWS" : "a signedRenewalInfo, probably"
+                return "this JWS carries no transactionId: it is not a signed transaction (\(what)); send Transaction.jwsRepresentation"
+            })
         return VerifiedTransaction(
             payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date,
             effectiveDateSource: instant.source, signingCertificate: jws.header.leaf,

@@ -125,6 +125,8 @@ public struct VerifyStage: RecordStage, HealthReporting {
         let verified: VerifiedPayload
         switch envelope.kind {
         case .notification: verified = .notification(try verifier.verifyNotification(envelope.jws))
+        case .transaction where record[RequiredEnvelopeKindPart.self] == .transaction:
+            verified = .transaction(try verifier.verifyRelayedTransaction(envelope.jws))
         case .transaction: verified = .transaction(try verifier.verifyTransaction(envelope.jws))
         case .renewalInfo: verified = .renewalInfo(try verifier.verifyRenewalInfo(envelope.jws))
         case .status:

@@ -99,6 +99,45 @@ struct PurchaseEndpointTests {
         #expect(await child.exit(within: .seconds(60)) == 0, "\(child.stderrTail())")
     }
 
+    /// The payload of a compact JWS, decoded without checking anything (test input only).
+    static func unverifiedPayload(_ jws: String) throws -> [String: Any] {
+        var part = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while part.count % 4 != 0 { part += "=" }
+        let data = try #require(Data(base64Encoded: part))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test("issue 53: a notification's or a renewal info's JWS posted as signedTransaction is malformed_payload saying what it is (not bundle_id_mismatch); a non-object body names signedTransaction; dead letters name the purchase path")
+    func wrongKindsAreNamed() async throws {
+        let directory = try TemporaryDirectory(prefix: "signet-purchases")
+        defer { directory.remove() }
+        let fixtures = try await SignetProcess.output(["fixtures", "--out", directory.path("fixtures"), "--count", "6"], timeout: 120)
+        try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
+        let notificationLine = try #require(
+            try String(contentsOfFile: directory.path("fixtures/notifications.ndjson"), encoding: .utf8).split(separator: "\n").first)
+        let notificationJWS = try #require((try JSONSerialization.jsonObject(with: Data(notificationLine.utf8)) as? [String: String])?["signedPayload"])
+        let renewalJWS = try #require(
+            try String(contentsOfFile: directory.path("fixtures/notifications.ndjson"), encoding: .utf8).split(separator: "\n").lazy
+                .compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String])?["signedPayload"] }
+                .compactMap { try? (Self.unverifiedPayload($0)["data"] as? [String: Any])?["signedRenewalInfo"] as? String }.first)
+
+        let (child, port, _) = try await Self.startWebhook(environment: try FixturesEnvironment.read(directory.path("fixtures")), in: directory)
+        defer { child.stop() }
+        let url = "http://127.0.0.1:\(port)/v1/purchases"
+        for (jws, says) in [(notificationJWS, "a notification"), (renewalJWS, "signedRenewalInfo")] {
+            let answer = try await Self.post(url, #"{"signedTransaction":"\#(jws)"}"#, token: "app-backend-secret", in: directory)
+            #expect(answer.status == 422 && answer.json["reason"] as? String == "malformed_payload", "\(answer.json)")
+            #expect((answer.json["detail"] as? String)?.contains(says) == true, "\(answer.json)")
+        }
+        let notObject = try await Self.post(url, "[1]", token: "app-backend-secret", in: directory)
+        #expect(notObject.status == 400 && (notObject.json["detail"] as? String)?.contains("signedTransaction") == true, "\(notObject.json)")
+        child.send(SIGTERM)
+        #expect(await child.exit(within: .seconds(60)) == 0, "\(child.stderrTail())")
+        let dead = try String(contentsOfFile: directory.path("data/dead-letter.ndjson"), encoding: .utf8).split(separator: "\n")
+        #expect(dead.count == 2 && dead.allSatisfy { $0.contains(#""stream":"http:\/v1\/purchases""#) || $0.contains(#""stream":"http:/v1/purchases""#) }, "\(dead)")
+        #expect(!child.stderrText.contains("Apple does not send them again"))
+    }
+
     @Test("a verified transaction is answered after commit with its entitlements; forged is 422 with the reason; no token is 401; a notification body is 400")
     func purchaseFlow() async throws {
         let directory = try TemporaryDirectory(prefix: "signet-purchases")

@@ -79,7 +79,8 @@ public final class HTTPSource: Source {
         self.store = store
         self.logger = logger
         self.intake = WebhookIntake(
-            stream: "http:\(options.path)", maxInFlight: options.maxInFlight, linger: options.batchLinger, deadlines: deadlines)
+            stream: "http:\(options.path)", purchaseStream: options.purchasesPath.map { "http:\($0)" },
+            maxInFlight: options.maxInFlight, linger: options.batchLinger, deadlines: deadlines)
     }
 
     /// The address the server listens on once open (the real port when 0 was asked).

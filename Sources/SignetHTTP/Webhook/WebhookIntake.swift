@@ -72,6 +72,9 @@ final class WebhookIntake: Sendable {
 
     /// The stream name in the records' positions.
     let stream: String
+    /// The stream name of the records the app's backend posts on the purchase path, so their
+    /// dead letters and logs say where they came from; offsets are shared with ``stream``.
+    let purchaseStream: String?
     private let maxInFlight: Int
     /// How long a batch smaller than the runner asked for waits, from its oldest record's
     /// arrival, for more requests to share its commit (``HTTPSource/Options/batchLinger``).
@@ -82,8 +85,12 @@ final class WebhookIntake: Sendable {
     private let queue: RecordQueue<Record>
     private let state = Mutex(State())
 
-    init(stream: String, maxInFlight: Int, linger: Duration = .zero, deadlines: DeadlineSweeper = DeadlineSweeper()) {
+    init(
+        stream: String, purchaseStream: String? = nil, maxInFlight: Int, linger: Duration = .zero,
+        deadlines: DeadlineSweeper = DeadlineSweeper()
+    ) {
         self.stream = stream
+        self.purchaseStream = purchaseStream
         self.maxInFlight = maxInFlight
         self.linger = linger
         self.deadlines = deadlines
@@ -115,7 +122,8 @@ final class WebhookIntake: Sendable {
                 }
                 let offset = state.nextOffset
                 state.nextOffset += 1
-                var record = Record(raw: body, position: SourcePosition(stream: stream, offset: offset))
+                let named = kind == nil ? stream : purchaseStream ?? stream
+                var record = Record(raw: body, position: SourcePosition(stream: named, offset: offset))
                 record.sourceTimestamp = WallClock.milliseconds()
                 record[RequiredEnvelopeKindPart.self] = kind
                 // Under this lock, so records queue in offset order.
@@ -146,7 +154,7 @@ final class WebhookIntake: Sendable {
     func commit(_ outcomes: [RecordOutcome]) {
         state.withLock { state in
             var resolved = 0
-            for outcome in outcomes where outcome.position.stream == stream {
+            for outcome in outcomes where outcome.position.stream == stream || outcome.position.stream == purchaseStream {
                 guard state.uncommitted.remove(outcome.position.offset) != nil else { continue }
                 resolved += 1
                 resume(state.waiters.removeValue(forKey: outcome.position.offset), .committed(outcome))

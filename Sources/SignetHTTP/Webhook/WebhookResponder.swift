@@ -59,7 +59,8 @@ struct WebhookResponder: HTTPResponder {
         }
         guard Self.isJSONObject(body) else {
             logger.info("webhook: refused a body that is not a JSON object", metadata: ["bytes": "\(body.count)"])
-            return Self.reply(.badRequest, ["error": "not_json_object", "detail": "the body must be Apple's {\"signedPayload\": \"...\"}"])
+            let expected = purchase == nil ? "Apple's {\"signedPayload\": \"...\"}" : "{\"signedTransaction\": \"<Transaction.jwsRepresentation>\"}"
+            return Self.reply(.badRequest, ["error": "not_json_object", "detail": "the body must be \(expected)"])
         }
         if let purchase {
             // `decode` turns away anything but a transaction (a notification posted here is
