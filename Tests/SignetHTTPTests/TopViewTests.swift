@@ -52,4 +52,30 @@ struct TopViewTests {
         #expect(text.contains("REFUND QUESTIONS") && text.contains("pending           2, oldest 42 s"), "\(text)")
         #expect(!text.contains("KAFKA") && !text.contains("DELIVERY HEALTH") && !text.contains("SINKS"), "\(text)")
     }
+
+    @Test("a forward sink's receivers (issue 53): queued, oldest, sends and retries per second, given up")
+    func forwardQueuesAreShown() {
+        let before = MetricsSnapshot(text: """
+            signet_forward_pending{sink="staging",target="http://a/x"} 10
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="retry"} 100
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="delivered"} 0
+            """, at: 0)
+        let after = MetricsSnapshot(text: """
+            signet_forward_pending{sink="staging",target="http://a/x"} 12
+            signet_forward_oldest_pending_seconds{sink="staging",target="http://a/x"} 95
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="retry"} 140
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="delivered"} 0
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="refused"} 2
+            signet_forward_attempts_total{sink="staging",target="http://a/x",result="expired"} 1
+            """, at: 2)
+        let lines = TopView(previous: before, current: after, now: 2).lines(source: "x")
+        let section = lines.drop { !$0.hasPrefix("FORWARDING") }
+        #expect(section.count >= 3, "\(lines)")
+        #expect(section.dropFirst().first == "  http://a/x")
+        let figures = section.dropFirst(2).first?.split(separator: " ").map(String.init) ?? []
+        #expect(figures == ["12", "95", "s", "0", "20", "3"], "\(figures)")
+        // No forward sink: no section.
+        #expect(!TopView(previous: after, current: MetricsSnapshot(text: "signet_records_read_total 1", at: 3), now: 3)
+            .lines(source: "x").contains { $0.hasPrefix("FORWARDING") })
+    }
 }

@@ -79,6 +79,24 @@ public struct TopView: Sendable {
                 "  failures          \(number(current.total("signet_delivery_round_trips_total", matching: ["result": "failure"])))",
             ]
         }
+        let queues = current.totals("signet_forward_pending", by: "target")
+        if !queues.isEmpty {
+            lines += ["", "FORWARDING          queued   oldest     sent/s   retries/s   given up"]
+            for target in queues.keys.sorted() {
+                let receiver = ["target": target]
+                func attempts(_ result: String) -> [String: String] { receiver.merging(["result": result]) { $1 } }
+                let givenUp = (current.total("signet_forward_attempts_total", matching: attempts("refused")) ?? 0)
+                    + (current.total("signet_forward_attempts_total", matching: attempts("expired")) ?? 0)
+                lines += [
+                    "  \(target)",
+                    "                    \(number(queues[target]).padding(toLength: 9, withPad: " ", startingAt: 0))"
+                        + "\((number(current.total("signet_forward_oldest_pending_seconds", matching: receiver)) + " s").padding(toLength: 11, withPad: " ", startingAt: 0))"
+                        + "\(number(rate("signet_forward_attempts_total", matching: attempts("delivered"))).padding(toLength: 9, withPad: " ", startingAt: 0))"
+                        + "\(number(rate("signet_forward_attempts_total", matching: attempts("retry"))).padding(toLength: 12, withPad: " ", startingAt: 0))"
+                        + number(givenUp),
+                ]
+            }
+        }
         if let pending = current.total("signet_consumption_pending") {
             lines += [
                 "", "REFUND QUESTIONS",
