@@ -28,6 +28,10 @@ public struct FixtureSet {
     /// `verify`'s `revocation:` policy against a local `openssl ocsp`.
     public var leafOCSPURL: String?
     public var intermediateOCSPURL: String?
+    /// CRL distribution points the certificates name (nil: none): the leaf's list is the
+    /// intermediate's, the intermediate's the root's. For `verify`'s CRL fallback.
+    public var leafCRLURL: String?
+    public var intermediateCRLURL: String?
 
     public init(
         directory: URL, bundleId: String = "com.example.signet", environment: AppStoreEnvironment = .sandbox,
@@ -56,26 +60,35 @@ public struct FixtureSet {
     }
 
     /// Loads the PKI kept in `pki/`, or creates and keeps a new one.
+    ///
+    /// The keys are what is kept; the certificates are issued again from them on every call
+    /// (with this call's OCSP and CRL URLs) and written beside them, so the `.pem` files always
+    /// hold the chain the notifications of the last call carry (an `openssl ocsp` or a CRL
+    /// built from them answers for it). The leaf's serial comes from its key, so it is the
+    /// same on every call and differs between PKIs.
     public func loadOrCreatePKI() throws -> TestPKI {
         let pki = directory.appendingPathComponent("pki")
         let names = ["root", "intermediate", "leaf"]
         let keyFiles = names.map { pki.appendingPathComponent("\($0).key.pem") }
+        let made: TestPKI
         if keyFiles.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
             let keys = try keyFiles.map { try ECPrivateKey(pemEncoded: String(contentsOf: $0, encoding: .utf8)) }
-            return try TestPKI(
+            made = try TestPKI(
                 rootKey: keys[0], intermediateKey: keys[1], leafKey: keys[2], intermediateOCSPURL: intermediateOCSPURL,
-                leafOCSPURL: leafOCSPURL)
+                leafOCSPURL: leafOCSPURL, intermediateCRLURL: intermediateCRLURL, leafCRLURL: leafCRLURL)
+        } else {
+            made = try TestPKI(
+                intermediateOCSPURL: intermediateOCSPURL, leafOCSPURL: leafOCSPURL, intermediateCRLURL: intermediateCRLURL,
+                leafCRLURL: leafCRLURL)
+            try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
+            for (name, key) in [("root", made.rootKey), ("intermediate", made.intermediateKey), ("leaf", made.leafKey)] {
+                try key.pemEncoded.write(to: pki.appendingPathComponent("\(name).key.pem"), atomically: true, encoding: .utf8)
+            }
         }
-        let created = try TestPKI(intermediateOCSPURL: intermediateOCSPURL, leafOCSPURL: leafOCSPURL)
-        try FileManager.default.createDirectory(at: pki, withIntermediateDirectories: true)
-        for (name, key, certificate) in [
-            ("root", created.rootKey, created.root), ("intermediate", created.intermediateKey, created.intermediate),
-            ("leaf", created.leafKey, created.leaf),
-        ] {
-            try key.pemEncoded.write(to: pki.appendingPathComponent("\(name).key.pem"), atomically: true, encoding: .utf8)
+        for (name, certificate) in [("root", made.root), ("intermediate", made.intermediate), ("leaf", made.leaf)] {
             try certificate.pemEncoded.write(to: pki.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
         }
-        return created
+        return made
     }
 
     /// Writes the whole folder with `count` notifications.

@@ -66,14 +66,23 @@ public struct TestPKI: Sendable {
             notBefore: notBefore, notAfter: notAfter, ocspURL: intermediateOCSPURL, crlURL: intermediateCRLURL)
         let leaf = try Self.makeLeaf(
             key: leafKey, commonName: "\(name) Test Receipt Signing", issuer: intermediate, issuerKey: intermediateKey,
-            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter, ocspURL: leafOCSPURL,
-            crlURL: leafCRLURL)
+            notBefore: leafNotBefore ?? notBefore, notAfter: leafNotAfter ?? notAfter,
+            serialNumber: try Self.serialNumber(of: leafKey), ocspURL: leafOCSPURL, crlURL: leafCRLURL)
         self.rootKey = rootKey
         self.root = root
         self.intermediateKey = intermediateKey
         self.intermediate = intermediate
         self.leafKey = leafKey
         self.leaf = leaf
+    }
+
+    /// A leaf's serial number derived from its key: the same key keeps its serial across
+    /// calls (and its revocation entries stay valid), and two PKIs' leaves differ, so one
+    /// leaf can be revoked alone (an issuer's serials must be unique). Positive, 63 bits.
+    static func serialNumber(of key: ECPrivateKey) throws(OpenSSLError) -> UInt64 {
+        let digest = SHA256.hash(try key.publicKey.subjectPublicKeyInfoDER)
+        let value = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return max(value & 0x7FFF_FFFF_FFFF_FFFF, 0x1_0000)
     }
 
     /// The root certificate in PEM, to configure a verifier or write a roots file.

@@ -19,7 +19,7 @@ struct FixturesCommand: ParsableCommand {
 
             With --stdout, notifications go to standard output instead (for very large streams). With --type, only notifications of that type (DID_RENEW) or type and subtype (DID_RENEW/BILLING_RECOVERY) are made, for instance one signed notification to post to a backend under test; `signet fixtures --list-types` lists them.
 
-            With --leaf-ocsp-url and --intermediate-ocsp-url the certificates name OCSP responders in their authorityInfoAccess, to try verify's `revocation:` policy against `openssl ocsp -port` serving DIR/pki (scripts/bench.py does).
+            With --leaf-ocsp-url and --intermediate-ocsp-url the certificates name OCSP responders in their authorityInfoAccess, to try verify's `revocation:` policy against `openssl ocsp -port` serving DIR/pki (scripts/bench.py does); --leaf-crl-url and --intermediate-crl-url name CRL distribution points, for its CRL fallback. DIR/pki keeps the keys; each call issues the certificates again (with that call's URLs) and writes them there, so they are the chain of the notifications just written. The leaf's serial number comes from its key: the same on every call, different for every PKI, so one leaf can be revoked alone.
 
             Examples:
               signet fixtures --out demo --count 1000 && source demo/fixtures.env
@@ -66,6 +66,12 @@ struct FixturesCommand: ParsableCommand {
     @Option(help: ArgumentHelp("An OCSP responder URL the intermediate names (answered for the root).", valueName: "url"))
     var intermediateOcspUrl: String?
 
+    @Option(help: ArgumentHelp("A CRL distribution point the leaf names (a list the intermediate signs).", valueName: "url"))
+    var leafCrlUrl: String?
+
+    @Option(help: ArgumentHelp("A CRL distribution point the intermediate names (a list the root signs).", valueName: "url"))
+    var intermediateCrlUrl: String?
+
     func validate() throws {
         guard listTypes || out != nil else { throw ValidationError("--out DIR is required: the folder of the test PKI and samples") }
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
@@ -104,6 +110,8 @@ struct FixturesCommand: ParsableCommand {
         fixtures.only = try combinations()
         fixtures.leafOCSPURL = leafOcspUrl
         fixtures.intermediateOCSPURL = intermediateOcspUrl
+        fixtures.leafCRLURL = leafCrlUrl
+        fixtures.intermediateCRLURL = intermediateCrlUrl
         if stdout {
             // A DIR made earlier keeps its files: only a new one gets its root, env file and PKI
             // (written with zero notifications), so `--stdout` never empties DIR's NDJSON files.

@@ -114,4 +114,51 @@ struct FixturesVerifyTests {
         let rejected = firstFile.filter { $0["ok"] as? Bool == false }.count
         #expect(rejected == lines.filter { bad.contains($0) }.count)
     }
+
+    /// The leaf certificate a notification line carries (x5c[0] of its JWS header), as base64 DER.
+    static func leafOfFirstNotification(_ path: String) throws -> String {
+        let line = try #require(try CLI.fileLines(path).first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+        var header = String(try #require(object["signedPayload"]).split(separator: ".")[0])
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while header.count % 4 != 0 { header += "=" }
+        let data = try #require(Data(base64Encoded: header))
+        let x5c = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["x5c"] as? [String])
+        return try #require(x5c.first)
+    }
+
+    /// A PEM certificate file's base64 body on one line.
+    static func pemBody(_ path: String) throws -> String {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+    }
+
+    static func openssl(_ arguments: [String]) throws -> String {
+        try SignetProcess.run(executable: ChildProcess.env, ["openssl"] + arguments, timeout: 30).stdoutText
+    }
+
+    @Test("issue 53: pki/*.pem are the chain the last call's notifications carry; the leaf serial follows the key (same on every call, not 0300, differs between PKIs); --leaf-crl-url names a CRL")
+    func pkiFilesMatchTheNotificationsAndSerialsDiffer() throws {
+        let directory = try TemporaryDirectory(prefix: "signet-cli-pki")
+        defer { directory.remove() }
+        let (first, second) = (directory.path("a"), directory.path("b"))
+        for out in [first, second] { try #require(CLI.run(["fixtures", "--out", out, "--count", "2"]).exitCode == 0) }
+        func serial(_ out: String) throws -> String { try Self.openssl(["x509", "-in", out + "/pki/leaf.pem", "-noout", "-serial"]) }
+        let serialBefore = try serial(first)
+        #expect(!serialBefore.isEmpty && serialBefore.trimmingCharacters(in: .whitespacesAndNewlines) != "serial=0300", "\(serialBefore)")
+        #expect(try serial(second) != serialBefore, "two PKIs, two leaf serials")
+
+        // Again into the first folder, now naming responders: its keys are reused, its files follow.
+        let again = try CLI.run([
+            "fixtures", "--out", first, "--count", "2", "--leaf-ocsp-url", "http://127.0.0.1:9/ocsp",
+            "--leaf-crl-url", "http://127.0.0.1:9/intermediate.crl",
+        ])
+        try #require(again.exitCode == 0, CLI.describe(again))
+        #expect(try Self.leafOfFirstNotification(first + "/notifications.ndjson") == Self.pemBody(first + "/pki/leaf.pem"))
+        #expect(try serial(first) == serialBefore, "the same key keeps its serial")
+        let text = try Self.openssl(["x509", "-in", first + "/pki/leaf.pem", "-noout", "-text"])
+        #expect(text.contains("CRL Distribution Points") && text.contains("http://127.0.0.1:9/intermediate.crl"), "\(text)")
+        // Still verified with the root file written beside them.
+        let verified = try CLI.run(["verify", "--root", first + "/root.pem", first + "/notifications.ndjson"])
+        #expect(verified.exitCode == 0, CLI.describe(verified))
+    }
 }
