@@ -199,6 +199,8 @@ def run(args, work, children):
     base_env.update({
         "SIGNET_ROOT_CERTS": os.path.join(fixtures, "root.pem"), "SIGNET_ENVIRONMENT": "Sandbox",
         "SIGNET_BUNDLE_ID": "com.example.signet",
+        # Pipelines/kafka.yaml has an operators' listener: a free port, beside anything running.
+        "SIGNET_ADMIN_ADDRESS": "127.0.0.1:0",
     })
 
     # 1. stdin pipeline, fresh data dir.

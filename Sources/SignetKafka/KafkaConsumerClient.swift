@@ -63,10 +63,11 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
             let lost = rd_kafka_assignment_lost(handle) != 0
             // From here on, acknowledgements of these partitions' handed-out records are
             // ignored and nothing polled for them earlier in this poll is handed out.
-            let (finished, records, held) = tracker.withLock { tracker in
+            let (finished, records, inFlight, held) = tracker.withLock { tracker in
                 let records = tracker.unacknowledgedRecords(partitions)
+                let inFlight = tracker.unfinishedRecords(partitions)
                 let held = tracker.held.intersection(partitions)
-                return (tracker.revoke(partitions), records, held)
+                return (tracker.revoke(partitions), records, inFlight, held)
             }
             // Paused for the bound on work redone: a pause outlives the assignment in
             // librdkafka, and the partition may come back.
@@ -74,7 +75,7 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
                 _ = PartitionList(held.map { ($0, nil) }).withList { rd_kafka_resume_partitions(handle, $0) }
             }
             if lost {
-                lostWithoutRevoke(partitions, finished: finished, records: records)
+                lostWithoutRevoke(partitions, finished: finished, records: records, inFlight: inFlight)
             } else if !finished.isEmpty {
                 // Synchronously, so the next owner starts right after what we finished
                 // (librdkafka documents a sync commit in the revoke callback); a retriable
@@ -113,24 +114,41 @@ final class ConsumerCallbacks: KafkaLogSink, Sendable {
     /// counted; lost while closing, they are kept for the close, which makes the stop exit
     /// non-zero (during a long run the metric shows them: a rebalance under load is no reason
     /// for a service's stop, days later, to report failure).
-    private func lostWithoutRevoke(_ partitions: [TopicPartition], finished: [TopicPartition: Int64], records: [TopicPartition: Int]) {
+    ///
+    /// Records still in the stages (`inFlight`) count too: they finish, publish their events and
+    /// are never committed (their acknowledgement is ignored, the partition is gone), so the next
+    /// owner processes them again as well.
+    private func lostWithoutRevoke(
+        _ partitions: [TopicPartition], finished: [TopicPartition: Int64], records: [TopicPartition: Int],
+        inFlight: [TopicPartition: (count: Int, first: Int64)]
+    ) {
         let names = partitions.map(\.description).joined(separator: ", ")
-        guard !finished.isEmpty else {
-            logger.warning("kafka: lost \(names) without a clean revoke; no finished record was waiting for a commit")
+        guard !finished.isEmpty || !inFlight.isEmpty else {
+            logger.warning("kafka: lost \(names) without a clean revoke; no record was in flight or waiting for a commit")
             return
         }
-        let count = records.values.reduce(0, +)
+        let finishedCount = records.values.reduce(0, +)
+        let inFlightCount = inFlight.values.reduce(0) { $0 + $1.count }
+        // Where the next owner starts, at the latest: the commit point behind the finished
+        // ones, else the first record in flight.
+        var points = finished
+        for (partition, unfinished) in inFlight where points[partition] == nil { points[partition] = unfinished.first }
         let atStop = closing.load(ordering: .acquiring)
         if atStop {
             lost.withLock { lost in
-                lost.points.merge(finished) { max($0, $1) }
-                lost.records += count
+                lost.points.merge(points) { max($0, $1) }
+                lost.records += finishedCount + inFlightCount
             }
         }
-        recordsToRedo.add(count, ordering: .relaxed)
-        redoMetrics.add(records)
+        recordsToRedo.add(finishedCount + inFlightCount, ordering: .relaxed)
+        redoMetrics.add(records.merging(inFlight.mapValues(\.count), uniquingKeysWith: +))
+        var what: [String] = []
+        if finishedCount > 0 { what.append("\(finishedCount) finished records were not committed (\(KafkaConsumerClient.describe(finished)))") }
+        if inFlightCount > 0 {
+            what.append("\(inFlightCount) records were still in the stages (\(inFlight.map { "\($0.key) from \($0.value.first)" }.sorted().joined(separator: ", "))): they finish and publish their events, uncommitted")
+        }
         logger.error(
-            "kafka: lost \(names) without a clean revoke (session timeout or fenced member): \(count) finished records were not committed (\(KafkaConsumerClient.describe(finished))); whoever owns those partitions next processes them again\(atStop ? "" : " (signet_kafka_records_to_redo_total counts them; the run goes on)")")
+            "kafka: lost \(names) without a clean revoke (session timeout or fenced member): \(what.joined(separator: "; ")); whoever owns those partitions next processes them again\(atStop ? "" : " (signet_kafka_records_to_redo_total counts them; the run goes on)")")
     }
 
     /// Result of an asynchronous commit. On failure the points count as unsent again: a

@@ -141,6 +141,18 @@ struct OffsetTracker: Sendable {
         return result
     }
 
+    /// Per partition among `partitions`, the records handed out and not finished yet (in the
+    /// stages now), and the first one's offset; partitions with none are absent.
+    func unfinishedRecords(_ partitions: [TopicPartition]) -> [TopicPartition: (count: Int, first: Int64)] {
+        var result: [TopicPartition: (count: Int, first: Int64)] = [:]
+        for partition in partitions {
+            guard let state = assigned[partition] else { continue }
+            let unfinished = state.handedOut[state.head...].filter { !state.finished.contains($0) }
+            if let first = unfinished.first { result[partition] = (unfinished.count, first) }
+        }
+        return result
+    }
+
     /// Stops tracking revoked partitions and returns their commit points that the broker
     /// has not acknowledged, which the caller commits synchronously before giving the
     /// partitions up: also those already sent asynchronously, whose answer may not have

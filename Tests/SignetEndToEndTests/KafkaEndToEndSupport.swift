@@ -139,6 +139,8 @@ struct PipelineSettings {
             "SIGNET_KAFKA_FETCH_WAIT_MS": "10", "SIGNET_DATA_DIR": dataDir,
             "SIGNET_ROOT_CERTS": KafkaInput.rootPath, "SIGNET_ENVIRONMENT": "Sandbox",
             "SIGNET_BUNDLE_ID": KafkaInput.bundleId,
+            // Instances run side by side: each its own free port for the operators' listener.
+            "SIGNET_ADMIN_ADDRESS": "127.0.0.1:0",
         ]
     }
 }

@@ -50,6 +50,35 @@ struct KafkaLostPartitionTests {
         #expect((committed[p0] ?? -1) < 0, "committed \(committed)")
     }
 
+    /// Issue 53: records still in the stages when the partition is lost finish, publish their
+    /// events and are never committed, so the next owner processes them again: counted and
+    /// said at error level like finished ones, not "no finished record was waiting".
+    @Test func recordsInFlightWhenThePartitionIsLostAreCountedAsRedone() async throws {
+        let cluster = try MockCluster(brokers: 1)
+        defer { cluster.close() }
+        let topic = try singlePartitionTopic(cluster, "lost-in-flight", records: 10)
+        let group = uniqueName("g")
+        let log = CapturedLog()
+        let source = KafkaSource(options: consumerOptions(cluster, group: group, topics: [topic]), logger: log.logger)
+        try await source.open()
+        let records = try await drain(source, commit: false) { $0.count >= 10 }
+        try #require(records.count == 10)
+        // Handed out, not finished: the stages have them when the member is fenced.
+        try #require(try await fence(source, on: cluster, error: MockErrors.illegalGeneration), "no rebalance after the fence")
+
+        let p0 = TopicPartition(topic, 0)
+        let lostLines = log.messages(at: .error).filter { $0.contains("kafka: lost \(p0)") }
+        #expect(lostLines.count == 1, "errors: \(log.messages(at: .error)); warnings: \(log.messages(at: .warning))")
+        #expect(lostLines.first?.contains("10 records were still in the stages (\(p0) from 0)") == true, "\(lostLines)")
+        #expect(source.recordsToRedo == 10)
+        // They finish now: their acknowledgement commits nothing for the lost partition.
+        try await source.commit(records.map(\.position))
+        await source.stop()
+        try await source.close()
+        let committed = try brokerCommittedOffsets(cluster, group: group, [p0])
+        #expect((committed[p0] ?? -1) < 10, "committed \(committed)")
+    }
+
     /// A lost partition with nothing finished waiting for a commit is no redo: a warning, a clean stop.
     @Test func aLostAssignmentWithNothingFinishedLeavesTheStopClean() async throws {
         let cluster = try MockCluster(brokers: 1)
