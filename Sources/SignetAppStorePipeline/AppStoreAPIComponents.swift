@@ -57,6 +57,15 @@ extension ComponentRegistry {
                     options.responder.policy[keyPath: path][entry.name] = .some(ConsumptionInformation.RefundPreference(rawValue: value))
                 }
             }
+            for (key, path) in [
+                ("sample_content_provided_by_product", \ConsumptionPolicy.sampleContentProvidedByProduct),
+                ("sample_content_provided_by_entitlement", \ConsumptionPolicy.sampleContentProvidedByEntitlement),
+            ] {
+                for entry in try config.map(key) {
+                    guard case .bool(let value) = entry.value else { continue }
+                    options.responder.policy[keyPath: path][entry.name] = value
+                }
+            }
             let store = try context.resource(named: config.string("store"), as: StateStoreResource.self)
             return AppStoreConsumptionStage(options: options, store: store, logger: context.logger) {
                 try settings.makeClient(context.environment, context: context)

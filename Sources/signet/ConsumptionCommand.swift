@@ -219,6 +219,9 @@ struct ConsumptionCommand: ParsableCommand {
         @Option(help: "DELIVERED, UNDELIVERED_QUALITY_ISSUE, UNDELIVERED_WRONG_ITEM, UNDELIVERED_SERVER_OUTAGE or UNDELIVERED_OTHER.")
         var deliveryStatus: String?
 
+        @Option(help: "true or false: whether this customer was offered a sample, trial or preview before buying (wins over the stage's sample_content_provided settings).")
+        var sampleContentProvided: Bool?
+
         @Option(help: "Who recorded it and why, kept with the record.")
         var by: String = "operator"
 
@@ -228,8 +231,8 @@ struct ConsumptionCommand: ParsableCommand {
 
         var usage: ConsumptionUsage {
             ConsumptionUsage(
-                transactionId: transactionId, consumptionPercentage: percentage, deliveryStatus: deliveryStatus, at: Grant.now,
-                by: "cli: \(by)")
+                transactionId: transactionId, consumptionPercentage: percentage, deliveryStatus: deliveryStatus,
+                sampleContentProvided: sampleContentProvided, at: Grant.now, by: "cli: \(by)")
         }
 
         func run() throws {

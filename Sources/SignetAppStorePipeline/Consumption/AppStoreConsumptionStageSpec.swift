@@ -26,6 +26,13 @@ extension ComponentSpec {
             ConfigField(
                 "refund_preference_by_entitlement", .map(.enumeration(refundPreferences)), .optional,
                 "per entitlement name (`entitlements:`); wins over the reason", example: "pro: DECLINE"),
+            ConfigField(
+                "sample_content_provided_by_product", .map(.bool), .optional,
+                "per product id, whether a sample, trial or preview was offered; wins over the entitlement and sample_content_provided (what the backend records per purchase, POST /v1/consumption/usage, wins over all)",
+                example: "com.example.coins.100: false"),
+            ConfigField(
+                "sample_content_provided_by_entitlement", .map(.bool), .optional,
+                "per entitlement name (`entitlements:`); wins over sample_content_provided", example: "pro: true"),
             ConfigField("store", .storeName, .default("default"), "the store whose refund questions it answers (`stores:`)"),
         ] + AppStoreAPISettings.fields,
         examples: [

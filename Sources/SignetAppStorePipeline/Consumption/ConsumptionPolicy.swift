@@ -26,8 +26,13 @@ public struct ConsumptionPolicy: Sendable, Hashable {
     public var refundPreferenceByProduct: [String: ConsumptionInformation.RefundPreference?] = [:]
     /// Per entitlement name (`entitlements:`); wins over the reason.
     public var refundPreferenceByEntitlement: [String: ConsumptionInformation.RefundPreference?] = [:]
-    /// Whether the app gives a free sample, a trial or information about the content before a purchase.
+    /// Whether the app gives a free sample, a trial or information about the content before a
+    /// purchase, when nothing more specific says (``sampleContentProvided(for:usage:purchase:names:)``).
     public var sampleContentProvided = false
+    /// Per product id; wins over the entitlement and the default.
+    public var sampleContentProvidedByProduct: [String: Bool] = [:]
+    /// Per entitlement name (`entitlements:`); wins over the default.
+    public var sampleContentProvidedByEntitlement: [String: Bool] = [:]
 
     public init() {}
 
@@ -76,6 +81,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
             ? usage?.consumptionPercentage ?? consumption(of: purchase, type: type, at: request.requestedAt) : 0
         if type == .autoRenewableSubscription { percentage = nil }
         var preference = refundPreference(for: request, purchase: purchase, customer: entry, names: names)
+        let sample = sampleContentProvided(for: request, usage: usage, purchase: purchase, names: names)
         var note: String?
         if preference == .grantProrated, type != .autoRenewableSubscription,
             !(percentage.map { $0 > 0 && $0 < ConsumptionInformation.fullyConsumed } ?? false)
@@ -86,7 +92,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
         if request.advancedCommerce {
             let body = ConsumptionInformationV1(
                 customerConsented: true, consumptionStatus: Self.v1ConsumptionStatus(percentage),
-                deliveryStatus: Self.v1DeliveryStatus(delivery), platform: 0, sampleContentProvided: sampleContentProvided,
+                deliveryStatus: Self.v1DeliveryStatus(delivery), platform: 0, sampleContentProvided: sample,
                 appAccountToken: request.appAccountToken?.description ?? "",
                 refundPreference: preference.map(Self.v1RefundPreference))
             do {
@@ -97,7 +103,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
             return .sendV1(body, note: note)
         }
         let body = ConsumptionInformation(
-            productType: type, customerConsented: true, deliveryStatus: delivery, sampleContentProvided: sampleContentProvided,
+            productType: type, customerConsented: true, deliveryStatus: delivery, sampleContentProvided: sample,
             consumptionPercentage: percentage, refundPreference: preference)
         do {
             try body.validate()
@@ -118,6 +124,20 @@ public struct ConsumptionPolicy: Sendable, Hashable {
         for name in entitlements { if let preference = refundPreferenceByEntitlement[name] { return preference } }
         if let reason = request.reason, let preference = refundPreferenceByReason[reason] { return preference }
         return refundPreference
+    }
+
+    /// Whether a sample, trial or preview of the purchase was offered: what the app recorded for
+    /// this transaction (its usage), else the product's setting, else the first of its
+    /// entitlements (by name) that has one, else ``sampleContentProvided``. An app with a trial
+    /// on its subscriptions but none on its consumables answers each truthfully.
+    public func sampleContentProvided(
+        for request: ConsumptionRequestRecord, usage: ConsumptionUsage?, purchase: SubscriptionSnapshot?, names: EntitlementNames
+    ) -> Bool {
+        if let recorded = usage?.sampleContentProvided { return recorded }
+        if let product = request.productId, let value = sampleContentProvidedByProduct[product] { return value }
+        let entitlements = names.names(productId: request.productId, subscriptionGroupId: purchase?.subscriptionGroupIdentifier).sorted()
+        for name in entitlements { if let value = sampleContentProvidedByEntitlement[name] { return value } }
+        return sampleContentProvided
     }
 
     /// How much of the purchase was used when the customer asked, in milliunits: for a

@@ -135,16 +135,17 @@ extension EntitlementAPI {
         }
     }
 
-    /// `POST /v1/consumption/usage?transactionId=…[&consumptionPercentage=N][&deliveryStatus=…][&by=NAME][&at=MS]`:
-    /// records how much of a purchase was consumed (milliunits, 0...100000) and, when the app
-    /// knows better than Signet, whether it was delivered. A write: only with a token configured.
+    /// `POST /v1/consumption/usage?transactionId=…[&consumptionPercentage=N][&deliveryStatus=…][&sampleContentProvided=true|false][&by=NAME][&at=MS]`:
+    /// records how much of a purchase was consumed (milliunits, 0...100000), when the app knows
+    /// better than Signet whether it was delivered, and whether this customer was offered a
+    /// sample or trial first. A write: only with a token configured.
     func recordConsumptionUsage(_ request: Request) -> Response {
         guard token != nil else {
             return Self.json(.forbidden, #"{"error":"recording usage needs the API token configured (http.api_token)"}"#)
         }
         if let refusal = authorize(request) { return refusal }
         let now = WallClock.milliseconds()
-        var id: String?, percentage: Int?, delivery: String?, by: String?, at: Int64?
+        var id: String?, percentage: Int?, delivery: String?, sample: Bool?, by: String?, at: Int64?
         var seen: Set<String> = []
         for (name, value) in request.uri.queryParameters {
             let name = String(name), value = String(value)
@@ -153,17 +154,19 @@ extension EntitlementAPI {
             case "transactionId": id = value; valid = !value.isEmpty && value.count <= 200
             case "consumptionPercentage": percentage = Int(value); valid = percentage != nil
             case "deliveryStatus": delivery = value; valid = true
+            case "sampleContentProvided": sample = value == "true" ? true : value == "false" ? false : nil; valid = sample != nil
             case "by": by = value; valid = !value.isEmpty && value.count <= 200
             case "at": at = Int64(value); valid = at.map { $0 >= 0 && $0 <= now + 60_000 } ?? false
             default: valid = false
             }
             guard valid, seen.insert(name).inserted else {
-                return Self.json(.badRequest, #"{"error":"parameters: transactionId, consumptionPercentage (milliunits 0 to 100000), deliveryStatus (DELIVERED or UNDELIVERED_*), by (up to 200 characters), at (ms since 1970, not in the future), each once"}"#)
+                return Self.json(.badRequest, #"{"error":"parameters: transactionId, consumptionPercentage (milliunits 0 to 100000), deliveryStatus (DELIVERED or UNDELIVERED_*), sampleContentProvided (true or false), by (up to 200 characters), at (ms since 1970, not in the future), each once"}"#)
             }
         }
         guard let id else { return Self.json(.badRequest, #"{"error":"transactionId is required"}"#) }
         let usage = ConsumptionUsage(
-            transactionId: id, consumptionPercentage: percentage, deliveryStatus: delivery, at: at ?? now, by: "api: " + (by ?? "backend"))
+            transactionId: id, consumptionPercentage: percentage, deliveryStatus: delivery, sampleContentProvided: sample, at: at ?? now,
+            by: "api: " + (by ?? "backend"))
         if let problem = usage.problem { return Self.error(.badRequest, problem) }
         return answer {
             try StateJSON.recordConsumptionUsage(usage, in: try store.store())

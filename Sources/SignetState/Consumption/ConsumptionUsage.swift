@@ -10,15 +10,22 @@ public struct ConsumptionUsage: Sendable, Hashable, Codable {
     public var consumptionPercentage: Int?
     /// `DELIVERED` or one of Apple's `UNDELIVERED_*` values; nil: Signet's state decides.
     public var deliveryStatus: String?
+    /// Whether this customer was offered a sample, trial or preview before the purchase; nil:
+    /// the pipeline's `sample_content_provided` settings decide.
+    public var sampleContentProvided: Bool?
     /// When it was recorded (ms since 1970).
     public var at: Int64
     /// Who recorded it: `api: <name>`, `cli: <name>`.
     public var by: String
 
-    public init(transactionId: String, consumptionPercentage: Int?, deliveryStatus: String? = nil, at: Int64, by: String) {
+    public init(
+        transactionId: String, consumptionPercentage: Int?, deliveryStatus: String? = nil, sampleContentProvided: Bool? = nil,
+        at: Int64, by: String
+    ) {
         self.transactionId = transactionId
         self.consumptionPercentage = consumptionPercentage
         self.deliveryStatus = deliveryStatus
+        self.sampleContentProvided = sampleContentProvided
         self.at = at
         self.by = by
     }
@@ -46,7 +53,9 @@ public struct ConsumptionUsage: Sendable, Hashable, Codable {
                 return "consumptionPercentage must be 0 when deliveryStatus is \(status) (Apple refuses anything else)"
             }
         }
-        if consumptionPercentage == nil, deliveryStatus == nil { return "give consumptionPercentage, deliveryStatus or both" }
+        if consumptionPercentage == nil, deliveryStatus == nil, sampleContentProvided == nil {
+            return "give consumptionPercentage, deliveryStatus, sampleContentProvided or several"
+        }
         return nil
     }
 }
