@@ -24,9 +24,17 @@ extension ComponentRegistry {
             let configured = try config.int("workers")
             let workers = configured == 0 ? ProcessInfo.processInfo.activeProcessorCount : configured
             let configuration = try VerifierConfiguration(reading: config)
-            let policy = try config.object("revocation").map { revocation throws(ConfigError) in
+            let revocation = try config.object("revocation")
+            let policy = try revocation.map { revocation throws(ConfigError) in
                 try RevocationPolicy.configuration.options(revocation)
             } ?? RevocationPolicy()
+            // Only soft mode's grace needs the last good answers after a restart.
+            let answersFile: String? = if policy.mode == .soft {
+                try revocation?.optionalString("answers_file")
+                    ?? DataDirectory.file("revocation-answers.json", environment: context.environment)
+            } else {
+                nil
+            }
             var gate: RevocationGate?
             if policy.mode != .off {
                 guard let checkers else {
@@ -35,7 +43,8 @@ extension ComponentRegistry {
                             + "(registerJWSComponents(ocspTransport:); Signet.makeRegistry() gives one)", key: "revocation")
                 }
                 gate = RevocationGate(
-                    policy: policy, checker: checkers.checker(deadline: policy.deadline), metrics: metrics, logger: context.logger)
+                    policy: policy, checker: checkers.checker(deadline: policy.deadline, answersFile: answersFile?.isEmpty == false ? answersFile : nil),
+                    metrics: metrics, logger: context.logger)
             }
             do {
                 // A document a later stage replaces (`transition`'s events) is never published: not built.

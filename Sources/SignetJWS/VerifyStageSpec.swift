@@ -22,7 +22,7 @@ extension ComponentSpec {
                 "your app's Apple ID; required for Production (Apple sends none in Sandbox)", example: "1234567890"),
             ConfigField("workers", .int(0...256), .default("0"), "threads verifying signatures; 0 = every core"),
             ConfigField(
-                "revocation", .object(RevocationPolicy.configuration.fields), .optional,
+                "revocation", .object(RevocationPolicy.configuration.fields + [RevocationPolicy.answersFileField]), .optional,
                 "online OCSP check of every chain that passed the offline checks (docs/verification.md); off unless a mode is given",
                 example: "{mode: hard}"),
         ] + VerifierConfiguration.configuration.fields,
@@ -48,6 +48,12 @@ extension VerifierConfiguration {
 }
 
 extension RevocationPolicy {
+    /// `revocation.answers_file`: read apart (its default depends on the environment).
+    package static let answersFileField = ConfigField(
+        "answers_file", .string, .optional,
+        "soft mode: where good OCSP answers are kept across restarts, so a restart during a responder outage keeps the grace (each verified again when used); default $SIGNET_DATA_DIR/revocation-answers.json, \"\": in memory only",
+        advanced: true)
+
     /// The keys of `verify`'s `revocation:` mapping, their defaults `RevocationPolicy()`'s.
     package static let configuration = ConfigBindings<RevocationPolicy>(defaults: RevocationPolicy(), [
         ConfigBinding(

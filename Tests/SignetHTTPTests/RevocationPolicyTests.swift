@@ -256,6 +256,50 @@ struct RevocationPolicyTests {
         #expect(inputs.dead.isEmpty && inputs.out.isEmpty)
     }
 
+    @Test("soft mode's last good answers outlive the process (issue 53): a checker started in the outage keeps the grace from the answers file; a tampered file gives none")
+    func softGraceSurvivesARestart() async throws {
+        let bed = try await OCSPTestBed.start(validMinutes: 1)
+        defer { bed.stop() }
+        let inputs = try Inputs(bed.pki, count: 1)
+        defer { inputs.directory.remove() }
+        let answers = inputs.directory.path("revocation-answers.json")
+        let verifier = try AppStoreVerifier(
+            configuration: VerifierConfiguration(roots: [bed.pki.root], environments: [.sandbox], bundleId: "com.example.signet"))
+        let clock = TestClock(Date())
+        func verify(answersFile: String?) async throws -> RecordBatch {
+            // A new checker each time: what a restarted process has.
+            let checker = OCSPRevocationChecker(
+                transport: AsyncHTTPClientOCSPTransport(), options: .init(answersFile: answersFile), clock: { clock.now })
+            let gate = RevocationGate(policy: RevocationPolicy(mode: .soft, grace: .seconds(3_600), retryTimeout: .zero), checker: checker, clock: { clock.now })
+            let stage = VerifyStage(verifier: verifier, parallelism: 1, revocation: gate)
+            var batch = RecordBatch(records: [Record(raw: Array(inputs.lines[0].utf8), position: SourcePosition(stream: "t", offset: 1))])
+            try await DecodeStage(parallelism: 1).process(&batch)
+            try await stage.process(&batch)
+            return batch
+        }
+        #expect(try await verify(answersFile: answers).records[0].isActive, "good while the responders answer")
+        #expect(FileManager.default.fileExists(atPath: answers))
+        bed.stop()
+        clock.set(Date().addingTimeInterval(600))  // past nextUpdate (1 minute) and its leeway
+        #expect(try await verify(answersFile: answers).records[0].isActive, "restarted in the outage: within the grace kept on disk")
+        await #expect(throws: RevocationUnavailable.self, "without the file the restart has no grace") {
+            _ = try await verify(answersFile: nil)
+        }
+        // A file whose answers do not verify (a byte changed in each signed response) grants nothing.
+        var text = try String(contentsOfFile: answers, encoding: .utf8)
+        let marker = #""response":""#
+        var index = text.startIndex
+        while let found = text.range(of: marker, range: index..<text.endIndex) {
+            let at = text.index(found.upperBound, offsetBy: 40)
+            text.replaceSubrange(at...at, with: text[at] == "A" ? "B" : "A")
+            index = found.upperBound
+        }
+        try text.write(toFile: answers, atomically: true, encoding: .utf8)
+        await #expect(throws: RevocationUnavailable.self, "a tampered answer is not believed") {
+            _ = try await verify(answersFile: answers)
+        }
+    }
+
     @Test("soft accepts a failed check within grace past the last good nextUpdate, and holds beyond it; hard holds; counted, logged once a minute")
     func softGrace() async throws {
         let bed = try await OCSPTestBed.start(validMinutes: 1)

@@ -48,12 +48,16 @@ public final class OCSPRevocationChecker: Sendable {
         public var refreshRetryInterval: Duration
         /// How long a good answer without nextUpdate is kept (RFC 5019 responders always give one).
         public var cacheWithoutNextUpdate: Duration
+        /// Where good OCSP answers are kept across restarts (`soft` mode's grace counts from
+        /// them); nil: in memory only.
+        public var answersFile: String?
 
         public init(
             deadline: Duration = .seconds(5), nonce: Bool = false, leewaySeconds: Int64 = 300, refreshFraction: Double = 0.1,
             refreshMargin: Duration = .seconds(3_600), refreshRetryInterval: Duration = .seconds(60),
-            cacheWithoutNextUpdate: Duration = .seconds(300)
+            cacheWithoutNextUpdate: Duration = .seconds(300), answersFile: String? = nil
         ) {
+            self.answersFile = answersFile
             self.deadline = deadline
             self.nonce = nonce
             self.leewaySeconds = leewaySeconds
@@ -90,6 +94,10 @@ public final class OCSPRevocationChecker: Sendable {
     private let clock: @Sendable () -> Date
     private let metrics: RevocationMetrics
     private let entries = Mutex<[Key: Entry]>([:])
+    /// Good OCSP answers kept in ``Options/answersFile`` (read at start, not believed until
+    /// verified again), and the file.
+    private let kept: Mutex<[Key: RevocationAnswerFile.Entry]>
+    private let answerFile: RevocationAnswerFile?
 
     /// - Parameters:
     ///   - clock: the time responses are checked at (tests move it).
@@ -102,13 +110,42 @@ public final class OCSPRevocationChecker: Sendable {
         self.options = options
         self.clock = clock
         self.metrics = metrics
+        answerFile = options.answersFile.map(RevocationAnswerFile.init(path:))
+        // An unreadable file only loses the grace it held: it is replaced at the next good answer.
+        let stored = (try? answerFile?.load()) ?? []
+        kept = Mutex(Dictionary(stored.compactMap { entry in
+            Self.bytes(hex: entry.issuer).map { (Key(issuerFingerprint: $0, serialNumberHex: entry.serial), entry) }
+        }, uniquingKeysWith: { $0.fetchedAt >= $1.fetchedAt ? $0 : $1 }))
     }
 
     /// The nextUpdate of the newest good answer about `certificate`, even one that has passed;
     /// nil when none was ever had or the certificate was found revoked since.
+    ///
+    /// One kept in ``Options/answersFile`` by an earlier process counts once verified again
+    /// here (signed by the issuer or its delegate, about this certificate, good, at the instant
+    /// it was fetched); one that is not is dropped.
     public func lastGoodNextUpdate(of certificate: X509Certificate, issuer: X509Certificate) -> Date? {
         let key = Key(issuerFingerprint: issuer.sha256Fingerprint, serialNumberHex: certificate.serialNumberHex)
-        return entries.withLock { $0[key]?.good?.nextUpdate }
+        let (known, revoked) = entries.withLock { ($0[key]?.good?.nextUpdate, $0[key]?.revoked != nil) }
+        if let known { return known }
+        guard !revoked, let stored = kept.withLock({ $0[key] }) else { return nil }
+        guard let der = Data(base64Encoded: stored.response).map(Array.init),
+            let request = try? OCSPRequest(certificate: certificate, issuer: issuer, nonce: false),
+            let single = try? OCSPResponse(derEncoded: der).singleResponse(
+                for: certificate, issuer: issuer, request: request, atEpochSeconds: stored.fetchedAt,
+                leewaySeconds: options.leewaySeconds),
+            case .good = single.status
+        else {
+            kept.withLock { $0[key] = nil }
+            return nil
+        }
+        let next = nextUpdate(single.nextUpdateEpochSeconds, now: Self.date(stored.fetchedAt))
+        entries.withLock { entries in
+            var entry = entries[key] ?? Entry()
+            if entry.good == nil, entry.revoked == nil { entry.good = (next, next) }
+            entries[key] = entry
+        }
+        return next
     }
 
     /// Who gave the newest answer about `certificate` (`OCSP`, `its CRL`; for a failure, those
@@ -166,8 +203,9 @@ public final class OCSPRevocationChecker: Sendable {
     /// its answer before it returns it.
     private func start(_ key: Key, _ certificate: X509Certificate, _ issuer: X509Certificate) -> Task<RevocationAnswer, Never> {
         Task {
-            let (answer, thisUpdate, source) = await self.ask(certificate, issuer: issuer)
+            let (answer, thisUpdate, source, evidence) = await self.ask(certificate, issuer: issuer)
             self.record(answer, thisUpdate: thisUpdate, source: source, for: key)
+            self.keep(answer, evidence: evidence, for: key)
             return answer
         }
     }
@@ -198,29 +236,67 @@ public final class OCSPRevocationChecker: Sendable {
     /// the certificate names an http CRL distribution point, the CRL's answer instead, unless
     /// that fails too: then the OCSP failure (the CRL's when there is no responder), so a
     /// fallback never turns a failure into another class.
-    private func ask(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?, source: String) {
+    private func ask(
+        _ certificate: X509Certificate, issuer: X509Certificate
+    ) async -> (RevocationAnswer, thisUpdate: Date?, source: String, evidence: [UInt8]?) {
         let ocsp = await askOCSP(certificate, issuer: issuer)
-        guard case .failed(let failure) = ocsp.0 else { return (ocsp.0, ocsp.thisUpdate, "OCSP") }
+        guard case .failed(let failure) = ocsp.0 else { return (ocsp.0, ocsp.thisUpdate, "OCSP", ocsp.body) }
         guard let url = certificate.crlURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
-            return (ocsp.0, ocsp.thisUpdate, "OCSP (the certificate names no CRL)")
+            return (ocsp.0, ocsp.thisUpdate, "OCSP (the certificate names no CRL)", nil)
         }
         let crl = await askCRL(certificate, issuer: issuer, url: url)
         if case .failed = crl.0 {
-            return failure != .noResponder ? (ocsp.0, ocsp.thisUpdate, "OCSP and its CRL") : (crl.0, crl.thisUpdate, "its CRL (no OCSP responder)")
+            return failure != .noResponder
+                ? (ocsp.0, ocsp.thisUpdate, "OCSP and its CRL", nil) : (crl.0, crl.thisUpdate, "its CRL (no OCSP responder)", nil)
         }
-        return (crl.0, crl.thisUpdate, "its CRL (OCSP gave no answer)")
+        return (crl.0, crl.thisUpdate, "its CRL (OCSP gave no answer)", nil)
+    }
+
+    /// Keeps a good OCSP answer in the answers file (a revoked one removes the kept answer).
+    /// Rare (once per certificate per refresh), so the whole file is written each time.
+    private func keep(_ answer: RevocationAnswer, evidence: [UInt8]?, for key: Key) {
+        guard let answerFile else { return }
+        let snapshot: [RevocationAnswerFile.Entry]? = kept.withLock { kept in
+            switch answer {
+            case .good:
+                guard let evidence else { return nil }
+                kept[key] = RevocationAnswerFile.Entry(
+                    issuer: Self.hex(key.issuerFingerprint), serial: key.serialNumberHex,
+                    fetchedAt: Int64(clock().timeIntervalSince1970.rounded(.down)), response: Data(evidence).base64EncodedString())
+            case .revoked:
+                guard kept.removeValue(forKey: key) != nil else { return nil }
+            case .failed:
+                return nil
+            }
+            return Array(kept.values)
+        }
+        if let snapshot { try? answerFile.save(snapshot) }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// One OCSP exchange: build, send within the deadline, check, classify.
-    private func askOCSP(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?) {
+    private func askOCSP(_ certificate: X509Certificate, issuer: X509Certificate) async -> (RevocationAnswer, thisUpdate: Date?, body: [UInt8]?) {
         guard let url = certificate.ocspURLs.first(where: { $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
-            return (.failed(.noResponder), nil)
+            return (.failed(.noResponder), nil, nil)
         }
         let request: OCSPRequest
         do {
             request = try OCSPRequest(certificate: certificate, issuer: issuer, nonce: options.nonce)
         } catch {
-            return (.failed(RevocationFailure(error)), nil)
+            return (.failed(RevocationFailure(error)), nil, nil)
         }
         let started = ContinuousClock.now
         let transport = self.transport
@@ -231,7 +307,7 @@ public final class OCSPRevocationChecker: Sendable {
         let body: [UInt8]
         switch posted {
         case .success(let bytes): body = bytes
-        case .failure(let error): return (.failed(RevocationFailure(error)), nil)
+        case .failure(let error): return (.failed(RevocationFailure(error)), nil, nil)
         }
         let now = clock()
         let single: OCSPSingleResponse
@@ -240,16 +316,16 @@ public final class OCSPRevocationChecker: Sendable {
                 for: certificate, issuer: issuer, request: request,
                 atEpochSeconds: Int64(now.timeIntervalSince1970.rounded(.down)), leewaySeconds: options.leewaySeconds)
         } catch {
-            return (.failed(RevocationFailure(error)), nil)
+            return (.failed(RevocationFailure(error)), nil, nil)
         }
         let thisUpdate = Self.date(single.thisUpdateEpochSeconds)
         switch single.status {
         case .good:
-            return (.good(nextUpdate: nextUpdate(single.nextUpdateEpochSeconds, now: now)), thisUpdate)
+            return (.good(nextUpdate: nextUpdate(single.nextUpdateEpochSeconds, now: now)), thisUpdate, body)
         case .revoked(let reason, let revokedAt):
-            return (.revoked(reason: reason, date: Self.date(revokedAt)), thisUpdate)
+            return (.revoked(reason: reason, date: Self.date(revokedAt)), thisUpdate, nil)
         case .unknown:
-            return (.failed(.unknown), thisUpdate)
+            return (.failed(.unknown), thisUpdate, nil)
         }
     }
 
