@@ -7,7 +7,8 @@ extension ComponentSpec {
         summary: "parses an input line and finds its signed JWS (signedPayload, signedTransaction, bare JWS)",
         description: "Also signedTransactionInfo and signedRenewalInfo; a line that is none of these is rejected as malformed_json.",
         fields: DecodeStage.Options.configuration.fields,
-        examples: ["stages:\n  - type: decode"])
+        examples: ["stages:\n  - type: decode"],
+        rejects: [.invalidUTF8, .malformedJSON, .missingSignedPayload])
 }
 
 extension DecodeStage.Options {

@@ -29,7 +29,12 @@ extension ComponentSpec {
         examples: [
             "stages:\n  - type: decode\n  - type: verify\n    environment: Production\n    bundle_id: com.example.app\n    app_apple_id: 1234567890",
         ],
-        requiresBefore: ["decode"])
+        requiresBefore: ["decode"],
+        rejects: [
+            .malformedJWS, .unsupportedAlgorithm, .unsupportedHeader, .invalidX5C, .invalidCertificateChain, .missingAppleOID,
+            .certificateNotValidAtSignedDate, .signedDateInFuture, .invalidSignature, .malformedPayload, .environmentMismatch,
+            .bundleIdMismatch, .appAppleIdMismatch, .nestedJWSInvalid, .certificateRevoked,
+        ])
 }
 
 extension VerifierConfiguration {

@@ -31,6 +31,19 @@ struct GeneratedReferenceTests {
         #expect(declared.isSuperset(of: ["line_too_large", "invalid_signature", "environment_conflict", "http_rejected"]))
     }
 
+    /// Every code a pipeline component can reject or dead-letter with is declared by its spec
+    /// (``ComponentSpec/rejects``), so a pipeline exports it at 0 from the start and the first
+    /// one is an increase Prometheus sees (issue 53). The others are not pipeline dead letters:
+    /// `signet verify`'s own verdict, and what the forward sink writes to its own file.
+    @Test func everyPipelineReasonCodeIsDeclaredByASpec() {
+        let registry = Signet.makeRegistry()
+        let specs = registry.catalog.flatMap(\.specs)
+        let declaredBySpecs = Set(specs.flatMap(\.rejects).map(\.rawValue))
+        let notPipelineDeadLetters: Set<String> = ["revocation_unavailable", "forward_refused", "forward_expired"]
+        #expect(KnownReasonCodes.declared.subtracting(notPipelineDeadLetters).subtracting(declaredBySpecs).sorted() == [])
+        #expect(declaredBySpecs.isSubset(of: KnownReasonCodes.declared), "\(declaredBySpecs.subtracting(KnownReasonCodes.declared))")
+    }
+
     @Test(.ownThread) func pipelineSchemaMatchesTheRegistry() throws {
         let path = Self.root.appendingPathComponent("Schemas/pipeline.schema.json").path
         let committed = try String(contentsOfFile: path, encoding: .utf8)

@@ -189,8 +189,8 @@ enum PrometheusTools {
     }
 }
 
-/// Prometheus' HTTP API through curl (an independent client).
-private struct Prometheus {
+/// Prometheus' HTTP API through curl (an independent client); AlertsFireFromTheBinaryTests uses it too.
+struct Prometheus {
     let base: String
 
     struct Failure: Error, CustomStringConvertible {

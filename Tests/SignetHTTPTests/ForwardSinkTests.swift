@@ -92,6 +92,9 @@ struct ForwardSinkTests {
         #expect(await poll { await scrape("signet_forward_attempts_total", [receiver, #"result="refused""#]) == 0 }, "\(child.stderrText)")
         let (expired, started) = (await scrape("signet_forward_attempts_total", [receiver, #"result="expired""#]), await scrape("signet_process_start_time_seconds", []))
         #expect(expired == 0)
+        // The pipeline's reason codes too: the first forged notification is an increase from 0.
+        let forged = await scrape("signet_dead_letters_total", [#"reason="invalid_signature""#])
+        #expect(forged == 0, "\(String(describing: forged))")
         #expect(started.map { $0 > 1_700_000_000 } == true, "\(String(describing: started))")
 
         try child.write(inputs.lines.joined(separator: "\n") + "\n")

@@ -30,12 +30,19 @@ public struct ComponentSpec: Sendable {
     /// Skips key validation: the factory reads a raw ``ConfigObject`` (see the
     /// deprecated string-named `register…` calls). Such a component shows no keys.
     public var acceptsAnyKeys: Bool
+    /// The reason codes it rejects records or dead-letters messages with
+    /// (docs/reason-codes.md). A pipeline exports each at 0 from its start
+    /// (`signet_dead_letters_total`, `signet_records_rejected_total`), so an alert's
+    /// `increase()` sees the first one, even in a process that ran for weeks.
+    public var rejects: [ReasonCode]
 
     public init(
         name: String, summary: String, description: String = "", fields: [ConfigField] = [],
         examples: [String] = [], requiresBefore: [String] = [], traits: Set<StageTrait> = [],
-        retiredKeys: [String: String] = [:], testSubstitute: String? = nil, acceptsAnyKeys: Bool = false
+        retiredKeys: [String: String] = [:], testSubstitute: String? = nil, acceptsAnyKeys: Bool = false,
+        rejects: [ReasonCode] = []
     ) {
+        self.rejects = rejects
         self.name = name
         self.summary = summary
         self.description = description

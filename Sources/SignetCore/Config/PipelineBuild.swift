@@ -5,6 +5,8 @@ struct PipelineBuild {
     let root: ConfigNode
     private var registry: ComponentRegistry { loader.registry }
     private var errors: [ConfigError] = []
+    /// What the components built may reject with (their specs' ``ComponentSpec/rejects``).
+    private var reasonCodes: Set<ReasonCode> = []
     private var resources: [NamedResource] = []
     private var resourceLocations: [String: ConfigLocation] = [:]
     /// The stores the file declares, in file order.
@@ -122,7 +124,7 @@ struct PipelineBuild {
         }
         return Pipeline(
             source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings,
-            resources: resources, sections: sections)
+            resources: resources, sections: sections, reasonCodes: reasonCodes)
     }
 
     // MARK: - Components
@@ -187,6 +189,7 @@ struct PipelineBuild {
                     + ConfigObject.suggestion(for: type, among: known), at: typePair.value.location))
             return nil
         }
+        reasonCodes.formUnion(entry.spec.rejects)
         let reserved: Set<String> = Set(["type"] + extraFields.map(\.name))
         var validator = ConfigValidator(storeNames: availableStoreNames)
         let config: ParsedConfig

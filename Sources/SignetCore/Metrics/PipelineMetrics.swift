@@ -39,6 +39,16 @@ public final class PipelineMetrics: Sendable {
         endToEnd = Timer(label: "signet_end_to_end_latency_seconds", factory: factory)
     }
 
+    /// Makes the rejection and dead-letter counters of `reasons` exist at 0: a counter born at
+    /// its first event reads as no increase to Prometheus, so the first dead letter of a
+    /// reason would never fire an alert.
+    func registerReasons(_ reasons: Set<ReasonCode>) {
+        for reason in reasons.map(\.rawValue) {
+            counter(in: rejected, key: reason, label: "signet_records_rejected_total", [("reason", reason)]).increment(by: 0)
+            counter(in: deadLetters, key: reason, label: "signet_dead_letters_total", [("reason", reason)]).increment(by: 0)
+        }
+    }
+
     /// Records taken from the source (they are in flight until committed).
     func recordsRead(_ count: Int) {
         read.increment(by: count)

@@ -22,12 +22,16 @@ public struct Pipeline: Sendable {
     /// Registered top-level sections the file wrote (e.g. `http:`), validated, for the
     /// code that serves them; keyed by section name.
     public var sections: [String: ParsedConfig]
+    /// The reason codes its components may reject with (``ComponentSpec/rejects``), exported
+    /// at 0 from the start; a code not listed still counts once it happens.
+    public var reasonCodes: Set<ReasonCode>
 
     public init(
         source: any Source, stages: [any Stage], sinks: [NamedSink], deadLetter: DeadLetterOutput,
         settings: PipelineSettings = PipelineSettings(), resources: [NamedResource] = [],
-        sections: [String: ParsedConfig] = [:]
+        sections: [String: ParsedConfig] = [:], reasonCodes: Set<ReasonCode> = []
     ) {
+        self.reasonCodes = reasonCodes
         self.source = source
         self.stages = stages
         self.sinks = sinks

@@ -36,6 +36,7 @@ public final class PipelineRunner: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.health = health
+        metrics.registerReasons(pipeline.reasonCodes)
     }
 
     /// The counts so far (safe to call while running).

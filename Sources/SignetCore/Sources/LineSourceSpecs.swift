@@ -3,14 +3,16 @@ extension ComponentSpec {
     package static let stdinSource = ComponentSpec(
         name: "stdin", summary: "NDJSON lines from standard input",
         fields: LineSource.Options.configuration.fields,
-        examples: ["source:\n  type: stdin\n  max_line_bytes: 1048576"])
+        examples: ["source:\n  type: stdin\n  max_line_bytes: 1048576"],
+        rejects: [.lineTooLarge])
 
     /// `source: {type: file}`.
     package static let fileSource = ComponentSpec(
         name: "file", summary: "NDJSON lines from a file, optionally resuming from a checkpoint",
         fields: [ConfigField("path", .string, .required, "the NDJSON file to read", example: "notifications.ndjson")]
             + LineSource.Options.fileConfiguration.fields,
-        examples: ["source:\n  type: file\n  path: notifications.ndjson\n  checkpoint: signet-data/input.checkpoint"])
+        examples: ["source:\n  type: file\n  path: notifications.ndjson\n  checkpoint: signet-data/input.checkpoint"],
+        rejects: [.lineTooLarge])
 }
 
 extension LineSource.Options {

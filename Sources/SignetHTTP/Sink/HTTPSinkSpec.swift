@@ -15,7 +15,8 @@ extension ComponentSpec {
         fields: [ConfigField("url", .string, .required, "where to POST (http:// or https://)", example: "https://backend.example/signet-events")]
             + HTTPSink.Options.configuration.fields
             + [ConfigField("headers", .stringMap, .optional, "extra request headers", example: "{ Authorization: \"Bearer ${BACKEND_TOKEN}\" }")],
-        examples: ["sinks:\n  backend:\n    type: http\n    url: http://127.0.0.1:8000/events\n    mode: batch"])
+        examples: ["sinks:\n  backend:\n    type: http\n    url: http://127.0.0.1:8000/events\n    mode: batch"],
+        rejects: [.httpRejected])
 }
 
 extension HTTPSink.Options {

@@ -48,7 +48,8 @@ extension ComponentSpec {
         // Every record leaves with its events as outputs, or dropped or rejected without any;
         // its commit checks every dedupe key.
         traits: [.replacesOutputs, .checksDedupeKeys],
-        retiredKeys: movedStoreKeys)
+        retiredKeys: movedStoreKeys,
+        rejects: [.missingTransaction, .environmentConflict, .unknownNotificationType])
 
     /// `- type: fanout`.
     package static let fanoutStage = ComponentSpec(
