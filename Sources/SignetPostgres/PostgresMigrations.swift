@@ -203,6 +203,14 @@ public enum PostgresMigrations {
             SET record = jsonb_set(record, '{appAccountToken}', to_jsonb(lower(record->>'appAccountToken')))
             WHERE record->>'appAccountToken' <> lower(record->>'appAccountToken')
             """,
+            // Anything but a UUID (an empty string Apple's payload carried) is dropped: read back
+            // typed, it would fail the whole listing.
+            """
+            UPDATE signet_consumption_requests SET record = record - 'appAccountToken'
+            WHERE record ? 'appAccountToken'
+              AND NOT (jsonb_typeof(record->'appAccountToken') = 'string'
+                       AND record->>'appAccountToken' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+            """,
             """
             INSERT INTO signet_consumption_ledger (key, record)
             SELECT DISTINCT ON (1) 'appAccountToken:' || lower(substr(key, 17)),

@@ -125,6 +125,8 @@ struct PostgresStoreTests {
             \(consent(breach, true, 100)) \(consent(breach.uppercased(), false, 200))
             \(consent(tie.uppercased(), true, 400)) \(consent("cCcccccc-0000-4000-8000-00000000000c", false, 400))
             \(consent("AaAaAaAa-0000-4000-8000-00000000000a", true, 150))
+            INSERT INTO signet_consumption_requests (transaction_id, requested_at, status, due_at, record)
+                VALUES ('q-empty', 100, 'pending', NULL, '{"transactionId":"q-empty","appAccountToken":"","requestedAt":100,"deadline":43200100,"receivedAt":100,"repeats":0,"status":"pending","attempts":0,"advancedCommerce":false}');
             """)
         #expect(try PostgresStateStore.migrate(options: Self.options(url)) == [9])
         let reader = try PostgresStateStore.openReadOnly(url: url)
@@ -136,6 +138,9 @@ struct PostgresStoreTests {
         #expect(try decided(breach)?.consented == false, "the later withdrawal stands")
         #expect(try decided(tie).map { ($0.consented, $0.at) } ?? (true, 0) == (false, 400))
         #expect(try server.psql(database, "SELECT count(*) FROM signet_consumption_ledger") == "2")
+        // A refund question stored with a token that is no UUID reads back without it.
+        let requests = try reader.consumptionRequests(requestedSince: 0, limit: 10)
+        #expect(requests.map(\.transactionId) == ["q-empty"] && requests.first?.appAccountToken == nil, "\(requests)")
     }
 
     @Test func theEntitlementsViewAnswersAsOfNowWithAnIndexedQuery() async throws {

@@ -44,6 +44,15 @@ import Testing
         return "INSERT INTO consumption_ledger (key, record) VALUES ('appAccountToken:\(spelled)', '\(record)');"
     }
 
+    /// A refund question as an earlier Signet stored it, its token as Apple's payload spelled it.
+    static func legacyRequest(_ id: String, token: String) throws -> String {
+        let placeholder = try #require(AppAccountToken("00000000-0000-4000-8000-000000000000"))
+        let record = try ConsumptionRecordCoding.encode(
+            ConsumptionRequestRecord(transactionId: id, appAccountToken: placeholder, requestedAt: 100, receivedAt: 100))
+            .replacingOccurrences(of: placeholder.description, with: token)
+        return "INSERT INTO consumption_requests (transaction_id, requested_at, due_at, record) VALUES ('\(id)', 100, NULL, '\(record)');"
+    }
+
     @Test("appAccountTokens stored in other spellings (issue 53) become canonical on open; two spellings of one customer's consent merge into the deciding entry")
     func appAccountTokensBecomeCanonical() async throws {
         let path = Fixture.temporaryDatabase()
@@ -67,6 +76,8 @@ import Testing
             \(try Self.legacyConsent(tie.uppercased(), consented: true, at: 400))
             \(try Self.legacyConsent("cCcccccc-0000-4000-8000-00000000000c", consented: false, at: 400))
             \(try Self.legacyConsent("dddddddd-0000-4000-8000-00000000000D", consented: true, at: 10))
+            \(try Self.legacyRequest("q-upper", token: "EEEEEEEE-0000-4000-8000-00000000000E"))
+            \(try Self.legacyRequest("q-empty", token: ""))
             """)
         database.close()
 
@@ -82,6 +93,12 @@ import Testing
         #expect(try consent(regranted).map { ($0.consented, $0.at) } ?? (false, 0) == (true, 300))
         #expect(try consent(tie).map { ($0.consented, $0.at) } ?? (true, 0) == (false, 400))
         #expect(try consent("DDDDDDDD-0000-4000-8000-00000000000d")?.appAccountToken?.description == "dddddddd-0000-4000-8000-00000000000d")
+        // Refund questions stored in another spelling read back canonical; one whose token was no
+        // UUID (an empty string) reads back without it instead of failing the whole listing.
+        let requests = try store.consumptionRequests(requestedSince: 0, limit: 10)
+        #expect(requests.map(\.transactionId).sorted() == ["q-empty", "q-upper"])
+        #expect(requests.first { $0.transactionId == "q-upper" }?.appAccountToken?.description == "eeeeeeee-0000-4000-8000-00000000000e")
+        #expect(requests.first { $0.transactionId == "q-empty" }.map { $0.appAccountToken == nil } == true)
         let check = try SQLiteDatabase(path: path, readOnly: true)
         defer { check.close() }
         let statement = try check.statement(SQLiteQuery("SELECT count(*) FROM consumption_ledger WHERE substr(key, 1, 16) = 'appAccountToken:' AND substr(key, 17) <> lower(substr(key, 17))"))

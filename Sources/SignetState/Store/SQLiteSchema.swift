@@ -110,12 +110,19 @@ enum SQLiteSchema {
     /// spellings of one customer's consent merge into the entry that decides (the newest; at
     /// the same instant a withdrawal), rows in ascending order so the decider is written last.
     static let canonicalAppAccountTokensMark = "app_account_tokens_canonical"
+    /// A lower-case hyphenated UUID, as a GLOB pattern. A refund question stored with anything
+    /// else (an empty string Apple's payload carried) loses the token: read back typed, it
+    /// would fail the whole listing.
+    static let uuidGlob = [8, 4, 4, 4, 12].map { String(repeating: "[0-9a-f]", count: $0) }.joined(separator: "-")
     static let canonicalizeAppAccountTokens = """
         UPDATE subscriptions SET app_account_token = lower(app_account_token)
             WHERE app_account_token <> lower(app_account_token);
         UPDATE consumption_requests
             SET record = json_set(record, '$.appAccountToken', lower(json_extract(record, '$.appAccountToken')))
             WHERE json_extract(record, '$.appAccountToken') <> lower(json_extract(record, '$.appAccountToken'));
+        UPDATE consumption_requests SET record = json_remove(record, '$.appAccountToken')
+            WHERE json_type(record, '$.appAccountToken') IS NOT NULL
+              AND NOT (json_type(record, '$.appAccountToken') = 'text' AND json_extract(record, '$.appAccountToken') GLOB '\(uuidGlob)');
         INSERT INTO consumption_ledger (key, record)
             SELECT 'appAccountToken:' || lower(substr(key, 17)), json_set(record, '$.appAccountToken', lower(substr(key, 17)))
             FROM consumption_ledger
