@@ -84,23 +84,8 @@ struct AlertsAndDashboardTests {
         // Prometheus scraping it every second, with the alert rules loaded.
         let directory = try TemporaryDirectory(prefix: "signet-prometheus")
         defer { directory.remove() }
-        let webPort = try freeLocalPort()
-        let config = try directory.write("prometheus.yml", """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            rule_files: ["\(Self.rules)"]
-            scrape_configs:
-              - job_name: signet
-                static_configs:
-                  - targets: ["127.0.0.1:\(port)"]
-            """)
-        let prometheus = try ChildProcess(
-            ChildProcess.env,
-            ["prometheus", "--config.file=\(config)", "--storage.tsdb.path=\(directory.path("data"))", "--web.listen-address=127.0.0.1:\(webPort)"],
-            stdin: false)
+        let (prometheus, api) = try Prometheus.start(scraping: "127.0.0.1:\(port)", rules: Self.rules, in: directory)
         defer { prometheus.stop() }
-        let api = Prometheus(base: "http://127.0.0.1:\(webPort)")
         var scrapes = 0.0
         let deadline = ContinuousClock.now + .seconds(40)
         while scrapes < 5 && ContinuousClock.now < deadline && prometheus.isRunning {
@@ -192,6 +177,28 @@ enum PrometheusTools {
 /// Prometheus' HTTP API through curl (an independent client); AlertsFireFromTheBinaryTests uses it too.
 struct Prometheus {
     let base: String
+
+    /// A Prometheus server on a free loopback port, scraping `target` (job `signet`) and
+    /// evaluating `rules` every second, its data in `directory`; the caller stops the process.
+    static func start(scraping target: String, rules: String, in directory: TemporaryDirectory) throws -> (ChildProcess, Prometheus) {
+        let webPort = try freeLocalPort()
+        let config = try directory.write("prometheus.yml", """
+            global:
+              scrape_interval: 1s
+              evaluation_interval: 1s
+            rule_files: ["\(rules)"]
+            scrape_configs:
+              - job_name: signet
+                static_configs:
+                  - targets: ["\(target)"]
+            """)
+        let process = try ChildProcess(
+            ChildProcess.env,
+            ["prometheus", "--config.file=\(config)", "--storage.tsdb.path=\(directory.path("prometheus-data"))",
+             "--web.listen-address=127.0.0.1:\(webPort)"],
+            stdin: false)
+        return (process, Prometheus(base: "http://127.0.0.1:\(webPort)"))
+    }
 
     struct Failure: Error, CustomStringConvertible {
         var description: String

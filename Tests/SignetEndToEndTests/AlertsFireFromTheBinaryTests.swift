@@ -498,24 +498,8 @@ struct AlertsFireFromTheBinaryTests {
         defer { signet.stop() }
         _ = await signet.waitUntil(timeout: .seconds(30)) { listeningPort(in: signet.stderrText) != nil || !signet.isRunning }
         let port = try #require(listeningPort(in: signet.stderrText), "no listener: \(signet.stderrTail())")
-        let webPort = try freeLocalPort()
-        let config = try directory.write("prometheus.yml", """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            rule_files: ["\(rules)"]
-            scrape_configs:
-              - job_name: signet
-                static_configs:
-                  - targets: ["127.0.0.1:\(port)"]
-            """)
-        let prometheus = try ChildProcess(
-            ChildProcess.env,
-            ["prometheus", "--config.file=\(config)", "--storage.tsdb.path=\(directory.path("prometheus-data"))",
-             "--web.listen-address=127.0.0.1:\(webPort)"],
-            stdin: false)
+        let (prometheus, api) = try Prometheus.start(scraping: "127.0.0.1:\(port)", rules: rules, in: directory)
         defer { prometheus.stop() }
-        let api = Prometheus(base: "http://127.0.0.1:\(webPort)")
         var seen = false
         let scraped = ContinuousClock.now + .seconds(40)
         while !seen && ContinuousClock.now < scraped && prometheus.isRunning {
@@ -566,78 +550,14 @@ struct AlertsFireFromTheBinaryTests {
         firing: ([String: Double], [[String: Any]]) -> Bool
     ) async throws {
         let started = Date().timeIntervalSince1970
-        let signet = try ChildProcess.signet(["run", "--pipeline", pipeline], environment: environment)
-        defer { signet.stop() }
-        _ = await signet.waitUntil(timeout: .seconds(30)) { listeningPort(in: signet.stderrText) != nil || !signet.isRunning }
-        let port = try #require(listeningPort(in: signet.stderrText), "no listener: \(signet.stderrTail())")
-        let metrics = "http://127.0.0.1:\(port)/metrics"
-
-        let webPort = try freeLocalPort()
-        let config = try directory.write("prometheus.yml", """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            rule_files: ["\(rules)"]
-            scrape_configs:
-              - job_name: signet
-                static_configs:
-                  - targets: ["127.0.0.1:\(port)"]
-            """)
-        let prometheus = try ChildProcess(
-            ChildProcess.env,
-            ["prometheus", "--config.file=\(config)", "--storage.tsdb.path=\(directory.path("prometheus-data"))",
-             "--web.listen-address=127.0.0.1:\(webPort)"],
-            stdin: false)
-        defer { prometheus.stop() }
-        let api = Prometheus(base: "http://127.0.0.1:\(webPort)")
-
-        // Prometheus scrapes signet before the first event.
-        var seen = false
-        let scraped = ContinuousClock.now + .seconds(40)
-        while !seen && ContinuousClock.now < scraped && prometheus.isRunning {
-            try await Task.sleep(for: .milliseconds(500))
-            seen = (try? await api.query(before).isEmpty == false) ?? false
+        try await watching(pipeline: pipeline, environment: environment, rules: rules, directory: directory, alerts: names, before: before) { watched in
+            try watched.signet.write(input.joined(separator: "\n") + "\n")
+            let samples = try await watched.waitForMetrics("the events", ready)
+            try checkMetrics(samples, started)
+            try await watched.expectFiring(names) { firing(samples, $0) }
+            watched.signet.closeInput()
+            #expect(await watched.signet.exit(within: .seconds(30)) == 0, "signet: \(watched.signet.stderrTail())")
         }
-        try #require(seen, "Prometheus never answered \(before): \(prometheus.stderrTail())\nsignet: \(signet.stderrTail())")
-        // And evaluated the rules on it (rule groups start at their own offset), none of the
-        // alerts under test active yet.
-        try await Task.sleep(for: .seconds(3))
-        let quiet = try await api.get("/api/v1/alerts", [:])
-        let early = (((quiet["data"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []).filter {
-            names.contains((($0["labels"] as? [String: String]) ?? [:])["alertname"] ?? "")
-        }
-        #expect(early.isEmpty, "active before any event: \(early)")
-
-        try signet.write(input.joined(separator: "\n") + "\n")
-        var samples: [String: Double] = [:]
-        let settled = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < settled && signet.isRunning {
-            samples = parsePrometheus(try await curl(metrics))
-            if ready(samples) { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        try #require(ready(samples), "signet's /metrics never showed the events: \(signet.stderrTail())")
-        try checkMetrics(samples, started)
-
-        let eventsSeen = ContinuousClock.now
-        var answer: [String: Any] = [:]
-        var alerts: [[String: Any]] = []
-        var fired = false
-        while !fired && ContinuousClock.now < eventsSeen + firingTimeout && prometheus.isRunning {
-            answer = try await api.get("/api/v1/alerts", [:])
-            alerts = ((answer["data"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []
-            fired = firing(samples, alerts)
-            if !fired { try await Task.sleep(for: .seconds(1)) }
-        }
-        let json = (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "\(answer)"
-        #expect(fired, "the alerts did not fire within \(firingTimeout): /api/v1/alerts: \(json)\nsignet: \(signet.stderrTail())\nprometheus: \(prometheus.stderrTail(5))")
-        if fired {
-            let labels = names.sorted().flatMap { Self.firing(alerts, $0) }.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
-            print("firing \(ContinuousClock.now - eventsSeen) after the events were in /metrics: \(labels.joined(separator: "; "))")
-        }
-
-        signet.closeInput()
-        #expect(await signet.exit(within: .seconds(30)) == 0, "signet: \(signet.stderrTail())")
     }
 
     // MARK: Rules

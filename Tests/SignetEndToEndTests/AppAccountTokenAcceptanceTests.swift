@@ -12,15 +12,8 @@ import Testing
     "appAccountToken is a UUID at every boundary (issue 53): the acceptance script against the binary",
     .tags(.endToEnd), .serialized, .timeLimit(.minutes(5)))
 struct AppAccountTokenAcceptanceTests {
-    static let script = FixturePaths.packageRoot.appendingPathComponent("Tests/Acceptance/app_account_token_acceptance.py").path
-
     @Test("any case finds the same customer, non-UUIDs are refused, a consent before the first run is kept, a withdrawal in UPPER case stops the answer to Apple")
     func acceptanceScript() async throws {
-        let result = try await offPool {
-            try SignetProcess.run(executable: ChildProcess.env, ["python3", Self.script, SignetProcess.executable.path], timeout: 240)
-        }
-        #expect(
-            result.exitCode == 0,
-            "python3 \(Self.script) \(SignetProcess.executable.path) exited \(result.exitCode):\n\(result.stdoutText)\n\(result.stderr)")
+        try await AcceptanceScript.expectPasses("app_account_token_acceptance.py")
     }
 }

@@ -16,15 +16,8 @@ import Testing
     "the purchase path, online revocation in `signet verify`, and the fixtures' PKI (issue 53): the acceptance script against the binary",
     .tags(.endToEnd), .serialized, .timeLimit(.minutes(5)))
 struct PurchaseRevocationFixturesAcceptanceTests {
-    static let script = FixturePaths.packageRoot.appendingPathComponent("Tests/Acceptance/purchase_revocation_fixtures_acceptance.py").path
-
     @Test("relayed foreign transactions never make the instance unready, Apple's do; non-transactions are 422 malformed_payload; revoked is certificate_revoked, silence is hard's revocation_unavailable and soft's note; the fixtures' leaf is unique, stable and current")
     func acceptanceScript() async throws {
-        let result = try await offPool {
-            try SignetProcess.run(executable: ChildProcess.env, ["python3", Self.script, SignetProcess.executable.path], timeout: 240)
-        }
-        #expect(
-            result.exitCode == 0,
-            "python3 \(Self.script) \(SignetProcess.executable.path) exited \(result.exitCode):\n\(result.stdoutText)\n\(result.stderr)")
+        try await AcceptanceScript.expectPasses("purchase_revocation_fixtures_acceptance.py")
     }
 }
