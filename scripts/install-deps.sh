@@ -6,8 +6,9 @@ set -euo pipefail
 # their own server (initdb + pg_ctl on 127.0.0.1); curl: an independent HTTP client in tests;
 # wrk: the HTTP benchmark; prometheus (promtool and prometheus): the tests check and unit-test
 # packaging/prometheus/signet-alerts.yml and scrape a running signet to evaluate the Grafana
-# dashboard's queries; tmux: the test of `signet top` drives it in a real terminal.
-packages=(libssl-dev openssl librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml postgresql curl wrk prometheus tmux)
+# dashboard's queries; tmux: the test of `signet top` drives it in a real terminal; sqlite3: the
+# alerts test ages a running store's forward queue and refund question with the sqlite3 shell.
+packages=(libssl-dev openssl librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml postgresql curl wrk prometheus tmux sqlite3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
