@@ -80,4 +80,36 @@ struct DeliveryHealthStageTests {
         #expect((metrics["signet_delivery_round_trip_last_success_timestamp_seconds"] ?? 0) > 1_700_000_000)
         #expect((metrics["signet_delivery_round_trip_seconds"] ?? -1) >= 0)
     }
+
+    @Test("a restart reports the last success its state file holds at once, not 0 until the next success (the stale alert ignores 0)")
+    func restartRestoresLastSuccess() async throws {
+        let bed = try APITestBed()
+        let fake = try await bed.startFake(.sandbox)
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let path = folder.path("delivery-health.json")
+        // A previous run: a success three hours ago, then a failure.
+        let threeHoursAgo = WallClock.milliseconds() - 3 * 3_600_000
+        try folder.write("delivery-health.json", """
+            [{"token": "t1", "requestedAt": \(threeHoursAgo - 2000), "seenAt": \(threeHoursAgo), "attempts": [], "result": "success"},
+             {"token": "t2", "requestedAt": \(threeHoursAgo + 3_600_000), "attempts": [], "result": "failure"}]
+            """)
+
+        let registry = PrometheusCollectorRegistry()
+        var options = AppStoreDeliveryHealthStage.Options()
+        options.stateFile = path
+        options.timeout = .seconds(60)
+        options.poll = .milliseconds(200)
+        // Apple cannot deliver: this run's round trip never succeeds.
+        fake.setTestNotificationResults(["NO_RESPONSE"])
+        fake.setTestNotificationPayload(Self.payload(uuid: "never-seen"))
+        let stage = AppStoreDeliveryHealthStage(
+            options: options, store: nil, logger: Logger(label: "t") { _ in SwiftLogNoOpLogHandler() },
+            metrics: PrometheusMetricsFactory(registry: registry)) { try bed.client(fake) }
+        try await stage.open()
+        let metrics = parsePrometheus(registry.emitToString())
+        try await stage.close()
+        await fake.stop()
+        #expect(metrics["signet_delivery_round_trip_last_success_timestamp_seconds"] == Double(threeHoursAgo) / 1000, "\(metrics)")
+    }
 }

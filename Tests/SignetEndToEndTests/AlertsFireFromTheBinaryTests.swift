@@ -21,9 +21,9 @@ import Testing
 /// only delays an alert that is active, and what is under test is that the real binary's
 /// metrics make the shipped expression true. An hour or five minutes of waiting (a forward
 /// backlog, a pending refund question) is made by moving a timestamp back in signet's SQLite
-/// store while it runs. Not here: SignetDeliveryRoundTripStale (the last success's gauge is set
-/// only by a success in the running process, from its own clock: two hours of real time),
-/// SignetCommitLatencyHigh, SignetStateCommitSlow and SignetKafkaConsumerLagHigh.
+/// store while it runs; two hours without a delivery round trip, by a restart that finds an old
+/// success in the stage's state file. Not here: SignetCommitLatencyHigh, SignetStateCommitSlow
+/// and SignetKafkaConsumerLagHigh.
 @Suite(
     "alerts fire: a real Prometheus with the shipped rules scraping the signet binary",
     .tags(.endToEnd), .serialized, .timeLimit(.minutes(6)),
@@ -397,7 +397,7 @@ struct AlertsFireFromTheBinaryTests {
         }
     }
 
-    @Test("Apple answers a refund answer 429 with a 10-minute Retry-After: SignetAppStoreAPIPaused fires")
+    @Test("Apple answers a refund answer 429 with a 10-minute Retry-After: SignetAppStoreAPIPaused fires, and SignetConsumptionAnswerPending while the question waits out the pause")
     func appStoreAPIPausedFires() async throws {
         try await BackfillTestBed.with(count: 1) { bed in
             let fixtures = bed.directory.path("fixtures")
@@ -412,10 +412,11 @@ struct AlertsFireFromTheBinaryTests {
             }
             var environment = bed.environment
             environment["SIGNET_DATA_DIR"] = bed.dataDir("paused")
-            // SignetAppStoreAPIPaused ships with `for: 1m`: see rulesForTest.
-            let rules = try Self.rulesForTest(in: bed.directory, firingAt0m: ["SignetAppStoreAPIPaused"])
+            // Both ship with `for: 1m`: see rulesForTest.
+            let names: Set<String> = ["SignetAppStoreAPIPaused", "SignetConsumptionAnswerPending"]
+            let rules = try Self.rulesForTest(in: bed.directory, firingAt0m: names)
             try await Self.watching(
-                pipeline: pipeline, environment: environment, rules: rules, directory: bed.directory, alerts: ["SignetAppStoreAPIPaused"]
+                pipeline: pipeline, environment: environment, rules: rules, directory: bed.directory, alerts: names
             ) { watched in
                 try watched.signet.write(question + "\n")
                 // The answer is sent, Apple asks for a 10-minute pause: the consumption budget waits.
@@ -429,11 +430,60 @@ struct AlertsFireFromTheBinaryTests {
                         $0["endpoint"] == "consumption" && $0["environment"] == "Sandbox" && $0["job"] == "signet" && $0["instance"] == watched.target
                     }
                 }
-                // Not SignetConsumptionAnswerPending here: the responder's sweep waits out the
-                // pause inside its answer call and sets signet_consumption_pending and
-                // signet_consumption_oldest_pending_age_seconds only when the sweep ends, so they
-                // stay at their values from before the question (0) during the whole pause.
+                // The responder's sweep waits out the pause inside its answer call; the backlog
+                // gauges are read apart from it, so the waiting question shows meanwhile.
+                _ = try await watched.waitForMetrics("signet_consumption_pending 1 during the pause") { samples in
+                    Self.total(samples, "signet_consumption_pending", []) == 1
+                }
+                // Five minutes of waiting, made in the test (as in the late-answer test above).
+                let store = bed.dataDir("paused") + "/signet.sqlite"
+                let update = try await offPool {
+                    try SignetProcess.run(
+                        executable: ChildProcess.env,
+                        ["sqlite3", "-cmd", ".timeout 10000", store,
+                         "UPDATE consumption_requests SET record = json_set(record, '$.receivedAt', json_extract(record, '$.receivedAt') - 600000) WHERE json_extract(record, '$.status') = 'pending'; SELECT changes();"],
+                        timeout: 30)
+                }
+                #expect(update.exitCode == 0 && update.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sqlite3: \(update.stdoutText)\(update.stderr)")
+                _ = try await watched.waitForMetrics("signet_consumption_oldest_pending_age_seconds > 300 during the pause") { samples in
+                    Self.total(samples, "signet_consumption_oldest_pending_age_seconds", []) > 300
+                }
+                try await watched.expectFiring(["SignetConsumptionAnswerPending"]) { alerts in
+                    Self.firing(alerts, "SignetConsumptionAnswerPending").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
+                }
                 #expect(bed.fake.requests(.consumption).count == 1, "asked again during the pause: \(bed.fake.requests.map(\.route))")
+            }
+        }
+    }
+
+    @Test("a restart whose delivery-health file holds a success three hours old: SignetDeliveryRoundTripStale fires at once, not after the next success")
+    func deliveryRoundTripStaleFiresAfterRestart() async throws {
+        try await BackfillTestBed.with(count: 1) { bed in
+            let data = bed.dataDir("stale")
+            try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+            // What a previous run kept (docs/operations.md: state_file, read by `signet appstore health`).
+            let seen = Int64(Date().timeIntervalSince1970 * 1000) - 3 * 3_600_000
+            try Data("""
+                [{"token": "earlier", "requestedAt": \(seen - 1500), "seenAt": \(seen), "attempts": [{"date": \(seen - 1000), "result": "SUCCESS"}], "result": "success"}]
+                """.utf8).write(to: URL(fileURLWithPath: data + "/delivery-health.json"))
+            let pipeline = try Self.stdinPipeline(in: bed.directory, "stale.yaml") {
+                $0.replacingOccurrences(of: "  - type: dedupe", with: "  - type: appstore_delivery_health\n    interval: 1h\n    timeout: 5m\n    poll: 1s\n  - type: dedupe")
+            }
+            var environment = bed.environment
+            environment["SIGNET_DATA_DIR"] = data
+            // SignetDeliveryRoundTripStale ships with `for: 1m`: see rulesForTest.
+            let rules = try Self.rulesForTest(in: bed.directory, firingAt0m: ["SignetDeliveryRoundTripStale"])
+            try await Self.watching(
+                pipeline: pipeline, environment: environment, rules: rules, directory: bed.directory,
+                alerts: ["SignetDeliveryRoundTripStale"], quietFirst: false
+            ) { watched in
+                let samples = try await watched.waitForMetrics("the last success restored") { samples in
+                    Self.total(samples, "signet_delivery_round_trip_last_success_timestamp_seconds", []) > 0
+                }
+                #expect(Self.total(samples, "signet_delivery_round_trip_last_success_timestamp_seconds", []) == Double(seen) / 1000)
+                try await watched.expectFiring(["SignetDeliveryRoundTripStale"]) { alerts in
+                    Self.firing(alerts, "SignetDeliveryRoundTripStale").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
+                }
             }
         }
     }
@@ -489,10 +539,11 @@ struct AlertsFireFromTheBinaryTests {
     /// Starts `signet run --pipeline pipeline` and a Prometheus scraping it with `rules`; once
     /// Prometheus answers `before` with a series and evaluated the rules a few times with none
     /// of `alerts` active (an alert active before its cause would prove nothing), runs `body`.
-    /// Stops both processes at the end.
+    /// Stops both processes at the end. `quietFirst: false` skips the quiet check for a cause
+    /// the process finds when it starts (what a previous run left).
     static func watching(
         pipeline: String, environment: [String: String], rules: String, directory: TemporaryDirectory, alerts names: Set<String>,
-        before: String = #"up{job="signet"} == 1"#, _ body: (Watched) async throws -> Void
+        before: String = #"up{job="signet"} == 1"#, quietFirst: Bool = true, _ body: (Watched) async throws -> Void
     ) async throws {
         let signet = try ChildProcess.signet(["run", "--pipeline", pipeline], environment: environment)
         defer { signet.stop() }
@@ -507,12 +558,14 @@ struct AlertsFireFromTheBinaryTests {
             seen = (try? await api.query(before).isEmpty == false) ?? false
         }
         try #require(seen, "Prometheus never answered \(before): \(prometheus.stderrTail())\nsignet: \(signet.stderrTail())")
-        try await Task.sleep(for: .seconds(3))
-        let quiet = try await api.get("/api/v1/alerts", [:])
-        let early = (((quiet["data"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []).filter {
-            names.contains((($0["labels"] as? [String: String]) ?? [:])["alertname"] ?? "")
+        if quietFirst {
+            try await Task.sleep(for: .seconds(3))
+            let quiet = try await api.get("/api/v1/alerts", [:])
+            let early = (((quiet["data"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []).filter {
+                names.contains((($0["labels"] as? [String: String]) ?? [:])["alertname"] ?? "")
+            }
+            #expect(early.isEmpty, "active before the cause: \(early)")
         }
-        #expect(early.isEmpty, "active before the cause: \(early)")
         try await body(Watched(
             signet: signet, prometheus: prometheus, api: api, metrics: "http://127.0.0.1:\(port)/metrics", target: "127.0.0.1:\(port)"))
     }

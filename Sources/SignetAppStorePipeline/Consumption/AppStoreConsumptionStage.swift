@@ -3,6 +3,7 @@ public import SignetAppStoreAPI
 public import SignetCore
 public import SignetState
 import AppStoreModels
+import Synchronization
 
 /// Answers Apple's refund questions by itself (service mode, docs/consumption.md): every
 /// `interval` its ``ConsumptionResponder`` claims the CONSUMPTION_REQUESTs `transition` stored
@@ -26,6 +27,8 @@ public final class AppStoreConsumptionStage: Stage {
     private let makeClient: @Sendable () throws -> AppStoreServerAPIClient
     private let logger: Logger
     private let sweeps = BackgroundSweeps()
+    /// Keeps the backlog gauges current while the stage is open (``ConsumptionResponder/reportBacklogUntilCancelled()``).
+    private let gauges = Mutex<Task<Void, Never>?>(nil)
 
     /// - Parameter makeClient: builds the API client when the stage opens; the stage shuts it
     ///   down when it closes.
@@ -63,6 +66,8 @@ public final class AppStoreConsumptionStage: Stage {
                 }
                 return true
             })
+        let reporter = Task { [responder] in await responder.reportBacklogUntilCancelled() }
+        gauges.withLock { $0 = reporter }
     }
 
     /// Wakes the responder when a record carries a new refund question (the stage sits after
@@ -75,6 +80,12 @@ public final class AppStoreConsumptionStage: Stage {
     }
 
     public func close() async throws {
+        let reporter = gauges.withLock { reporter in
+            defer { reporter = nil }
+            return reporter
+        }
+        reporter?.cancel()
+        await reporter?.value
         try await sweeps.stop()
     }
 }

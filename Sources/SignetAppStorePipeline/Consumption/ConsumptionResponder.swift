@@ -230,6 +230,22 @@ public final class ConsumptionResponder: Sendable {
         }
     }
 
+    /// How often ``reportBacklogUntilCancelled()`` reads the backlog into the gauges.
+    public static let gaugeInterval = Duration.seconds(5)
+
+    /// Reads the backlog into the gauges now and every ``gaugeInterval`` until cancelled.
+    ///
+    /// Apart from the sweeps: a sweep waiting out Apple's Retry-After (or an answer retrying
+    /// until its deadline) does not end, so gauges set only when it ended stayed at their value
+    /// from before the question through exactly the wait `SignetConsumptionAnswerPending` is
+    /// for. A failing store is reported by the sweeps.
+    public func reportBacklogUntilCancelled() async {
+        while !Task.isCancelled {
+            try? await publishBacklog()
+            try? await Task.sleep(for: Self.gaugeInterval)
+        }
+    }
+
     /// Sets the pending gauges from the store.
     private func publishBacklog() async throws {
         let now = options.clock()

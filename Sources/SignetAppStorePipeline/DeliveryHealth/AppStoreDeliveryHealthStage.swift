@@ -74,6 +74,7 @@ public final class AppStoreDeliveryHealthStage: Stage {
         }
         let path = try Interpolator.expand(options.stateFile, environment: environment, path: name)
         statePath.withLock { $0 = path }
+        await restoreLastSuccess(from: path)
         try sweeps.start(
             stage: name, interval: options.interval, makeClient: makeClient,
             announce: { [logger, options] configuration in
@@ -159,6 +160,18 @@ public final class AppStoreDeliveryHealthStage: Stage {
             }
         }
         return trip
+    }
+
+    /// Sets the last-success gauge from the round trips a previous run kept in `path`: without
+    /// it a restarted process reports 0 ("never succeeded", which the stale alert ignores) until
+    /// its next success, so a webhook Apple stopped reaching went unnoticed after every restart.
+    private func restoreLastSuccess(from path: String) async {
+        do {
+            let trips = try await withTaskExecutorPreference(storeReads) { try DeliveryHealthFile.read(path) }
+            if let last = trips.last(where: { $0.result == .success }) { metrics.restore(lastSuccess: last) }
+        } catch {
+            logger.warning("delivery health: could not read \(path), the last successful round trip is unknown until the next: \(error)")
+        }
     }
 
     /// When this pipeline, or another instance sharing its store, saw notification `uuid`.

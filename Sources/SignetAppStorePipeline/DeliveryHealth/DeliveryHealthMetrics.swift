@@ -17,6 +17,11 @@ struct DeliveryHealthMetrics: Sendable {
         latency = Gauge(label: "signet_delivery_round_trip_seconds", factory: factory)
     }
 
+    /// The last success a previous run recorded (read from the state file at start).
+    func restore(lastSuccess trip: DeliveryRoundTrip) {
+        if let seen = trip.seenAt { lastSuccess.record(Double(seen) / 1000) }
+    }
+
     func record(_ trip: DeliveryRoundTrip, newAttempts: [DeliveryRoundTrip.Attempt]) {
         for attempt in newAttempts {
             Counter(
