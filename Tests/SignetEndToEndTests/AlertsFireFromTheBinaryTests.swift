@@ -22,8 +22,9 @@ import Testing
 /// metrics make the shipped expression true. An hour or five minutes of waiting (a forward
 /// backlog, a pending refund question) is made by moving a timestamp back in signet's SQLite
 /// store while it runs; two hours without a delivery round trip, by a restart that finds an old
-/// success in the stage's state file. Not here: SignetCommitLatencyHigh, SignetStateCommitSlow
-/// and SignetKafkaConsumerLagHigh.
+/// success in the stage's state file; slow commits and a consumer lag, by another process holding
+/// the store's write lock under a Kafka backlog (AlertsFireFromKafkaTests.swift). Every shipped
+/// alert fires here.
 @Suite(
     "alerts fire: a real Prometheus with the shipped rules scraping the signet binary",
     .tags(.endToEnd), .serialized, .timeLimit(.minutes(6)),

@@ -1,0 +1,78 @@
+import Foundation
+import SignetKafka
+import SignetTestSupport
+import Testing
+
+extension AlertsFireFromTheBinaryTests {
+    /// The three alerts on slowness, from the shipped Pipelines/kafka.yaml against librdkafka's
+    /// mock cluster: a backlog of 3,000 messages on the input topic, consumed while another
+    /// process (the sqlite3 shell) takes the state store's write lock for 2.5 s of every 3.5,
+    /// as a stuck backup or a slow disk would. Every state transaction then waits for the lock
+    /// (SQLite's busy timeout, 5 s), each batch waits for its transaction, and the topic's end
+    /// stays far ahead of what was consumed.
+    @Test("a state store held by another process under a backlog: SignetKafkaConsumerLagHigh, SignetStateCommitSlow and SignetCommitLatencyHigh fire")
+    func slownessAlertsFire() async throws {
+        let scope = try KafkaScope("alerts")
+        defer { scope.close() }
+        let cluster = try scope.cluster(topics: [("notifications", 1), ("entitlements", 1), ("dead-letters", 1)])
+        // 3,000 messages: every twelfth a notification (a state transaction in every batch), the
+        // rest lines that are no JSON (dead-lettered). Small ones: the mock broker keeps about
+        // 5 MB per partition and drops the oldest beyond (as retention would), and a backlog of
+        // 1,000 notifications of 13 KB each is more than that.
+        let fixtures = try await Self.fixtures(in: scope.directory, count: 250)
+        let notifications = try Self.lines(fixtures + "/notifications.ndjson")
+        try #require(notifications.count == 250)
+        let values = (0..<3000).map { $0 % 12 == 0 ? notifications[$0 / 12] : "not json \($0)" }
+        let data = scope.path("data")
+        let settings = PipelineSettings(brokers: cluster.bootstrapServers, group: "alerts", dataDir: data)
+        let environment = settings.environment.merging(try FixturesEnvironment.read(fixtures)) { $1 }
+        let names: Set<String> = ["SignetKafkaConsumerLagHigh", "SignetStateCommitSlow", "SignetCommitLatencyHigh"]
+        // All three ship with `for: 10m`: see rulesForTest.
+        let rules = try Self.rulesForTest(in: scope.directory, firingAt0m: names)
+        try await Self.watching(
+            pipeline: KafkaInput.kafkaPipeline, environment: environment, rules: rules, directory: scope.directory,
+            alerts: names
+        ) { watched in
+            let store = data + "/signet.sqlite"
+            try #require(FileManager.default.fileExists(atPath: store), "no store at \(store): \(watched.signet.stderrTail())")
+            let holder = Task {
+                while !Task.isCancelled {
+                    _ = try? await offPool {
+                        try SignetProcess.run(
+                            executable: ChildProcess.env,
+                            ["sqlite3", "-cmd", ".timeout 10000", "-cmd", "BEGIN EXCLUSIVE", "-cmd", ".shell sleep 2.5", store, "COMMIT"],
+                            timeout: 30)
+                    }
+                    // A second free between holds: SQLite's busy handler polls at most every
+                    // 100 ms, so signet's waiting transaction takes the lock then, well inside its
+                    // 5 s busy timeout (back to back, the holds starved it into "database is locked").
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            defer { holder.cancel() }
+            try Kcat.produce(brokers: cluster.bootstrapServers, topic: "notifications", values: values)
+
+            let lagging = try await watched.waitForMetrics("signet_kafka_consumer_lag > 1000") { samples in
+                Self.total(samples, "signet_kafka_consumer_lag", []) > 1000
+            }
+            #expect(Self.total(lagging, "signet_kafka_consumer_lag", []) < 3000)
+            try await watched.expectFiring(["SignetKafkaConsumerLagHigh"]) { alerts in
+                Self.firing(alerts, "SignetKafkaConsumerLagHigh").contains {
+                    $0["topic"] == "notifications" && $0["partition"] == "0" && $0["instance"] == watched.target
+                }
+            }
+            try await watched.expectFiring(["SignetStateCommitSlow", "SignetCommitLatencyHigh"]) { alerts in
+                Self.firing(alerts, "SignetStateCommitSlow").contains { $0["store"] == "sqlite" && $0["instance"] == watched.target }
+                    && Self.firing(alerts, "SignetCommitLatencyHigh").contains { $0["instance"] == watched.target }
+            }
+            holder.cancel()
+            _ = await holder.value
+            // Slow, not broken: every message is consumed and nothing went wrong meanwhile.
+            _ = try await watched.waitForMetrics("all 3,000 messages done") { samples in
+                Self.total(samples, "signet_kafka_consumer_lag", []) == 0
+                    && Self.total(samples, "signet_notifications_verified_total", []) == 250
+                    && Self.total(samples, "signet_dead_letters_total", []) == 2750
+            }
+        }
+    }
+}
