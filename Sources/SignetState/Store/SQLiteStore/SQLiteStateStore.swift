@@ -68,16 +68,16 @@ public final class SQLiteStateStore: StateStore {
     /// The database file.
     public let path: String
     public let options: Options
-    private let connection: Mutex<Connection?>
+    let connection: Mutex<Connection?>
     /// Held by a writer from open to close (nil for readers).
     private let writerLock: Mutex<SQLiteWriterLock?>
     /// The `entitlement_names` table, read at open and kept in step by ``replaceEntitlementNames(_:)``.
-    private let names: Mutex<EntitlementNames>
+    let names: Mutex<EntitlementNames>
     /// Whether the database has the `consent_restrictions` table: a writer creates it at open;
     /// a reader of a database from before it existed has no restrictions to read.
-    private let hasConsentRestrictions: Bool
+    let hasConsentRestrictions: Bool
     /// Whether the database has the refund-question tables (as `hasConsentRestrictions`).
-    private let hasConsumptionTables: Bool
+    let hasConsumptionTables: Bool
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -162,59 +162,6 @@ public final class SQLiteStateStore: StateStore {
         return EntitlementNames(pairs: pairs)
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectStale)
-            defer { statement.reset() }
-            try statement.bind(1, endedAfter)
-            try statement.bind(2, endedBefore)
-            // Every text sorts after the empty one.
-            try statement.bind(3, after ?? "")
-            try statement.bind(4, Int64(max(0, limit)))
-            var stale: [StalePurchase] = []
-            while try statement.step() {
-                if let id = statement.string(0), let end = statement.int64(1) {
-                    stale.append(StalePurchase(originalTransactionId: id, periodEnd: end, environment: statement.string(2)))
-                }
-            }
-            return stale
-        }
-    }
-
-    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectHistory)
-            defer { statement.reset() }
-            try statement.bind(1, originalTransactionId)
-            try statement.bind(2, Int64(max(0, limit)))
-            var entries: [EventHistoryEntry] = []
-            while try statement.step() {
-                entries.append(EventHistoryEntry(
-                    sequence: statement.int64(0) ?? 0, createdAt: statement.int64(1) ?? 0, deliveredAt: statement.int64(2),
-                    payload: statement.bytes(3)))
-            }
-            return entries.reversed()
-        }
-    }
-
-    public var entitlementNames: EntitlementNames { names.withLock { $0 } }
-
-    public func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
-        try withConnection { connection in
-            guard replacement != names.withLock({ $0 }) else { return }
-            try connection.database.transaction {
-                try connection.database.statement(SQLiteSchema.deleteEntitlementNames).run()
-                let insert = try connection.database.statement(SQLiteSchema.insertEntitlementName)
-                for (name, identifier) in replacement.pairs {
-                    try insert.bind(1, name)
-                    try insert.bind(2, identifier)
-                    try insert.run()
-                }
-            }
-            names.withLock { $0 = replacement }
-        }
-    }
-
     func withConnection<Result>(_ body: (Connection) throws -> Result) throws -> Result {
         try connection.withLock { connection in
             guard let connection else {
@@ -257,77 +204,6 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
-    public func containedKeys(_ keys: [String]) throws -> Set<String> {
-        try withConnection { connection in try connection.database.readTransaction {
-            let known = try connection.database.statement(SQLiteSchema.selectKey)
-            let pending = try connection.database.statement(SQLiteSchema.selectUndeliveredSequencesByInput)
-            defer {
-                known.reset()
-                pending.reset()
-            }
-            var found: Set<String> = []
-            for key in keys {
-                known.reset()
-                try known.bind(1, key)
-                guard try known.step() else { continue }
-                pending.reset()
-                try pending.bind(1, key)
-                var handled = true
-                while try pending.step() {
-                    if !connection.inFlight.contains(pending.int64(0) ?? -1) {
-                        handled = false
-                        break
-                    }
-                }
-                if handled { found.insert(key) }
-            }
-            return found
-        } }
-    }
-
-    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
-        guard !keys.isEmpty else { return }
-        try withTransaction { transaction in
-            for key in keys { try transaction.recordKey(key, seenAt: seenAt) }
-        }
-    }
-
-    public func undeliveredEvents() throws -> [OutboxEntry] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectUndelivered)
-            defer { statement.reset() }
-            var entries: [OutboxEntry] = []
-            while try statement.step() { entries.append(SQLiteSchema.outboxEntry(from: statement)) }
-            connection.inFlight.formUnion(entries.map(\.sequence))
-            return entries
-        }
-    }
-
-    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
-        guard !sequences.isEmpty else { return }
-        let deleting = options.outboxRetention <= .zero
-        let relaxed = options.durability == .full
-        try withConnection { connection in
-            // Losing a delivery mark to a power cut only means a redelivery (at-least-once),
-            // so this commit skips its fsync; the next batch's FULL commit syncs the WAL anyway.
-            if relaxed { try connection.database.statement(SQLiteSchema.relaxSync).run() }
-            defer { if relaxed { try? connection.database.statement(SQLiteSchema.fullSync).run() } }
-            try connection.database.transaction {
-                let statement = try connection.database.statement(deleting ? SQLiteSchema.deleteEvents : SQLiteSchema.markEvents)
-                for run in Self.consecutiveRuns(sequences) {
-                    try statement.bind(1, run.lowerBound)
-                    try statement.bind(2, run.upperBound)
-                    if !deleting { try statement.bind(3, instant) }
-                    try statement.run()
-                }
-            }
-            connection.inFlight.subtract(sequences)
-            if !deleting, let highest = sequences.max() {
-                connection.deliveries.append((instant, highest))
-            }
-        }
-    }
-
     /// `sequences` as ranges of consecutive numbers (each range holds only given numbers).
     static func consecutiveRuns(_ sequences: [Int64]) -> [ClosedRange<Int64>] {
         var runs: [ClosedRange<Int64>] = []
@@ -341,142 +217,6 @@ public final class SQLiteStateStore: StateStore {
             }
         }
         return runs
-    }
-
-    public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
-                .subscription(originalTransactionId: originalTransactionId)
-        }
-    }
-
-    public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
-        guard hasConsentRestrictions else { return nil }
-        return try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
-                .consentRestriction(appTransactionId: appTransactionId)
-        }
-    }
-
-    public func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
-        guard !bodies.isEmpty, !targets.isEmpty else { return }
-        try withConnection { connection in
-            try connection.database.transaction {
-                let insert = try connection.database.statement(SQLiteSchema.insertForward)
-                for body in bodies {
-                    for target in targets {
-                        insert.reset()
-                        try insert.bind(1, target)
-                        try insert.bind(2, bytes: body)
-                        try insert.bind(3, instant)
-                        try insert.run()
-                    }
-                }
-            }
-        }
-    }
-
-    public func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
-        try withConnection { connection in
-            // A write transaction: a second process on the same file claims after this one committed its leases.
-            try connection.database.transaction {
-                let select = try connection.database.statement(SQLiteSchema.selectDueForwards)
-                defer { select.reset() }
-                try select.bind(1, target)
-                try select.bind(2, now)
-                try select.bind(3, Int64(max(0, limit)))
-                var items: [ForwardQueueItem] = []
-                while try select.step() {
-                    items.append(
-                        ForwardQueueItem(
-                            id: select.int64(0) ?? 0, target: target, body: select.bytes(1), enqueuedAt: select.int64(2) ?? 0,
-                            attempts: Int(select.int64(3) ?? 0) + 1, lastError: select.string(4)))
-                }
-                select.reset()
-                let lease = try connection.database.statement(SQLiteSchema.leaseForward)
-                for item in items {
-                    lease.reset()
-                    try lease.bind(1, item.id)
-                    try lease.bind(2, leaseUntil)
-                    try lease.run()
-                }
-                return items
-            }
-        }
-    }
-
-    public func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
-        guard !done.isEmpty || !retries.isEmpty else { return }
-        try withConnection { connection in
-            try connection.database.transaction {
-                let delete = try connection.database.statement(SQLiteSchema.deleteForward)
-                for id in done {
-                    delete.reset()
-                    try delete.bind(1, id)
-                    try delete.run()
-                }
-                let retry = try connection.database.statement(SQLiteSchema.retryForward)
-                for entry in retries {
-                    retry.reset()
-                    try retry.bind(1, entry.id)
-                    try retry.bind(2, entry.at)
-                    try retry.bind(3, entry.error)
-                    try retry.run()
-                }
-            }
-        }
-    }
-
-    public func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectForwardStatus)
-            defer { statement.reset() }
-            try statement.bind(1, target)
-            guard try statement.step() else { return ForwardQueueStatus(pending: 0, oldestEnqueuedAt: nil, nextDueAt: nil) }
-            return ForwardQueueStatus(
-                pending: Int(statement.int64(0) ?? 0), oldestEnqueuedAt: statement.int64(1), nextDueAt: statement.int64(2))
-        }
-    }
-
-    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
-        guard hasConsumptionTables else { return [] }
-        return try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectConsumptionRequestsSince)
-            defer { statement.reset() }
-            try statement.bind(1, requestedSince)
-            try statement.bind(2, Int64(max(0, limit)))
-            return try SQLiteStateTransaction.records(ConsumptionRequestRecord.self, from: statement)
-        }
-    }
-
-    public func consumptionLedgerEntry(_ key: String) throws -> String? {
-        guard hasConsumptionTables else { return nil }
-        return try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: []).consumptionLedgerEntry(key)
-        }
-    }
-
-    public func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectByToken)
-            defer { statement.reset() }
-            try statement.bind(1, appAccountToken.description)
-            var snapshots: [SubscriptionSnapshot] = []
-            while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
-            return snapshots
-        }
-    }
-
-    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectIdsAfter)
-            defer { statement.reset() }
-            try statement.bind(1, after ?? "")
-            try statement.bind(2, Int64(max(0, limit)))
-            var ids: [String] = []
-            while try statement.step() { if let id = statement.string(0) { ids.append(id) } }
-            return ids
-        }
     }
 
     public func prune(keysBefore: Int64, now: Int64) throws {

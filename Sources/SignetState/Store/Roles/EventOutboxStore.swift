@@ -1,0 +1,56 @@
+/// The transactional outbox: every entitlement event committed with the state change that
+/// caused it, delivered after it, and kept for a purchase's history.
+public protocol EventOutboxStore: AnyObject, Sendable {
+    /// Outbox rows committed but never marked delivered, oldest first. The caller is
+    /// expected to deliver them: from now on they count as in flight in this process.
+    func undeliveredEvents() throws -> [OutboxEntry]
+    /// Marks outbox rows delivered (after every sink acknowledged them).
+    func markDelivered(_ sequences: [Int64], at: Int64) throws
+    /// The events of one purchase still kept (undelivered ones, and delivered ones for the
+    /// store's outbox retention), oldest first; the newest `limit` when there are more.
+    func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry]
+}
+
+/// The outbox inside a transaction.
+public protocol EventOutboxTransaction {
+    /// Appends an event to the outbox; returns its sequence number. `inputKey` is the dedupe
+    /// key of the input that caused it.
+    func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64
+    /// Outbox rows caused by the input with this dedupe key that were never marked
+    /// delivered and are not in flight in this process: another process committed them
+    /// and died (or is still delivering them).
+    func undeliveredEvents(inputKey: String) throws -> [OutboxEntry]
+}
+
+/// One row of the transactional outbox: an event exactly as first serialised.
+public struct OutboxEntry: Sendable, Hashable {
+    /// Monotonic sequence number (delivery order).
+    public var sequence: Int64
+    public var eventId: String
+    public var eventType: String
+    /// The message key (the originalTransactionId).
+    public var key: String
+    public var environment: String?
+    public var productId: String?
+    /// The event JSON, byte for byte as first emitted.
+    public var payload: [UInt8]
+    /// The dedupe key of the input that caused the event.
+    public var inputKey: String?
+    /// When the event was committed (ms since 1970), where the store reads it back.
+    public var createdAt: Int64?
+
+    public init(
+        sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?,
+        payload: [UInt8], inputKey: String? = nil, createdAt: Int64? = nil
+    ) {
+        self.createdAt = createdAt
+        self.sequence = sequence
+        self.eventId = eventId
+        self.eventType = eventType
+        self.key = key
+        self.environment = environment
+        self.productId = productId
+        self.payload = payload
+        self.inputKey = inputKey
+    }
+}
