@@ -22,7 +22,7 @@ final class ForwardDeliverer: Sendable {
     /// spurious one only costs another look at the store.
     private let wakeups = RecordQueue<Void>(capacity: 1)
     private let options: ForwardSink.Options
-    private let store: any StateStore
+    private let store: any ForwardQueueStore
     private let client: HTTPClient
     private let executor: BlockingExecutor
     private let deadLetters: ForwardDeadLetters
@@ -33,7 +33,7 @@ final class ForwardDeliverer: Sendable {
     private let failingSince = Mutex<Int64?>(nil)
 
     init(
-        target: String, options: ForwardSink.Options, store: any StateStore, client: HTTPClient, executor: BlockingExecutor,
+        target: String, options: ForwardSink.Options, store: any ForwardQueueStore, client: HTTPClient, executor: BlockingExecutor,
         deadLetters: ForwardDeadLetters, metrics: ForwardMetrics, logger: Logger
     ) {
         self.target = target

@@ -60,13 +60,13 @@ public final class ForwardSink: Sink {
 
     public let options: Options
     private let name: String
-    private let storeProvider: @Sendable () throws -> any StateStore
+    private let storeProvider: @Sendable () throws -> any ForwardQueueStore
     private let deadLetters: ForwardDeadLetters
     private let metrics: ForwardMetrics
     private let logger: Logger
     private let executor: BlockingExecutor
     private struct Running {
-        var store: any StateStore
+        var store: any ForwardQueueStore
         var client: HTTPClient
         var deliverers: [ForwardDeliverer]
         var tasks: [Task<Void, Never>]
@@ -78,7 +78,7 @@ public final class ForwardSink: Sink {
     ///   - store: gives the open store when the sink opens (the pipeline opens stores first).
     ///   - deadLetterPath: where refused and expired bodies go.
     public init(
-        options: Options, name: String = "forward", store: @escaping @Sendable () throws -> any StateStore, deadLetterPath: String,
+        options: Options, name: String = "forward", store: @escaping @Sendable () throws -> any ForwardQueueStore, deadLetterPath: String,
         logger: Logger = Logger(label: "signet.forward"), metrics: any MetricsFactory = MetricsSystem.factory
     ) {
         self.options = options

@@ -2,7 +2,7 @@ extension StateJSON {
     /// The consent ledger's entry for `subject` as JSON (`appAccountToken` or
     /// `originalTransactionId`, `consented`, `at`, `by`, `refundPreference`), nil when none was
     /// recorded: `signet consumption consent show` and `GET /v1/consumption/consent`.
-    public static func consumptionConsent(_ subject: ConsumptionConsent.Subject, in store: any StateStore) throws -> [UInt8]? {
+    public static func consumptionConsent(_ subject: ConsumptionConsent.Subject, in store: any ConsumptionStore) throws -> [UInt8]? {
         guard let consent = try store.consumptionConsent(subject) else { return nil }
         return try encode(consent)
     }
@@ -14,7 +14,7 @@ extension StateJSON {
     }
 
     /// What the app recorded of transaction `transactionId`'s use, as JSON; nil when nothing.
-    public static func consumptionUsage(transactionId: String, in store: any StateStore) throws -> [UInt8]? {
+    public static func consumptionUsage(transactionId: String, in store: any ConsumptionStore) throws -> [UInt8]? {
         guard let usage = try store.consumptionUsage(transactionId: transactionId) else { return nil }
         return try encode(usage)
     }
@@ -34,7 +34,7 @@ extension StateJSON {
     /// `{"asOf", "requests": [...], "truncated"}`, each request as stored plus `overdue` (still
     /// pending at or past its deadline as of `instant`: it will never be answered).
     public static func consumptionRequests(
-        since: Int64, limit: Int = defaultConsumptionRequestLimit, in store: any StateStore, at instant: Int64
+        since: Int64, limit: Int = defaultConsumptionRequestLimit, in store: any ConsumptionStore, at instant: Int64
     ) throws -> [UInt8] {
         let requests = try store.consumptionRequests(requestedSince: since, limit: limit + 1)
         let listed = requests.prefix(limit).map { Listed(request: $0, overdue: $0.status == .pending && $0.isPastDeadline(at: instant)) }
@@ -45,7 +45,7 @@ extension StateJSON {
     public static let consumptionReportLimit = 1_000_000
 
     /// The ``ConsumptionReport`` of the refund questions signed at or after `since`, as JSON.
-    public static func consumptionReport(since: Int64, in store: any StateStore, at instant: Int64) throws -> [UInt8] {
+    public static func consumptionReport(since: Int64, in store: any ConsumptionStore, at instant: Int64) throws -> [UInt8] {
         let requests = try store.consumptionRequests(requestedSince: since, limit: consumptionReportLimit + 1)
         return try encode(ConsumptionReport(
             Array(requests.prefix(consumptionReportLimit)), since: since, asOf: instant, truncated: requests.count > consumptionReportLimit))

@@ -1,4 +1,4 @@
-extension StateStore {
+extension ConsumptionStore {
     /// The consent ledger's entry for `subject`, nil when none was recorded.
     public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
         try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))
@@ -10,6 +10,15 @@ extension StateStore {
             ConsumptionUsage.self, orNil: try consumptionLedgerEntry(ConsumptionUsage.key(transactionId: transactionId)))
     }
 
+    /// The ledger entry that decides whether `request` may be answered, read outside any
+    /// transaction (no row is locked): the newest of those kept for its purchase and its
+    /// account (``ConsumptionConsent/deciding(_:)``); nil: no consent known.
+    public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
+        ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
+    }
+}
+
+extension ConsumptionStore where Self: TransactionalStore {
     /// Records a ledger entry (the app's backend through the entitlement API, or
     /// `signet consumption consent`), replacing the subject's earlier one. An entry older than
     /// the one kept (`at` before it: a retried or reordered call) changes nothing. Returns the
@@ -39,15 +48,9 @@ extension StateStore {
         }
     }
 
-    /// The ledger entry that decides whether `request` may be answered, read outside any
-    /// transaction (no row is locked): the newest of those kept for its purchase and its
-    /// account (``ConsumptionConsent/deciding(_:)``); nil: no consent known.
-    public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
-        ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
-    }
 }
 
-extension StateTransaction {
+extension ConsumptionTransaction {
     /// The consent ledger's entry for `subject` as of this transaction.
     public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
         try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))

@@ -45,7 +45,8 @@ public enum StateJSON {
     /// whether any of them says `entitled`; with `environment`, only that environment's
     /// purchases (a store that keeps Production and Sandbox ones).
     public static func entitlements(
-        _ query: Query, named name: String? = nil, environment: String? = nil, in store: any StateStore, at instant: Int64
+        _ query: Query, named name: String? = nil, environment: String? = nil, in store: any SubscriptionStore & ConsumptionStore,
+        at instant: Int64
     ) throws -> [UInt8] {
         var answers: [Entitlement] = switch query {
         case .appAccountToken(let token): try store.entitlements(appAccountToken: token, at: instant)
@@ -57,7 +58,7 @@ public enum StateJSON {
     }
 
     /// The stored snapshot of one purchase as JSON, or nil when none is stored.
-    public static func subscription(_ originalTransactionId: String, in store: any StateStore) throws -> [UInt8]? {
+    public static func subscription(_ originalTransactionId: String, in store: any SubscriptionStore) throws -> [UInt8]? {
         guard let snapshot = try store.subscription(originalTransactionId: originalTransactionId) else { return nil }
         return try encode(snapshot, asOf: snapshot.evaluatedAt, meaning: snapshotMeaning)
     }
@@ -89,12 +90,12 @@ public enum StateJSON {
     /// with each event exactly as published, and the purchases a migration links it to
     /// (`previousOriginalTransactionId`, `migratedToOriginalTransactionId`) when there are any; nil when the store knows neither the purchase nor
     /// any event of it.
-    public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any StateStore) throws -> [UInt8]? {
+    public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any EventOutboxStore & SubscriptionStore) throws -> [UInt8]? {
         try history(originalTransactionId, events: try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit), in: store)
     }
 
     /// The same for events already read from `store`, for a caller that also looks at them.
-    public static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any StateStore) throws -> [UInt8]? {
+    public static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any SubscriptionStore) throws -> [UInt8]? {
         let snapshot = try store.subscription(originalTransactionId: originalTransactionId)
         if entries.isEmpty, snapshot == nil { return nil }
         let events: [[String: Any]] = try entries.map { entry in

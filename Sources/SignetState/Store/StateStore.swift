@@ -42,7 +42,7 @@ public protocol TransactionalStore: AnyObject, Sendable {
 /// The operations available inside ``TransactionalStore/withTransaction(_:)``: every role's.
 public protocol StateTransaction: DedupeKeyTransaction, SubscriptionTransaction, EventOutboxTransaction, ConsumptionTransaction {}
 
-extension StateStore {
+extension SubscriptionStore where Self: ConsumptionStore {
     /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.
     public func entitlements(originalTransactionId: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return [] }
@@ -69,7 +69,9 @@ extension StateStore {
         }
         return answer
     }
+}
 
+extension ConsumptionStore where Self: TransactionalStore {
     /// Clears the consent restriction of `appTransactionId` (the app's backend, through the
     /// entitlement API or `signet consent clear`): its purchases answer `restricted: false`
     /// again. Returns the restriction as cleared (or as it was, when already cleared); nil

@@ -5,7 +5,7 @@ import Testing
 
 /// The `forward` sink's durable queue on every store kind: enqueue, claim with a lease,
 /// settle, status; and on the durable ones, what survives a restart.
-@Suite struct ForwardQueueTests {
+@Suite struct ForwardQueueStoreContractTests {
     static let targets = ["http://a.example/hook", "http://b.example/hook"]
 
     @Test("every body for every target, claimed oldest first up to the limit, leased, retried at its instant, removed when done", arguments: StoreFactory.all)
