@@ -9,7 +9,7 @@ import Synchronization
 final class BackgroundSweeps: Sendable {
     private let running = Mutex<(client: AppStoreServerAPIClient?, task: Task<Void, Never>?)>((nil, nil))
     /// What the pause between sweeps waits on: its deadline, or ``wake()``.
-    private let alarm = RecordQueue<Never>(capacity: 1)
+    private let alarm = WakeUp()
 
     /// Builds the client (a failure is a configuration error naming `stage`), lets `announce`
     /// say what the stage will do, then runs `sweep` now and every `interval` after it ends,
@@ -30,7 +30,7 @@ final class BackgroundSweeps: Sendable {
                 guard await sweep(client) else { return }
                 do {
                     // Until the interval has passed, or someone has work now (``wake()``).
-                    _ = try await alarm.take(linger: .until(.now + interval))
+                    try await alarm.wait(for: interval)
                 } catch {
                     return
                 }

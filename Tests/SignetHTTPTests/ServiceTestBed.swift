@@ -130,7 +130,7 @@ private func blockingPythonRequest(_ method: String, host: String, port: Int, pa
 func withListening<T: Sendable>(_ admin: AdminServer, _ body: @Sendable (Int) async throws -> T) async throws -> T {
     let group = ServiceGroup(configuration: .init(services: [admin], gracefulShutdownSignals: [], logger: Logger(label: "test")))
     let running = Task { try await group.run() }
-    let port = await admin.boundPort()
+    guard let port = await admin.boundPort() else { throw CancellationError() }
     do {
         let result = try await body(port)
         await group.triggerGracefulShutdown()

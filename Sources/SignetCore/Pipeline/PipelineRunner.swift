@@ -190,11 +190,9 @@ public final class PipelineRunner: Sendable {
             }
         }
         do {
-            while let taken = try await queues[stages.count].take() {
-                if case .elements(let records) = taken, !records.isEmpty {
-                    try await deliver(RecordBatch(records: records))
-                    occupancy.remove(records.count, at: stages.count)
-                }
+            for try await records in queues[stages.count].batches() {
+                try await deliver(RecordBatch(records: records))
+                occupancy.remove(records.count, at: stages.count)
             }
         } catch {
             // A stage or the delivery failed: the source stops reading, or a source that polls

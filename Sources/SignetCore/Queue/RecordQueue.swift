@@ -113,6 +113,21 @@ package final class RecordQueue<Element: Sendable>: Sendable {
         return try Self.unwrap(taken)
     }
 
+    /// The next queued elements, at least one and at most `max` (lingering as `linger` says),
+    /// passing over wakes and empty takes: what a consumer that has no ticks takes. Nil at the
+    /// end; throws as ``take(max:linger:)``.
+    package func nextElements(max: Int = .max, linger: RecordQueueLinger = .none) async throws -> [Element]? {
+        while let taken = try await take(max: max, linger: linger) {
+            if case .elements(let elements) = taken, !elements.isEmpty { return elements }
+        }
+        return nil
+    }
+
+    /// Every batch of ``nextElements(max:linger:)`` until the end, for `for try await`.
+    package func batches(max: Int = .max, linger: RecordQueueLinger = .none) -> RecordQueueBatches<Element> {
+        RecordQueueBatches(queue: self, max: max, linger: linger)
+    }
+
     /// Up to `max` queued elements without waiting (none when nothing is queued).
     package func poll(max: Int = .max) -> [Element] {
         let (elements, actions) = state.withLock { $0.machine.poll(max: max, now: .now) }
@@ -166,4 +181,21 @@ package final class RecordQueue<Element: Sendable>: Sendable {
             }
         }
     }
+}
+
+/// The batches of one queue's consumer (``RecordQueue/batches(max:linger:)``).
+package struct RecordQueueBatches<Queued: Sendable>: AsyncSequence, Sendable {
+    package typealias Element = [Queued]
+    let queue: RecordQueue<Queued>
+    let max: Int
+    let linger: RecordQueueLinger
+
+    package struct AsyncIterator: AsyncIteratorProtocol {
+        let batches: RecordQueueBatches
+        package mutating func next() async throws -> [Queued]? {
+            try await batches.queue.nextElements(max: batches.max, linger: batches.linger)
+        }
+    }
+
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(batches: self) }
 }

@@ -126,6 +126,7 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
     /// Takes elements without waiting: `nil` when the consumer must wait
     /// (``waitForElements(consumer:id:max:linger:cancelled:now:)``).
     package mutating func take(max: Int, linger: Linger, now: Instant) -> (Taken, Actions)? {
+        precondition(consumer == nil, "a RecordQueue has one consumer: a second one took while the first waited")
         guard case .ready(let taken) = evaluate(max: max, linger: linger, now: now) else { return nil }
         return (taken, admitProducers(now: now))
     }
@@ -152,6 +153,8 @@ package struct RecordQueueStateMachine<Element: Sendable, Producer, Consumer> {
                 actions.consumer = (waiter, .cancelled)
                 return actions
             }
+            // Replacing the waiting consumer would leave it suspended for ever.
+            precondition(consumer == nil, "a RecordQueue has one consumer: a second one waited while the first did")
             consumer = WaitingConsumer(id: id, waiter: waiter, max: max, linger: linger, armed: deadline)
             if let deadline { actions.deadline = (id, deadline) }
         }

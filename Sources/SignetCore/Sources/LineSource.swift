@@ -102,10 +102,7 @@ public final class LineSource: Source {
     /// so far, at most `maxRecords`, without waiting for more once one line is in.
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
         guard let queue = startReading(capacity: maxRecords) else { return nil }
-        while let taken = try await queue.take(max: maxRecords) {
-            if case .elements(let records) = taken, !records.isEmpty { return records }
-        }
-        return nil
+        return try await queue.nextElements(max: maxRecords)
     }
 
     /// The queue the reading task fills; nil when not opened or stopped before reading.

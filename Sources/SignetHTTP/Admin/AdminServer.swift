@@ -25,7 +25,8 @@ public final class AdminServer: Service {
     private let store: StateStoreResource?
     private let token: BearerToken?
     private let logger: Logger
-    private let listening = ListeningPort()
+    /// The port it bound, once it listens (tests bind port 0).
+    private let listening = OneShot<Int>()
 
     /// Checks the bind policy (no API off loopback without a token) and finds the store.
     public init(
@@ -49,9 +50,10 @@ public final class AdminServer: Service {
         token = configuration.apiToken.flatMap { $0.isEmpty ? nil : BearerToken($0) }
     }
 
-    /// The port the listener bound (useful with port 0), once it listens.
-    public func boundPort() async -> Int {
-        await listening.value()
+    /// The port the listener bound (useful with port 0), once it listens; nil when the task
+    /// was cancelled before it did.
+    public func boundPort() async -> Int? {
+        await listening.wait()
     }
 
     public func run() async throws {
@@ -122,12 +124,12 @@ public final class AdminServer: Service {
                 availableConnectionsDelegate: ConnectionLimit(configuration.maxConnections, idle: idle, logger: logger)),
             onServerRunning: { [listening, logger] channel in
                 logger.info("http: listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
-                listening.announce(channel.localAddress?.port ?? 0)
+                listening.fulfill(channel.localAddress?.port ?? 0)
             },
             logger: logger)
         do {
             try await app.run()
-        } catch where !listening.isAnnounced && !(error is CancellationError) {
+        } catch where !listening.isFulfilled && !(error is CancellationError) {
             // Only a start that failed is a listen failure; a stop before it listened is not.
             throw ListenFailure.error(
                 listener: "the operators' listener",

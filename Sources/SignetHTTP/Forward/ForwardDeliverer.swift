@@ -20,7 +20,7 @@ final class ForwardDeliverer: Sendable {
     /// Wake-ups from ``ForwardSink/write(_:)``, through the pipeline's one queue primitive: a
     /// wake while the deliverer is busy is kept for its next wait, so none is lost, and a
     /// spurious one only costs another look at the store.
-    private let wakeups = RecordQueue<Void>(capacity: 1)
+    private let wakeups = WakeUp()
     private let options: ForwardSink.Options
     private let store: any ForwardQueueStore
     private let client: HTTPClient
@@ -98,7 +98,7 @@ final class ForwardDeliverer: Sendable {
                     let (status, now) = try await reportQueue()
                     let untilDue = status.nextDueAt.map { Duration.milliseconds(max(0, $0 - now)) } ?? options.pollInterval
                     // Ends at a wake, at the deadline (an empty take) or when cancelled (thrown).
-                    _ = try? await wakeups.take(linger: .until(.now + min(untilDue, options.pollInterval)))
+                    _ = try? await wakeups.wait(for: min(untilDue, options.pollInterval))
                 }
                 storeFailures = 0
             } catch {

@@ -20,14 +20,10 @@ public final class PipelineService: Service, CustomStringConvertible {
     }
 
     public let runner: PipelineRunner
-    private let finish = Mutex<FinishState>(FinishState())
+    /// The runner's result, or cancellation: the first of the two wins.
+    private let result = OneShot<Result<RunSummary, any Error>>()
+    private let finished = Mutex<Outcome?>(nil)
     private let draining = Atomic<Bool>(false)
-
-    private struct FinishState: ~Copyable {
-        var waiter: CheckedContinuation<RunSummary, any Error>?
-        var result: Result<RunSummary, any Error>?
-        var outcome: Outcome?
-    }
 
     private let logger: Logger
 
@@ -43,7 +39,7 @@ public final class PipelineService: Service, CustomStringConvertible {
     package var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// The outcome once ``run()`` returned; nil before.
-    public var outcome: Outcome? { finish.withLock { $0.outcome } }
+    public var outcome: Outcome? { finished.withLock { $0 } }
 
     public func run() async throws {
         // The group traps its signals before it starts a service: one caught while the
@@ -54,12 +50,13 @@ public final class PipelineService: Service, CustomStringConvertible {
         let work = Task {
             let result: Result<RunSummary, any Error>
             do { result = .success(try await runner.run()) } catch { result = .failure(error) }
-            deliver(result)
+            self.result.fulfill(result)
         }
         do {
             let summary = try await withTaskCancellationHandler {
                 try await withGracefulShutdownHandler {
-                    try await waitForRunner()
+                    // Nil only when cancelled, which the handler below also delivers.
+                    try await (self.result.wait() ?? .failure(CancellationError())).get()
                 } onGracefulShutdown: {
                     self.draining.store(true, ordering: .relaxed)
                     self.logger.notice(
@@ -67,34 +64,12 @@ public final class PipelineService: Service, CustomStringConvertible {
                     Task { await runner.requestStop() }
                 }
             } onCancel: {
-                deliver(.failure(CancellationError()))
+                self.result.fulfill(.failure(CancellationError()))
             }
-            finish.withLock { $0.outcome = .finished(summary) }
+            finished.withLock { $0 = .finished(summary) }
         } catch is CancellationError {
             work.cancel()
-            finish.withLock { $0.outcome = .abandoned }
-        }
-    }
-
-    private func waitForRunner() async throws -> RunSummary {
-        try await withCheckedThrowingContinuation { continuation in
-            finish.withLock { state in
-                if let result = state.result {
-                    continuation.resume(with: result)
-                } else {
-                    state.waiter = continuation
-                }
-            }
-        }
-    }
-
-    /// The first of the runner's result and cancellation wins.
-    private func deliver(_ result: Result<RunSummary, any Error>) {
-        finish.withLock { state in
-            guard state.result == nil else { return }
-            state.result = result
-            state.waiter?.resume(with: result)
-            state.waiter = nil
+            finished.withLock { $0 = .abandoned }
         }
     }
 }

@@ -67,8 +67,10 @@ public final class HTTPSource: Source {
         var group: ServiceGroup?
         var task: Task<Void, any Error>?
         var bound: ListenAddress?
-        var starting: CheckedContinuation<ListenAddress, any Error>?
     }
+
+    /// Where the server listens once it started, or why it could not.
+    private let started = OneShot<Result<ListenAddress, any Error>>()
 
     /// The store the app's own call reads entitlements from (``Options/purchasesPath``).
     private let store: StateStoreResource?
@@ -124,21 +126,19 @@ public final class HTTPSource: Source {
             },
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [application], logger: logger))
-        let address: ListenAddress = try await withCheckedThrowingContinuation { continuation in
-            server.withLock { state in
-                state.group = group
-                state.starting = continuation
-                state.task = Task { [self] in
-                    do {
-                        try await group.run()
-                        serverFailed(SourceError("the server stopped before it listened"))
-                    } catch {
-                        serverFailed(error)
-                        throw error
-                    }
+        server.withLock { state in
+            state.group = group
+            state.task = Task { [self] in
+                do {
+                    try await group.run()
+                    serverFailed(SourceError("the server stopped before it listened"))
+                } catch {
+                    serverFailed(error)
+                    throw error
                 }
             }
         }
+        guard let address = try await started.wait()?.get() else { throw CancellationError() }
         logger.notice("webhook listening on http://\(address)\(options.path)")
     }
 
@@ -176,20 +176,14 @@ public final class HTTPSource: Source {
     }
 
     private func serverStarted(_ address: ListenAddress) {
-        server.withLock { state in
-            state.bound = address
-            state.starting?.resume(returning: address)
-            state.starting = nil
-        }
+        server.withLock { $0.bound = address }
+        started.fulfill(.success(address))
     }
 
+    /// The server ended before it listened: `open` throws. After it listened, nothing (the
+    /// first result stands).
     private func serverFailed(_ error: any Error) {
-        server.withLock { state in
-            guard let starting = state.starting else { return }
-            state.starting = nil
-            starting.resume(
-                throwing: ListenFailure.error(
-                    listener: "the webhook", address: "\(options.address)", setting: "source.address", cause: error))
-        }
+        started.fulfill(.failure(
+            ListenFailure.error(listener: "the webhook", address: "\(options.address)", setting: "source.address", cause: error)))
     }
 }

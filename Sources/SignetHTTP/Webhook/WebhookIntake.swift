@@ -144,10 +144,7 @@ final class WebhookIntake: Sendable {
     /// `linger` after its arrival when fewer than `maxRecords` are queued (a steady trickle of
     /// requests then shares one commit instead of paying one each). Nil once stopped and empty.
     func nextBatch(maxRecords: Int) async throws -> [Record]? {
-        while let taken = try await queue.take(max: maxRecords, linger: linger > .zero ? .sinceOldest(linger) : .none) {
-            if case .elements(let records) = taken, !records.isEmpty { return records }
-        }
-        return nil
+        try await queue.nextElements(max: maxRecords, linger: linger > .zero ? .sinceOldest(linger) : .none)
     }
 
     /// The runner committed these records: answer their requests with what became of them.

@@ -103,7 +103,7 @@ public final class RevocationGate: Sendable {
             // would pass it.
             let remaining = policy.retryTimeout - (ContinuousClock.now - started)
             guard remaining > .zero else { throw unavailable(stopped: false) }
-            if await stopSignal.wait(upTo: min(backoff, remaining)) { throw unavailable(stopped: true) }
+            if await stopSignal.fired(within: min(backoff, remaining)) { throw unavailable(stopped: true) }
             try Task.checkCancellation()
             backoff = min(backoff * 2, .seconds(5))
             pending = held.map(\.key)
