@@ -79,7 +79,7 @@ public final class KafkaSource: Source {
     private let stopped = Atomic<Bool>(false)
     /// When the runner's last poll ended (set on the queue).
     private let lastAsked = Mutex(ContinuousClock.now)
-    private let keepAliveTimer = Mutex<BlockingExecutor.RepeatingTimer?>(nil)
+    private let keepAliveTimer = Mutex<DispatchTimer?>(nil)
 
     /// How long the runner may go without asking for records before the source polls for it
     /// (pausing its partitions): well inside `max.poll.interval.ms` (default 5 minutes) and

@@ -15,6 +15,8 @@ final class PostgresLease: Sendable {
     /// The session, nil once stopped. Used only on `queue` (and in `stop`, under the lock).
     private let session: Mutex<PostgresSession?>
     private let logger: Logger
+    /// Renews the lease on `queue` every third of its length while started.
+    private let renewal = Mutex<DispatchTimer?>(nil)
 
     init(instanceId: String, options: PostgresStoreOptions, logger: Logger) {
         self.instanceId = instanceId
@@ -29,11 +31,18 @@ final class PostgresLease: Sendable {
             guard let session else { return }
             try Self.renew(session, instanceId: instanceId, lease: lease)
         }
-        schedule()
+        let timer = DispatchTimer.repeating(every: .milliseconds(max(lease.clampedMilliseconds / 3, 50)), on: queue) { [self] in
+            renewNow()
+        }
+        renewal.withLock { $0 = timer }
     }
 
     /// Stops renewing and gives the lease up (so others may redeliver at once).
     func stop() {
+        renewal.withLock { timer in
+            defer { timer = nil }
+            return timer
+        }?.cancel()
         session.withLock { session in
             if let session {
                 _ = try? session.query("DELETE FROM signet_instances WHERE id = \(instanceId)")
@@ -43,19 +52,14 @@ final class PostgresLease: Sendable {
         }
     }
 
-    private func schedule() {
-        let interval = lease.clampedMilliseconds / 3
-        queue.asyncAfter(deadline: .now() + .milliseconds(Int(max(interval, 50)))) { [self] in
-            let running = session.withLock { session -> Bool in
-                guard let session else { return false }
-                do {
-                    try Self.renew(session, instanceId: instanceId, lease: lease)
-                } catch {
-                    logger.warning("could not renew the PostgreSQL lease (retrying): \(error)")
-                }
-                return true
+    private func renewNow() {
+        session.withLock { session in
+            guard let session else { return }
+            do {
+                try Self.renew(session, instanceId: instanceId, lease: lease)
+            } catch {
+                logger.warning("could not renew the PostgreSQL lease (retrying): \(error)")
             }
-            if running { schedule() }
         }
     }
 

@@ -154,7 +154,7 @@ public final class PipelineRunner: Sendable {
         }
         for (index, stage) in stages.enumerated() {
             let ticker = tickers[index]
-            if let ticker { group.addTask { try await ticker.wake(queues[index]) } }
+            if let ticker { group.addTask { await ticker.wake(queues[index]) } }
             group.addTask(executorPreference: executors[index]) { [self] in
                 /// Queues what this stage made for the next step.
                 func passOn(_ records: [Record]) async {

@@ -15,13 +15,16 @@ final class StageTicker: Sendable {
         self.interval = interval
     }
 
-    /// Marks a tick due every interval and wakes the stage; runs until cancelled.
-    func wake(_ queue: RecordQueue<Record>) async throws {
-        while true {
-            try await Task.sleep(for: interval)
+    /// Marks a tick due every interval and wakes the stage (a ``DispatchTimer``); runs until
+    /// cancelled.
+    func wake(_ queue: RecordQueue<Record>) async {
+        let timer = DispatchTimer.repeating(every: interval) { [self] in
             due.store(true, ordering: .releasing)
             queue.wake()
         }
+        defer { timer.cancel() }
+        // Until the runner cancels this task.
+        _ = await OneShot<Void>().wait()
     }
 
     /// Runs the stage's tick if one is due; the records it produced, marked as generated.

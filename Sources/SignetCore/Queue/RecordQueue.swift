@@ -27,6 +27,8 @@ package final class RecordQueue<Element: Sendable>: Sendable {
 
     private struct State: ~Copyable {
         var machine: Machine
+        /// The waiting consumer's linger deadline, cancelled when it is resumed earlier.
+        var timer: DispatchTimer?
         /// Tells one waiter's cancellation handler or timer from a later waiter's.
         var nextID: UInt64 = 0
 
@@ -168,17 +170,27 @@ package final class RecordQueue<Element: Sendable>: Sendable {
     /// Resumes whom the state machine named and arms its deadline; called outside the lock.
     private func perform(_ actions: Machine.Actions) {
         for (producer, accepted) in actions.producers { producer.resume(returning: accepted) }
-        if let (consumer, taken) = actions.consumer { consumer.resume(returning: taken) }
+        if let (consumer, taken) = actions.consumer {
+            // Its deadline, if one was armed, has nothing left to end.
+            state.withLock { state in
+                defer { state.timer = nil }
+                return state.timer
+            }?.cancel()
+            consumer.resume(returning: taken)
+        }
         if let (id, instant) = actions.deadline {
             // A lingering take ends at its deadline at the latest. The timer holds the queue
-            // weakly; a take that ended earlier makes it a no-op (the id no longer waits). A
-            // dispatch timer, not a sleeping task: a task would cost one more thread wake-up
-            // per batch, to start it, on the webhook's trickle.
-            let delay = (instant - .now).clampedNanoseconds
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: max(0, delay)))) { [weak self] in
+            // weakly; a take that ended earlier cancels it (and, were it already firing, the
+            // id no longer waits: a no-op).
+            let timer = DispatchTimer.once(after: instant - .now) { [weak self] in
                 guard let self else { return }
                 perform(state.withLock { $0.machine.deadlinePassed(consumer: id, now: .now) })
             }
+            state.withLock { state in
+                let replaced = state.timer
+                state.timer = timer
+                return replaced
+            }?.cancel()
         }
     }
 }

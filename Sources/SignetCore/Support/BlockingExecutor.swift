@@ -67,34 +67,7 @@ public final class BlockingExecutor: TaskExecutor {
     /// submitted, until the returned timer is cancelled: for work that must go on when no task
     /// calls in, and must not wait for Swift's cooperative pool to run a sleeping task (a Kafka
     /// member that serves its group while the pipeline behind it is stalled).
-    package func schedule(every interval: Duration, _ body: @escaping @Sendable () -> Void) -> RepeatingTimer {
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = Int(clamping: interval.components.seconds * 1_000_000_000
-            + interval.components.attoseconds / 1_000_000_000)
-        source.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
-        source.setEventHandler(handler: body)
-        source.resume()
-        return RepeatingTimer(source)
-    }
-
-    /// A timer from ``schedule(every:_:)``; stops when cancelled (or released).
-    ///
-    /// `@unchecked Sendable` is sound: the only state is the dispatch source, whose `cancel()`
-    /// Dispatch documents as safe from any thread; it is never mutated after `init`.
-    package final class RepeatingTimer: @unchecked Sendable {
-        private let source: any DispatchSourceTimer
-
-        init(_ source: any DispatchSourceTimer) {
-            self.source = source
-        }
-
-        /// No more runs once this returns, except one already started on the executor's thread.
-        package func cancel() {
-            source.cancel()
-        }
-
-        deinit {
-            source.cancel()
-        }
+    package func schedule(every interval: Duration, _ body: @escaping @Sendable () -> Void) -> DispatchTimer {
+        DispatchTimer.repeating(every: interval, on: queue, body)
     }
 }

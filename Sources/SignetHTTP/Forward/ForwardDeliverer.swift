@@ -28,14 +28,17 @@ final class ForwardDeliverer: Sendable {
     private let deadLetters: ForwardDeadLetters
     private let metrics: ForwardMetrics
     private let logger: Logger
+    /// Woken after every settled batch: the sink's drain waits on it instead of polling.
+    private let settled: WakeUp
     /// When the receiver started failing (nil while it answers): one warning per outage, one
     /// notice when it recovers.
     private let failingSince = Mutex<Int64?>(nil)
 
     init(
         target: String, options: ForwardSink.Options, store: any ForwardQueueStore, client: HTTPClient, executor: BlockingExecutor,
-        deadLetters: ForwardDeadLetters, metrics: ForwardMetrics, logger: Logger
+        deadLetters: ForwardDeadLetters, metrics: ForwardMetrics, settled: WakeUp, logger: Logger
     ) {
+        self.settled = settled
         self.target = target
         self.options = options
         self.store = store
@@ -154,6 +157,7 @@ final class ForwardDeliverer: Sendable {
         if !dead.isEmpty { try await deadLetters.write(dead) }
         let (removed, due) = (done + dead.map(\.item.id), retries)
         try await executor.run { try store.settleForwards(done: removed, retries: due) }
+        settled.wake()
 
         metrics.attempted("delivered", target: target, count: done.count)
         if !stopping { metrics.attempted("retry", target: target, count: retries.count) }

@@ -65,6 +65,8 @@ public final class ForwardSink: Sink {
     private let metrics: ForwardMetrics
     private let logger: Logger
     private let executor: BlockingExecutor
+    /// Woken by the deliverers after every settled batch (``drain(_:)`` waits on it).
+    private let settled = WakeUp()
     private struct Running {
         var store: any ForwardQueueStore
         var client: HTTPClient
@@ -106,7 +108,7 @@ public final class ForwardSink: Sink {
         let deliverers = options.urls.map {
             ForwardDeliverer(
                 target: $0, options: options, store: store, client: client, executor: executor, deadLetters: deadLetters,
-                metrics: metrics, logger: logger)
+                metrics: metrics, settled: settled, logger: logger)
         }
         let tasks = deliverers.map { deliverer in Task { await deliverer.run() } }
         running.withLock { $0 = Running(store: store, client: client, deliverers: deliverers, tasks: tasks) }
@@ -158,7 +160,8 @@ public final class ForwardSink: Sink {
                 }
             }
             guard waiting else { return }
-            try? await Task.sleep(for: .milliseconds(20))
+            // Until a deliverer settled a batch (or the deadline): then look again.
+            _ = try? await settled.wait(until: deadline)
         }
         logger.notice("forward '\(name)': closing with bodies still queued; the next run sends them")
     }

@@ -58,8 +58,6 @@ public final class HTTPSource: Source {
 
     public let options: Options
     private let intake: WebhookIntake
-    /// Body and answer deadlines of every request, swept by one task.
-    private let deadlines = DeadlineSweeper()
     private let logger: Logger
     private let server = Mutex(ServerState())
 
@@ -82,7 +80,7 @@ public final class HTTPSource: Source {
         self.logger = logger
         self.intake = WebhookIntake(
             stream: "http:\(options.path)", purchaseStream: options.purchasesPath.map { "http:\($0)" },
-            maxInFlight: options.maxInFlight, linger: options.batchLinger, deadlines: deadlines)
+            maxInFlight: options.maxInFlight, linger: options.batchLinger)
     }
 
     /// The address the server listens on once open (the real port when 0 was asked).
@@ -105,7 +103,7 @@ public final class HTTPSource: Source {
             purchases = PurchaseEndpoint(path: path, store: store, token: options.apiToken.map(BearerToken.init), logger: logger)
         }
         let responder = WebhookResponder(
-            intake: intake, options: options, purchases: purchases, deadlines: deadlines, logger: logger)
+            intake: intake, options: options, purchases: purchases, logger: logger)
         // One per listener: its connections' guards and its connection limit share it.
         let idle = IdleConnections(listener: "webhook")
         let application = Application(

@@ -1,3 +1,4 @@
+import NIOCore
 import SignetCore
 import SignetJWS
 import Synchronization
@@ -57,7 +58,8 @@ final class WebhookIntake: Sendable {
     /// A request waiting for its record's commit, and the deadline that ends the wait.
     private struct Waiter {
         var continuation: CheckedContinuation<Fate, Never>
-        var deadline: DeadlineSweeper.Token
+        /// On the request's connection's event loop: cancelled for free when the commit comes first.
+        var deadline: Scheduled<Void>
     }
 
     private struct State: ~Copyable {
@@ -79,21 +81,18 @@ final class WebhookIntake: Sendable {
     /// How long a batch smaller than the runner asked for waits, from its oldest record's
     /// arrival, for more requests to share its commit (``HTTPSource/Options/batchLinger``).
     private let linger: Duration
-    private let deadlines: DeadlineSweeper
     /// Accepted records on their way to the runner. Never full: admission is bounded by
     /// `maxInFlight` uncommitted records, which includes every queued one.
     private let queue: RecordQueue<Record>
     private let state = Mutex(State())
 
     init(
-        stream: String, purchaseStream: String? = nil, maxInFlight: Int, linger: Duration = .zero,
-        deadlines: DeadlineSweeper = DeadlineSweeper()
+        stream: String, purchaseStream: String? = nil, maxInFlight: Int, linger: Duration = .zero
     ) {
         self.stream = stream
         self.purchaseStream = purchaseStream
         self.maxInFlight = maxInFlight
         self.linger = linger
-        self.deadlines = deadlines
         self.queue = RecordQueue(capacity: maxInFlight)
     }
 
@@ -105,7 +104,8 @@ final class WebhookIntake: Sendable {
     /// Queues `body` as a record and waits for its fate. The record is committed even if
     /// the caller stops waiting (`timeout` ends the wait, not the record). With `kind`,
     /// `decode` rejects a body carrying any other kind of signed object.
-    func submit(_ body: [UInt8], requiring kind: SignedEnvelope.Kind? = nil, timeout: Duration) async -> Fate {
+    /// The answer's deadline runs on `eventLoop`, the request's connection's.
+    func submit(_ body: [UInt8], requiring kind: SignedEnvelope.Kind? = nil, timeout: Duration, on eventLoop: any EventLoop) async -> Fate {
         await withCheckedContinuation { continuation in
             // Admission and registering the waiter happen under one lock, so a commit can
             // never come between them.
@@ -133,7 +133,7 @@ final class WebhookIntake: Sendable {
                     return
                 }
                 state.uncommitted.insert(offset)
-                let deadline = deadlines.schedule(after: timeout) { [self] in expire(offset) }
+                let deadline = eventLoop.scheduleTask(in: .nanoseconds(timeout.clampedNanoseconds)) { [self] in expire(offset) }
                 state.waiters[offset] = Waiter(continuation: continuation, deadline: deadline)
                 state.statistics.accepted += 1
             }
@@ -192,7 +192,7 @@ final class WebhookIntake: Sendable {
 
     private func resume(_ waiter: Waiter?, _ fate: Fate) {
         guard let waiter else { return }
-        deadlines.cancel(waiter.deadline)
+        waiter.deadline.cancel()
         waiter.continuation.resume(returning: fate)
     }
 }

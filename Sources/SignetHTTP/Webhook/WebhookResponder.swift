@@ -25,8 +25,6 @@ struct WebhookResponder: HTTPResponder {
     let options: HTTPSource.Options
     /// The app's own call (`purchases_path`), when configured.
     let purchases: PurchaseEndpoint?
-    /// The body deadlines (shared with the intake's answer deadlines).
-    let deadlines: DeadlineSweeper
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -65,14 +63,14 @@ struct WebhookResponder: HTTPResponder {
         if let purchase {
             // `decode` turns away anything but a transaction (a notification posted here is
             // never applied as one); the answer comes from what `verify` put on the record.
-            switch await intake.submit(body, requiring: .transaction, timeout: options.responseTimeout) {
+            switch await intake.submit(body, requiring: .transaction, timeout: options.responseTimeout, on: context.channel.eventLoop) {
             case .committed(let outcome): return await purchase.answer(outcome)
             case .unavailable(let reason): return unavailable(reason)
             }
         }
 
         let outcome: RecordOutcome
-        switch await intake.submit(body, timeout: options.responseTimeout) {
+        switch await intake.submit(body, timeout: options.responseTimeout, on: context.channel.eventLoop) {
         case .committed(let committed): outcome = committed
         case .unavailable(let reason): return unavailable(reason)
         }
@@ -98,11 +96,14 @@ struct WebhookResponder: HTTPResponder {
     /// Reads at most `maxBodyBytes`; a body still incomplete after `bodyTimeout` closes the
     /// connection (the idle timeout alone would let a byte-a-second client stay forever).
     private func readBody(_ body: RequestBody, channel: any Channel) async throws -> BodyRead {
-        let watchdog = deadlines.schedule(after: options.bodyTimeout) { [timeout = options.bodyTimeout, logger] in
+        // On the connection's event loop (where this request runs): cancelled for free when the
+        // body arrives in time, which it almost always does.
+        let watchdog = channel.eventLoop.scheduleTask(in: .nanoseconds(options.bodyTimeout.clampedNanoseconds)) {
+            [timeout = options.bodyTimeout, logger] in
             logger.notice("webhook: body not complete within \(timeout), closing the connection")
             channel.close(promise: nil)
         }
-        defer { deadlines.cancel(watchdog) }
+        defer { watchdog.cancel() }
         var bytes: [UInt8] = []
         for try await buffer in body {
             guard bytes.count + buffer.readableBytes <= options.maxBodyBytes else {
