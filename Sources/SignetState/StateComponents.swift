@@ -57,7 +57,7 @@ extension ComponentRegistry {
         for sink in sinks where !context.sinkNames.contains(sink) {
             let known = context.sinkNames.isEmpty ? "none" : context.sinkNames.joined(separator: ", ")
             throw config.error(
-                "unknown sink '\(sink)' (the pipeline's sinks: \(known))" + ConfigObject.suggestion(for: sink, among: context.sinkNames),
+                "unknown sink '\(sink)' (the pipeline's sinks: \(known))" + ConfigWording.suggestion(for: sink, among: context.sinkNames),
                 key: key)
         }
     }

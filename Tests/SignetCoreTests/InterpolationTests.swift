@@ -29,18 +29,27 @@ struct InterpolationTests {
         #expect(isNull(child(node, "a")))
         #expect(isNull(child(node, "b")))
         #expect(scalar(child(node, "c")) == "x")
-        let object = try ConfigObject(node)
-        #expect(try object.optionalString("a") == nil)
-        #expect(try object.string("a", default: "d") == "d")
-        #expect(try object.optionalInt("b") == nil)
+        // Absent to a spec: the default applies.
+        var validator = ConfigValidator(storeNames: [])
+        let parsed = validator.validate(node, fields: [
+            ConfigField("a", .string, .default("d"), "a"), ConfigField("b", .int(0...10), .default("3"), "b"),
+            ConfigField("c", .string, .required, "c"),
+        ])
+        #expect(validator.errors.isEmpty)
+        guard case .string("d")? = parsed.entries["a"]?.value, case .int(3)? = parsed.entries["b"]?.value else {
+            Issue.record("defaults not applied: \(parsed.entries)")
+            return
+        }
+        #expect(!parsed.contains("a") && !parsed.contains("b"))
     }
 
     @Test func variableSetToEmptyStringIsAbsentToo() throws {
         let node = try parseNode("a: ${A}\n", environment: ["A": ""])
         #expect(isNull(child(node, "a")))
         // A required key then reports it missing instead of quietly using "".
-        let object = try ConfigObject(node)
-        #expect(throws: ConfigError.self) { try object.string("a") }
+        var validator = ConfigValidator(storeNames: [])
+        _ = validator.validate(node, fields: [ConfigField("a", .string, .required, "a")])
+        #expect(validator.errors.count == 1)
     }
 
     @Test func dollarDollarBraceEscapesToLiteral() throws {

@@ -27,8 +27,8 @@ public struct ComponentSpec: Sendable {
     /// Stores only: the store type `signet test` substitutes (e.g. `memory`), so
     /// pipeline tests write no files and need no server.
     public var testSubstitute: String?
-    /// Skips key validation: the factory reads a raw ``ConfigObject`` (see the
-    /// deprecated string-named `register…` calls). Such a component shows no keys.
+    /// Skips key validation: the factory reads undeclared keys from its ``ParsedConfig/node``
+    /// itself. Such a component shows no keys.
     public var acceptsAnyKeys: Bool
     /// The reason codes it rejects records or dead-letters messages with
     /// (docs/reason-codes.md). A pipeline exports each at 0 from its start

@@ -29,7 +29,7 @@ package struct ConfigValidator {
         case .mapping(let mapping): pairs = mapping
         case .null: pairs = []
         default:
-            errors.append(ConfigError("\(ConfigObject.name(node.path)) must be a mapping, not \(node.kindDescription)", at: node.location))
+            errors.append(ConfigError("\(ConfigWording.name(node.path)) must be a mapping, not \(node.kindDescription)", at: node.location))
             pairs = []
         }
         var entries: [String: ParsedConfig.Entry] = [:]
@@ -42,7 +42,7 @@ package struct ConfigValidator {
                 if allowsUnknownKeys { continue }
                 unknown.append((key, keyNode.location))
                 let scope = node.path.isEmpty ? "at the top level" : "in '\(node.path)'"
-                let advice = retiredKeys[key].map { ": \($0)" } ?? ConfigObject.suggestion(for: key, among: names)
+                let advice = retiredKeys[key].map { ": \($0)" } ?? ConfigWording.suggestion(for: key, among: names)
                 errors.append(ConfigError("unknown key '\(key)' \(scope)\(advice)", at: keyNode.location))
                 continue
             }
@@ -57,7 +57,7 @@ package struct ConfigValidator {
                 entries[field.name] = ParsedConfig.Entry(value: value, location: node.location, isExplicit: false)
             } else if field.isRequired, !pairs.contains(where: { if case .scalar(field.name) = $0.key.value { true } else { false } }) {
                 let scope = node.path.isEmpty ? "the pipeline" : "'\(node.path)'"
-                let typo = unknown.first { ConfigObject.suggestion(for: $0.name, among: [field.name]) != "" }
+                let typo = unknown.first { ConfigWording.suggestion(for: $0.name, among: [field.name]) != "" }
                 let hint = typo.map { " ('\($0.name)' at \($0.location.line):\($0.location.column) looks like a misspelling of it)" } ?? ""
                 errors.append(ConfigError("\(scope) needs '\(field.name)'\(hint)", at: node.location))
             } else if field.isRequired {
@@ -105,7 +105,7 @@ package struct ConfigValidator {
     }
 
     private mutating func decodeStrict(_ node: ConfigNode, as type: ConfigFieldType) -> Result<ConfigValue, ConfigError> {
-        let name = ConfigObject.name(node.path)
+        let name = ConfigWording.name(node.path)
         func fail(_ message: String) -> Result<ConfigValue, ConfigError> { .failure(ConfigError(message, at: node.location)) }
         func scalar(_ expected: String) -> Result<String, ConfigError> {
             if case .scalar(let text) = node.value { return .success(text) }
@@ -120,14 +120,14 @@ package struct ConfigValidator {
             case .success(let text):
                 guard storeNames.contains(text) else {
                     let known = storeNames.joined(separator: ", ")
-                    return fail("unknown store '\(text)' (the pipeline's stores: \(known))" + ConfigObject.suggestion(for: text, among: storeNames))
+                    return fail("unknown store '\(text)' (the pipeline's stores: \(known))" + ConfigWording.suggestion(for: text, among: storeNames))
                 }
                 storeReferences.append((text, node.location))
                 return .success(.string(text))
             }
         case .int(let range):
             guard case .scalar(let text) = node.value, let value = Int(text.replacingOccurrences(of: "_", with: "")) else {
-                return fail("\(name) must be an integer, got \(ConfigObject.show(node))")
+                return fail("\(name) must be an integer, got \(ConfigWording.show(node))")
             }
             if let range, !range.contains(value) {
                 if range.upperBound == Int.max { return fail("\(name) must be at least \(range.lowerBound), got \(value)") }
@@ -136,7 +136,7 @@ package struct ConfigValidator {
             return .success(.int(value))
         case .bool:
             guard case .scalar(let text) = node.value, let flag = Self.bool(text) else {
-                return fail("\(name) must be true or false, got \(ConfigObject.show(node))")
+                return fail("\(name) must be true or false, got \(ConfigWording.show(node))")
             }
             return .success(.bool(flag))
         case .duration(let range):
@@ -160,7 +160,7 @@ package struct ConfigValidator {
                 guard allowed.contains(text) else {
                     return fail(
                         "'\(text)' is not a valid \(Self.lastComponent(node.path)); expected one of: \(allowed.joined(separator: ", "))"
-                            + ConfigObject.suggestion(for: text, among: allowed))
+                            + ConfigWording.suggestion(for: text, among: allowed))
                 }
                 return .success(.string(text))
             }
@@ -172,7 +172,7 @@ package struct ConfigValidator {
             case .sequence(let nodes):
                 for item in nodes {
                     guard case .scalar(let text) = item.value else {
-                        return .failure(ConfigError("\(ConfigObject.name(item.path)) must be a string, not \(item.kindDescription)", at: item.location))
+                        return .failure(ConfigError("\(ConfigWording.name(item.path)) must be a string, not \(item.kindDescription)", at: item.location))
                     }
                     items.append((text, item.location))
                 }
@@ -183,7 +183,7 @@ package struct ConfigValidator {
                 for item in items where !allowed.contains(item.text) {
                     return .failure(ConfigError(
                         "'\(item.text)' is not allowed in \(name); expected one of: \(allowed.joined(separator: ", "))"
-                            + ConfigObject.suggestion(for: item.text, among: allowed), at: item.location))
+                            + ConfigWording.suggestion(for: item.text, among: allowed), at: item.location))
                 }
             }
             return .success(.stringList(items.map(\.text)))
@@ -196,7 +196,7 @@ package struct ConfigValidator {
                 case .scalar(let text): entries.append(.init(key: name, value: text, location: value.location))
                 case .null: continue
                 default:
-                    return .failure(ConfigError("\(ConfigObject.name(value.path)) must be a string, not \(value.kindDescription)", at: value.location))
+                    return .failure(ConfigError("\(ConfigWording.name(value.path)) must be a string, not \(value.kindDescription)", at: value.location))
                 }
             }
             return .success(.stringMap(entries))
@@ -208,7 +208,7 @@ package struct ConfigValidator {
             var objects: [ParsedConfig] = []
             for item in items {
                 guard case .mapping = item.value else {
-                    return .failure(ConfigError("\(ConfigObject.name(item.path)) must be a mapping, not \(item.kindDescription)", at: item.location))
+                    return .failure(ConfigError("\(ConfigWording.name(item.path)) must be a mapping, not \(item.kindDescription)", at: item.location))
                 }
                 objects.append(validate(item, fields: fields))
             }
@@ -219,7 +219,7 @@ package struct ConfigValidator {
             for (key, value) in pairs {
                 guard case .scalar(let entryName) = key.value else { continue }
                 if case .null = value.value {
-                    errors.append(ConfigError("\(ConfigObject.name(value.path)) needs a value", at: key.location))
+                    errors.append(ConfigError("\(ConfigWording.name(value.path)) needs a value", at: key.location))
                     continue
                 }
                 if let typed = decode(value, as: valueType, fallback: nil) {

@@ -22,13 +22,12 @@ struct PipelineBuild {
     }
 
     mutating func run() throws(ConfigErrors) -> Pipeline {
-        let top: ConfigObject
+        let top: PipelineFileSpec.TopLevel
         do {
-            top = try ConfigObject(root)
+            top = try PipelineFileSpec.TopLevel(root)
         } catch {
             throw ConfigErrors([error])
         }
-        _ = top.node("description")  // free text, for people
 
         // Sections (settings: and registered ones).
         var sections: [String: ParsedConfig] = [:]
@@ -46,15 +45,15 @@ struct PipelineBuild {
         }
 
         // Stores are declared first so stages can name them, built in file order.
-        if let stores = attempt({ try top.object("stores") }) ?? nil {
-            declaredStores = stores.entries()
+        if let stores = attempt({ try top.entries("stores") }) ?? nil {
+            declaredStores = stores
         }
         for (name, node) in declaredStores {
             buildStore(name: name, node: node)
         }
 
-        let sinkEntries = attempt { try top.object("sinks") } ?? nil
-        sinkNames = sinkEntries?.entries().map(\.name) ?? []
+        let sinkEntries = attempt { try top.entries("sinks") } ?? nil
+        sinkNames = sinkEntries?.map(\.name) ?? []
 
         var source: (any Source)?
         if let node = top.node("source") {
@@ -87,12 +86,12 @@ struct PipelineBuild {
 
         var sinks: [NamedSink] = []
         if let sinkEntries {
-            for (name, node) in sinkEntries.entries() {
+            for (name, node) in sinkEntries {
                 if let built = build(node, kind: .sink, path: "sinks.\(name)", name: name, table: registry.sinks) {
                     sinks.append(NamedSink(name: name, sink: built.component))
                 }
             }
-            if sinkNames.isEmpty { errors.append(ConfigError("'sinks' needs at least one sink", at: sinkEntries.location)) }
+            if sinkNames.isEmpty { errors.append(top.error("'sinks' needs at least one sink", key: "sinks")) }
         } else if top.node("sinks") == nil {
             // Absent, or present with no value (`sinks:`): either way nothing would be delivered.
             errors.append(top.contains("sinks") ? top.error("'sinks' needs at least one sink", key: "sinks") : top.missing("sinks"))
@@ -116,9 +115,8 @@ struct PipelineBuild {
         }
 
         checkIdentities()
-        for name in registry.sections.keys { _ = top.node(name) }
-        for key in ComponentRegistry.builtInKeys { _ = top.node(key) }
-        _ = attempt { try top.finish() }
+        let known = PipelineFileSpec.pipeline.names + registry.sections.keys.sorted() + ComponentRegistry.builtInKeys
+        if let unknown = top.unknownKey(known: known) { errors.append(unknown) }
         guard errors.isEmpty, let source, let deadLetter else {
             throw ConfigErrors(PipelineLoader.sorted(errors))
         }
@@ -186,7 +184,7 @@ struct PipelineBuild {
         guard let entry = table[type] else {
             errors.append(ConfigError(
                 "unknown \(kind.rawValue) type '\(type)'; known: \(known.joined(separator: ", "))"
-                    + ConfigObject.suggestion(for: type, among: known), at: typePair.value.location))
+                    + ConfigWording.suggestion(for: type, among: known), at: typePair.value.location))
             return nil
         }
         reasonCodes.formUnion(entry.spec.rejects)

@@ -24,6 +24,9 @@ public final class LineSource: Source {
     private let options: Options
     /// Reads block (a pipe, a slow disk): the reader runs here, off the cooperative pool.
     private let executor = BlockingExecutor(label: "signet.line-source")
+    /// The checkpoint's write and fsync: off the cooperative pool the runner commits from, and
+    /// apart from the reader's executor, whose read may wait for input as long as it likes.
+    private let checkpoints = BlockingExecutor(label: "signet.line-source.checkpoint")
     private let stopped = Atomic<Bool>(false)
     private let state = Mutex<State>(State())
 
@@ -169,7 +172,8 @@ public final class LineSource: Source {
         guard let checkpointPath = options.checkpointPath,
             let last = positions.max(by: { $0.offset < $1.offset }), let byteOffset = last.resumeByteOffset
         else { return }
-        try Checkpoint(stream: stream, line: last.offset, byteOffset: byteOffset).save(to: checkpointPath)
+        let checkpoint = Checkpoint(stream: stream, line: last.offset, byteOffset: byteOffset)
+        try await checkpoints.run { try checkpoint.save(to: checkpointPath) }
     }
 
     /// Lines already read are still handed out; then ``nextBatch(maxRecords:)`` returns nil.
