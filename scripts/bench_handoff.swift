@@ -1,5 +1,5 @@
 // What a hand-off to a sleeping thread costs on this machine: the unit of the webhook's and the
-// backfill's per-batch cost at a trickle (docs/webhook.md#benchmark).
+// backfill's per-batch cost at a trickle (docs/benchmarks.md).
 //
 //   swiftc -O scripts/bench_handoff.swift -o /tmp/bench_handoff && /tmp/bench_handoff
 //

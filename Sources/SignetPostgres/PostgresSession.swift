@@ -9,9 +9,10 @@ import SignetCore
 /// One PostgreSQL connection used synchronously: connects lazily, runs a query and waits
 /// for its result, and drops the connection after a failure so the next call reconnects.
 ///
-/// Why blocking is safe here: the state store is called from the pipeline's stage threads
-/// (``BlockingExecutor`` gives every stage a dedicated thread) or from the CLI's main thread,
-/// never from a NIO event loop. postgres-nio completes its futures on its own event-loop
+/// Why blocking is safe here: the state store is called from a ``BlockingExecutor`` (every
+/// stage, sink and store reader has its own serial queue, whose blocks run on Dispatch's
+/// worker threads: neither Swift's cooperative pool nor an event loop) or from the CLI's main
+/// thread, never from a NIO event loop. postgres-nio completes its futures on its own event-loop
 /// threads (``MultiThreadedEventLoopGroup/singleton``), which never wait on us, so
 /// `EventLoopFuture.wait()` cannot deadlock; it also never needs the Swift concurrency
 /// pool, so waiting on a cooperative thread (a test calling the store directly) only

@@ -15,7 +15,7 @@ import Glibc
 /// default is eight per core): threads beyond it share one, and a thread that only reads
 /// input (the line reader, the source) adds no heap of its own to the peak memory. Measured
 /// on the stdin pipeline, 2 cores: 117 against 147 MiB peak RSS, CPU within the noise
-/// (docs/webhook.md#benchmark). `MALLOC_TRIM_THRESHOLD_`, `MALLOC_TOP_PAD_` and
+/// (docs/benchmarks.md). `MALLOC_TRIM_THRESHOLD_`, `MALLOC_TOP_PAD_` and
 /// `MALLOC_ARENA_MAX` in the environment still win.
 enum MallocTuning {
     static func apply() {

@@ -1,17 +1,23 @@
 import Dispatch
 
-/// The one sanctioned way to run blocking work in Signet: a serial dispatch queue (its own
-/// thread), usable as a task executor or to run one blocking call.
+/// The one sanctioned way to run blocking work in Signet: a serial dispatch queue, usable as
+/// a task executor or to run one blocking call.
 ///
-/// Swift's cooperative pool has one thread per core (two here), shared by the webhook's
-/// answers, the runner's hand-offs and every sink's delivery reports. A `write(2)` plus
+/// A serial queue owns no thread: Dispatch runs its blocks one at a time, in order, on a worker
+/// thread of its own pool (a different one from block to block, possibly), and lends other
+/// queues more workers while one blocks. What matters is which threads it never uses: Swift's
+/// cooperative pool and NIO's event loops.
+///
+/// Swift's cooperative pool has one thread per core (two here), shared by the runner's
+/// hand-offs and delivery loop, every sink's delivery reports and the service-mode sweeps
+/// (the webhook's answers run on their connections' event loops). A `write(2)` plus
 /// `fsync`, a SQLite page read, a PostgreSQL round trip or a librdkafka poll on it stalls
 /// all of those. So whatever blocks runs on a `BlockingExecutor`: stages as their task
 /// executor (`addTask(executorPreference:)`), the runner's own calls into components (open,
 /// close, acknowledge, outbox redelivery) on one of its own, sources, sinks and the admin
 /// API's store reads through ``run(_:)``. Each owner keeps its own executor, so the calls it makes stay in
-/// order on one thread, as a serial queue does (the same idea as swift-nio's
-/// `NIOThreadPool.runIfActive`, with one thread per owner).
+/// order and never overlap, as a serial queue's blocks do (the same idea as swift-nio's
+/// `NIOThreadPool.runIfActive`, with one queue per owner).
 public final class BlockingExecutor: TaskExecutor {
     private let queue: DispatchQueue
     /// Marks each executor's queue with its label, so code can ask where it runs (``current``).
