@@ -365,24 +365,7 @@ struct AlertsFireFromTheBinaryTests {
                         $0["outcome"] == "late" && $0["job"] == "signet" && $0["instance"] == watched.target
                     }
                 }
-                // Five minutes of waiting, made in the test: the pending question's receivedAt
-                // (Unix milliseconds, in the JSON record of SQLiteSchema's consumption_requests)
-                // moved ten minutes back while signet runs.
-                let store = bed.dataDir("appstore") + "/signet.sqlite"
-                let update = try await offPool {
-                    try SignetProcess.run(
-                        executable: ChildProcess.env,
-                        ["sqlite3", "-cmd", ".timeout 10000", store,
-                         "UPDATE consumption_requests SET record = json_set(record, '$.receivedAt', json_extract(record, '$.receivedAt') - 600000) WHERE json_extract(record, '$.status') = 'pending'; SELECT changes();"],
-                        timeout: 30)
-                }
-                #expect(update.exitCode == 0 && update.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sqlite3: \(update.stdoutText)\(update.stderr)")
-                _ = try await watched.waitForMetrics("signet_consumption_oldest_pending_age_seconds > 300") { samples in
-                    Self.total(samples, "signet_consumption_oldest_pending_age_seconds", []) > 300
-                }
-                try await watched.expectFiring(["SignetConsumptionAnswerPending"]) { alerts in
-                    Self.firing(alerts, "SignetConsumptionAnswerPending").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
-                }
+                try await Self.expectPendingRefundQuestionAlert(store: bed.dataDir("appstore") + "/signet.sqlite", watched: watched)
                 _ = try await watched.waitForMetrics(#"signet_delivery_round_trips_total{result="failure"} >= 1"#) { samples in
                     Self.total(samples, "signet_delivery_round_trips_total", [#"result="failure""#]) >= 1
                 }
@@ -436,22 +419,7 @@ struct AlertsFireFromTheBinaryTests {
                 _ = try await watched.waitForMetrics("signet_consumption_pending 1 during the pause") { samples in
                     Self.total(samples, "signet_consumption_pending", []) == 1
                 }
-                // Five minutes of waiting, made in the test (as in the late-answer test above).
-                let store = bed.dataDir("paused") + "/signet.sqlite"
-                let update = try await offPool {
-                    try SignetProcess.run(
-                        executable: ChildProcess.env,
-                        ["sqlite3", "-cmd", ".timeout 10000", store,
-                         "UPDATE consumption_requests SET record = json_set(record, '$.receivedAt', json_extract(record, '$.receivedAt') - 600000) WHERE json_extract(record, '$.status') = 'pending'; SELECT changes();"],
-                        timeout: 30)
-                }
-                #expect(update.exitCode == 0 && update.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sqlite3: \(update.stdoutText)\(update.stderr)")
-                _ = try await watched.waitForMetrics("signet_consumption_oldest_pending_age_seconds > 300 during the pause") { samples in
-                    Self.total(samples, "signet_consumption_oldest_pending_age_seconds", []) > 300
-                }
-                try await watched.expectFiring(["SignetConsumptionAnswerPending"]) { alerts in
-                    Self.firing(alerts, "SignetConsumptionAnswerPending").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
-                }
+                try await Self.expectPendingRefundQuestionAlert(store: bed.dataDir("paused") + "/signet.sqlite", watched: watched)
                 #expect(bed.fake.requests(.consumption).count == 1, "asked again during the pause: \(bed.fake.requests.map(\.route))")
             }
         }
@@ -486,6 +454,27 @@ struct AlertsFireFromTheBinaryTests {
                     Self.firing(alerts, "SignetDeliveryRoundTripStale").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
                 }
             }
+        }
+    }
+
+    /// Five minutes of waiting for the one pending refund question, made in the test: its
+    /// receivedAt (Unix milliseconds, in the JSON record of SQLiteSchema's consumption_requests)
+    /// moved ten minutes back in the running signet's store; then its age on /metrics passes 300
+    /// and SignetConsumptionAnswerPending fires.
+    static func expectPendingRefundQuestionAlert(store: String, watched: Watched) async throws {
+        let update = try await offPool {
+            try SignetProcess.run(
+                executable: ChildProcess.env,
+                ["sqlite3", "-cmd", ".timeout 10000", store,
+                 "UPDATE consumption_requests SET record = json_set(record, '$.receivedAt', json_extract(record, '$.receivedAt') - 600000) WHERE json_extract(record, '$.status') = 'pending'; SELECT changes();"],
+                timeout: 30)
+        }
+        #expect(update.exitCode == 0 && update.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sqlite3: \(update.stdoutText)\(update.stderr)")
+        _ = try await watched.waitForMetrics("signet_consumption_oldest_pending_age_seconds > 300") { samples in
+            total(samples, "signet_consumption_oldest_pending_age_seconds", []) > 300
+        }
+        try await watched.expectFiring(["SignetConsumptionAnswerPending"]) { alerts in
+            firing(alerts, "SignetConsumptionAnswerPending").contains { $0["job"] == "signet" && $0["instance"] == watched.target }
         }
     }
 
