@@ -269,7 +269,10 @@ struct RevocationPolicyTests {
         func verify(answersFile: String?) async throws -> RecordBatch {
             // A new checker each time: what a restarted process has.
             let checker = OCSPRevocationChecker(
-                transport: AsyncHTTPClientOCSPTransport(), options: .init(answersFile: answersFile), clock: { clock.now })
+                // A deadline a loaded CI machine cannot miss (the responders answer in milliseconds;
+                // once they are stopped, refused connections fail at once).
+                transport: AsyncHTTPClientOCSPTransport(), options: .init(deadline: .seconds(60), answersFile: answersFile),
+                clock: { clock.now })
             let gate = RevocationGate(policy: RevocationPolicy(mode: .soft, grace: .seconds(3_600), retryTimeout: .zero), checker: checker, clock: { clock.now })
             let stage = VerifyStage(verifier: verifier, parallelism: 1, revocation: gate)
             var batch = RecordBatch(records: [Record(raw: Array(inputs.lines[0].utf8), position: SourcePosition(stream: "t", offset: 1))])
