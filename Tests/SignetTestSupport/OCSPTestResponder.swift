@@ -35,8 +35,11 @@ public final class OCSPTestResponder: Sendable {
             let port = try port ?? freeLocalPort()
             let process = try ChildProcess(
                 ChildProcess.env, Self.arguments(directory, validMinutes: validMinutes) + ["-port", String(port)], stdin: false)
+            // openssl says it waits for connections a moment before it listens (on a loaded
+            // machine long enough for a first request to be refused): the socket is checked too,
+            // in the kernel's table, without a connection the responder would count.
             let ready = await process.waitUntil(timeout: .seconds(10)) {
-                process.stderrText.contains("waiting for OCSP client connections") || !process.isRunning
+                (process.stderrText.contains("waiting for OCSP client connections") && Self.isListening(port: port)) || !process.isRunning
             }
             if ready && process.isRunning {
                 self.port = port
@@ -104,6 +107,20 @@ public final class OCSPTestResponder: Sendable {
         try directory.write("signer.pem", signer.pemEncoded)
         try directory.write("signer.key", signerKey.pemEncoded)
         return directory
+    }
+
+    /// Whether a TCP socket listens on `port` (IPv4 or IPv6), from /proc/net/tcp{,6}.
+    static func isListening(port: Int) -> Bool {
+        let hex = String(format: ":%04X", port)
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                // local_address is "ADDR:PORT" in hex; state 0A is LISTEN.
+                if fields.count > 3, fields[1].hasSuffix(hex), fields[3] == "0A" { return true }
+            }
+        }
+        return false
     }
 
     private static func arguments(_ directory: TemporaryDirectory, validMinutes: Int) -> [String] {

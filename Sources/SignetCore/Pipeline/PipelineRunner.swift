@@ -127,29 +127,41 @@ public final class PipelineRunner: Sendable {
         let stages = pipeline.stages
         let batchSize = pipeline.settings.batchSize
         // queues[i] feeds stage i; the last one feeds delivery.
-        let queues = (0...stages.count).map { _ in RecordQueue<Record>(capacity: batchSize) }
+        let source = pipeline.source
+        // A push source's queue is the first stage's input (no pump between two queues); with
+        // no stage to take from it, it is pulled like any other.
+        let push = stages.isEmpty ? nil : source as? any PushSource
+        let queues = (0...stages.count).map { index in
+            (index == 0 ? push?.input : nil) ?? RecordQueue<Record>(capacity: batchSize)
+        }
         let occupancy = StepOccupancy(steps: stages.count + 1)
         let tickers = stages.map(StageTicker.init)
         let executors = stages.map { BlockingExecutor(label: "signet.stage.\($0.name)") }
-        let source = pipeline.source
 
-        // The source's loop shares the first stage's executor: handing a batch to that stage
-        // then wakes no other thread, and a source never blocks its caller (``Source``), so
-        // the stage waits for nothing but the hand-off itself.
-        group.addTask(executorPreference: executors.first) { [self] in
-            do {
-                while var records = try await source.nextBatch(maxRecords: batchSize) {
-                    guard !records.isEmpty else { continue }
-                    summary.withLock { $0.read += records.count }
-                    metrics.recordsRead(records.count)
-                    records[0][BatchReadInstantPart.self] = .now
-                    occupancy.add(records.count, at: 0)
-                    await queues[0].send(records)
+        /// Records read from the source: counted, and the batch's read instant stamped.
+        func read(_ records: inout [Record]) {
+            summary.withLock { $0.read += records.count }
+            metrics.recordsRead(records.count)
+            records[0][BatchReadInstantPart.self] = .now
+            occupancy.add(records.count, at: 0)
+        }
+
+        if push == nil {
+            // The source's loop shares the first stage's executor: handing a batch to that stage
+            // then wakes no other thread, and a source never blocks its caller (``Source``), so
+            // the stage waits for nothing but the hand-off itself.
+            group.addTask(executorPreference: executors.first) {
+                do {
+                    while var records = try await source.nextBatch(maxRecords: batchSize) {
+                        guard !records.isEmpty else { continue }
+                        read(&records)
+                        await queues[0].send(records)
+                    }
+                    queues[0].finish()
+                } catch {
+                    queues[0].finish(failure: error)
+                    throw error
                 }
-                queues[0].finish()
-            } catch {
-                queues[0].finish(failure: error)
-                throw error
             }
         }
         for (index, stage) in stages.enumerated() {
@@ -162,9 +174,13 @@ public final class PipelineRunner: Sendable {
                     occupancy.add(records.count, at: index + 1)
                     await queues[index + 1].send(records)
                 }
+                // The first stage takes a push source's records in batches of the runner's size,
+                // lingering as the source asks (what its `nextBatch` would have done).
+                let (most, linger): (Int, RecordQueueLinger) = index == 0 && push != nil ? (batchSize, push?.inputLinger ?? .none) : (.max, .none)
                 do {
-                    while let taken = try await queues[index].take() {
-                        if case .elements(let records) = taken, !records.isEmpty {
+                    while let taken = try await queues[index].take(max: most, linger: linger) {
+                        if case .elements(var records) = taken, !records.isEmpty {
+                            if index == 0, push != nil { read(&records) }
                             var batch = RecordBatch(records: records)
                             try await stage.process(&batch)
                             FaultInjection.point("after_stage_process")

@@ -15,7 +15,7 @@ import Synchronization
 /// The server (Hummingbird, HTTP/1.1) starts in ``open()`` and stops in ``close()``, so
 /// the source behaves like any other under ``PipelineRunner``. ``stop()`` starts the
 /// drain: new requests get 503 with `Retry-After` while queued ones are still committed.
-public final class HTTPSource: Source {
+public final class HTTPSource: Source, PushSource {
     /// The source's settings (YAML keys in ``ComponentSpec/httpSource``).
     public struct Options: Sendable {
         /// Where to listen; port 0 picks a free port (see ``boundAddress``).
@@ -143,6 +143,10 @@ public final class HTTPSource: Source {
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {
         try await intake.nextBatch(maxRecords: maxRecords)
     }
+
+    /// The runner's first stage takes the requests' records straight from the intake's queue.
+    package var input: RecordQueue<Record> { intake.queue }
+    package var inputLinger: RecordQueueLinger { intake.linger > .zero ? .sinceOldest(intake.linger) : .none }
 
     /// Answers each record's request with its fate (processed, dead-lettered and why, dropped).
     public func commit(outcomes: [RecordOutcome]) async throws {

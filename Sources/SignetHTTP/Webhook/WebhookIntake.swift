@@ -80,10 +80,10 @@ final class WebhookIntake: Sendable {
     private let maxInFlight: Int
     /// How long a batch smaller than the runner asked for waits, from its oldest record's
     /// arrival, for more requests to share its commit (``HTTPSource/Options/batchLinger``).
-    private let linger: Duration
+    let linger: Duration
     /// Accepted records on their way to the runner. Never full: admission is bounded by
     /// `maxInFlight` uncommitted records, which includes every queued one.
-    private let queue: RecordQueue<Record>
+    let queue: RecordQueue<Record>
     private let state = Mutex(State())
 
     init(
