@@ -27,8 +27,9 @@ package final class RecordQueue<Element: Sendable>: Sendable {
 
     private struct State: ~Copyable {
         var machine: Machine
-        /// The waiting consumer's linger deadline, cancelled when it is resumed earlier.
-        var timer: DispatchTimer?
+        /// The waiting consumer's linger deadline (with the consumer's id), cancelled when it
+        /// is resumed earlier.
+        var timer: (consumer: UInt64, timer: DispatchTimer)?
         /// Tells one waiter's cancellation handler or timer from a later waiter's.
         var nextID: UInt64 = 0
 
@@ -174,7 +175,7 @@ package final class RecordQueue<Element: Sendable>: Sendable {
             // Its deadline, if one was armed, has nothing left to end.
             state.withLock { state in
                 defer { state.timer = nil }
-                return state.timer
+                return state.timer?.timer
             }?.cancel()
             consumer.resume(returning: taken)
         }
@@ -186,10 +187,12 @@ package final class RecordQueue<Element: Sendable>: Sendable {
                 guard let self else { return }
                 perform(state.withLock { $0.machine.deadlinePassed(consumer: id, now: .now) })
             }
-            state.withLock { state in
-                let replaced = state.timer
-                state.timer = timer
-                return replaced
+            // Kept unless a later consumer's is (this one was resumed, and took and waited
+            // again, before this line ran): ids only grow, and the older timer is the one to drop.
+            state.withLock { state -> DispatchTimer? in
+                if let kept = state.timer, kept.consumer > id { return timer }
+                defer { state.timer = (id, timer) }
+                return state.timer?.timer
             }?.cancel()
         }
     }
