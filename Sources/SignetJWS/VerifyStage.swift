@@ -53,6 +53,16 @@ public struct VerifyStage: RecordStage, HealthReporting {
         self.revocation = revocation
     }
 
+    /// Without its document, a record reaches the sinks with no output unless a later stage
+    /// replaces the outputs: refused where the pipeline is built rather than publishing nothing.
+    public func checkPlacement(_ placement: StagePlacement) throws(PipelineWiringError) {
+        guard !emitsDocument, !placement.laterStage(declares: .replacesOutputs) else { return }
+        throw PipelineWiringError(
+            stage: name, index: placement.index,
+            message: "built with emitsDocument: false, but no later stage replaces the outputs (a transition stage does), "
+                + "so the sinks would receive nothing; pass emitsDocument: true, or add the stage that publishes")
+    }
+
     /// Says what is checked, so a wrong environment or bundle id shows in the first lines of the log.
     public func open() async throws {
         guard let logger else { return }

@@ -29,7 +29,7 @@ struct CoreEdgeCaseTests {
     @Test func sourceFailureStopsTheRunAfterDeliveringEarlierBatches() async throws {
         let inner = MemorySource(lines: (1...10).map { "r\($0)" })
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: ThrowingSource(inner: inner, failOnCall: 3), stages: [CheckStage()],
             sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings(batchSize: 2))
@@ -47,7 +47,7 @@ struct CoreEdgeCaseTests {
         settings.progressInterval = .milliseconds(1)
         let source = MemorySource(lines: (1...50).map { "r\($0)" })
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: settings)
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -58,7 +58,7 @@ struct CoreEdgeCaseTests {
     @Test func emptyPipelineWithoutStagesDeliversNothingButCommits() async throws {
         let source = MemorySource(lines: ["a", "b"])
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -94,7 +94,7 @@ struct CoreEdgeCaseTests {
         var options = LineSource.Options()
         options.checkpointPath = dir.path("state/sub/in.checkpoint")
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: LineSource(path: input, options: options), stages: [CheckStage()],
             sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings())

@@ -12,7 +12,7 @@ struct DeliveryAccountingTests {
     @Test func aDeadLetterSinkThatRefusesForGoodStopsTheRunBeforeTheCommit() async throws {
         let source = MemorySource(lines: ["r1", "bad2", "r3"])
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: RefusingSink(refusing: { _ in true })),
             settings: testSettings(batchSize: 1))
@@ -27,7 +27,7 @@ struct DeliveryAccountingTests {
     @Test func aMessageASinkRefusesIsNotLostWhenTheDeadLetterSinkRefusesItToo() async throws {
         let source = MemorySource(lines: ["r1", "r2", "r3"])
         let out = RefusingSink(refusing: { text($0.value) == "out:r2" })
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: RefusingSink(refusing: { _ in true })),
             settings: testSettings(batchSize: 1))
@@ -40,7 +40,7 @@ struct DeliveryAccountingTests {
         let source = MemorySource(lines: ["r1", "r2", "r3", "bad4"])
         let out = RefusingSink(refusing: { text($0.value) == "out:r2" })
         let dead = CaptureSink(name: "dead")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), EventTypeStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: dead), settings: testSettings(batchSize: 4))
         let summary = try await PipelineRunner(pipeline: pipeline, metrics: PipelineMetrics(factory: metrics)).run()
@@ -60,7 +60,7 @@ struct DeliveryAccountingTests {
         let metrics = TestMetrics()
         let sweep = SweepingStage(interval: .milliseconds(5), delay: .milliseconds(40))
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: MemorySource(lines: (1...6).map { "r\($0)" }), stages: [CheckStage(), sweep],
             sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings(batchSize: 1))
@@ -161,7 +161,7 @@ final class UncommittableSource: Source {
 struct UncommittedStopTests {
     @Test func theRunThrowsAfterClosingEverythingElse() async throws {
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: UncommittableSource(MemorySource(lines: ["a", "b"])), stages: [CheckStage()],
             sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings())

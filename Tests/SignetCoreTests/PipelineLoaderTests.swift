@@ -381,6 +381,42 @@ struct PipelineLoaderTests {
         #expect(errors.first?.location?.line == 3)
     }
 
+    /// A stage that relies on a later `publisher` stage, as `verify` without its document does.
+    struct NeedsAPublisher: Stage {
+        let name = "needs_publisher"
+        func process(_ batch: inout RecordBatch) async throws {}
+        func checkPlacement(_ placement: StagePlacement) throws(PipelineWiringError) {
+            guard !placement.laterStages.contains(where: { $0.name == "publisher" }) else { return }
+            throw PipelineWiringError(stage: name, index: placement.index, message: "needs a publisher after it")
+        }
+    }
+
+    @Test func aStageItsNeighboursDoNotServeIsRefusedAtItsLine() throws {
+        var registry = coreRegistry()
+        registry.registerStage(ComponentSpec(name: "needs_publisher", summary: "relies on a publisher")) { _, _ in NeedsAPublisher() }
+        registry.registerStage(ComponentSpec(name: "publisher", summary: "publishes")) { _, _ in NamedNoopStage(name: "publisher") }
+        let errors = loadErrors("""
+            source: { type: stdin }
+            stages:
+              - type: publisher
+              - type: needs_publisher
+            sinks: { out: { type: stdout } }
+            dead_letter: { type: stdout }
+            """, registry: registry)
+        #expect(errors.count == 1)
+        #expect(errors.first?.message == "'stages[1]' (needs_publisher): needs a publisher after it")
+        #expect(errors.first?.location?.line == 4)
+        let pipeline = try PipelineLoader(registry: registry, environment: [:]).load(yaml: """
+            source: { type: stdin }
+            stages:
+              - type: needs_publisher
+              - type: publisher
+            sinks: { out: { type: stdout } }
+            dead_letter: { type: stdout }
+            """, file: "p.yaml")
+        #expect(pipeline.stages.map(\.name) == ["needs_publisher", "publisher"])
+    }
+
     @Test func factoriesSeeTheirPathAndTheSinkNames() throws {
         var registry = coreRegistry()
         let seen = EventLog()

@@ -47,7 +47,7 @@ struct PipelineRunnerTests {
     /// executor, the rest on the runner's.
     @Test func noStageCallRunsOnTheCooperativePool() async throws {
         let probe = ExecutorProbeStage()
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: MemorySource(lines: lines(5)), stages: [probe, CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 2))
         _ = try await PipelineRunner(pipeline: pipeline).run()
@@ -65,7 +65,7 @@ struct PipelineRunnerTests {
         let source = MemorySource(lines: ["a", "bad1", "dup", "b", "bad2", "c"])
         let out = CaptureSink(name: "out")
         let dead = CaptureSink(name: "dead")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: dead), settings: testSettings(batchSize: 4))
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -105,7 +105,7 @@ struct PipelineRunnerTests {
         let invalid: [UInt8] = [0x62, 0x61, 0x64, 0xFF, 0xFE, 0x00, 0x0A]
         let source = MemorySource(rawLines: [Array("ok".utf8), invalid], stream: "topic-in")
         let dead = CaptureSink(name: "dead")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(name: "validate")], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: dead, format: .raw), settings: testSettings())
         try await PipelineRunner(pipeline: pipeline).run()
@@ -127,7 +127,7 @@ struct PipelineRunnerTests {
         let out = CaptureSink(name: "out", log: log)
         let dead = CaptureSink(name: "dead", log: log)
         let tracker = LoggingStage(name: "L", log: log)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), tracker], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: dead), settings: testSettings(batchSize: 2))
         try await PipelineRunner(pipeline: pipeline).run()
@@ -167,7 +167,7 @@ struct PipelineRunnerTests {
         let log = EventLog()
         let source = MemorySource(lines: lines(5), log: log)
         let out = CaptureSink(name: "out", log: log, failTimes: 2)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 10))
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -184,7 +184,7 @@ struct PipelineRunnerTests {
         let source = MemorySource(lines: lines(6), log: log)
         let out = CaptureSink(name: "out", log: log, poison: { text($0.value) == "out:r3" })
         let tracker = LoggingStage(name: "L", log: log)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), tracker], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings(batchSize: 2, sinkRetryTimeout: .milliseconds(1)))
@@ -203,7 +203,7 @@ struct PipelineRunnerTests {
         let source = MemorySource(lines: ["r1", "bad2", "r3"])
         let out = CaptureSink(name: "out")
         let dead = CaptureSink(name: "dead", failTimes: .max)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: dead),
             settings: testSettings(batchSize: 1, sinkRetryTimeout: .milliseconds(1)))
@@ -215,7 +215,7 @@ struct PipelineRunnerTests {
         let log = EventLog()
         let source = MemorySource(lines: lines(8), log: log)
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), LoggingStage(name: "db", log: log, failOnBatchContaining: 3)],
             sinks: [NamedSink(name: "out", sink: out)], deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings(batchSize: 2))
@@ -228,7 +228,7 @@ struct PipelineRunnerTests {
     @Test func failingSinkOpenClosesWhatWasOpened() async throws {
         let source = MemorySource(lines: lines(3))
         let good = CaptureSink(name: "good")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [],
             sinks: [NamedSink(name: "good", sink: good), NamedSink(name: "bad", sink: FailingOpenSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
@@ -249,7 +249,7 @@ struct PipelineRunnerTests {
         let later = LoggingStage(name: "B", log: log, marker: "+B")
         let source = MemorySource(lines: ["r1", "r2"], log: log)
         let out = CaptureSink(name: "out", log: log)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), outbox, later], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -278,7 +278,7 @@ struct PipelineRunnerTests {
     @Test func manySmallBatchesKeepOrder() async throws {
         let source = MemorySource(lines: lines(1000))
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), CheckStage(name: "check2")], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 3))
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -297,7 +297,7 @@ struct PipelineRunnerTests {
         let source = MemorySource(lines: lines(1000))
         let out = CaptureSink(name: "out")
         let counting = CountingStage(parallelism: 2)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [counting], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 100))
         try await PipelineRunner(pipeline: pipeline).run()
@@ -313,7 +313,7 @@ struct PipelineRunnerTests {
     @Test func routesSelectSinks() async throws {
         let a = CaptureSink(name: "a")
         let b = CaptureSink(name: "b")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: MemorySource(lines: ["x", "y"]), stages: [RoutingStage()],
             sinks: [NamedSink(name: "a", sink: a), NamedSink(name: "b", sink: b)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
@@ -329,7 +329,7 @@ struct PipelineRunnerTests {
     @Test(.timeLimit(.minutes(1)), arguments: [4, 64])
     func aFailingStageEndsARunWhoseSourceNeverRunsDry(batchSize: Int) async throws {
         let source = MemorySource(endlessStream: "live")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage(), FailingStage(afterBatches: 3)], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: batchSize))
         await #expect(throws: TestFailure.self) { try await PipelineRunner(pipeline: pipeline).run() }
@@ -342,7 +342,7 @@ struct PipelineRunnerTests {
     func aFailingSinkEndsARunWhoseSourceNeverRunsDry(batchSize: Int) async throws {
         let source = MemorySource(endlessStream: "live")
         let out = CaptureSink(name: "out", poison: { String(decoding: $0.value, as: UTF8.self) == "out:r10" })
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()),
             settings: testSettings(batchSize: batchSize, sinkRetryTimeout: .milliseconds(300)))
@@ -357,7 +357,7 @@ struct PipelineRunnerTests {
         let out = CaptureSink(name: "out", onWrite: { total in
             if total >= 50, let runner = box.runner.withLock({ $0 }) { await runner.requestStop() }
         })
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 7))
         let runner = PipelineRunner(pipeline: pipeline)
@@ -492,7 +492,7 @@ struct AdaptiveBatchTests {
         let memory = MemorySource(lines: lines)
         let slow = SlowStage()
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: OneAtATimeSource(memory), stages: [CheckStage(), slow], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 16))
         let summary = try await PipelineRunner(pipeline: pipeline).run()
@@ -535,7 +535,7 @@ final class TimestampedSource: Source {
 struct RunnerLatencyTests {
     @Test func sourceTimestampsGiveEndToEndLatencyInTheSummary() async throws {
         let source = TimestampedSource(MemorySource(lines: ["a", "bad", "b"]), age: 2_000)
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: 2))
         let started = ContinuousClock.now
@@ -552,7 +552,7 @@ struct RunnerLatencyTests {
     }
 
     @Test func sourcesWithoutTimestampsReportNoLatency() async throws {
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: MemorySource(lines: ["a", "b"]), stages: [CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink())],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings())
         let summary = try await PipelineRunner(pipeline: pipeline).run()

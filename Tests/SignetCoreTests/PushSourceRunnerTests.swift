@@ -60,7 +60,7 @@ struct PushSourceRunnerTests {
         let source = OfferingSource()
         let out = CaptureSink(name: "out")
         let batches = BatchSizeStage()
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [batches, CheckStage()], sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 4))
         // Ten queued before the run starts: taken 4, 4, 2.
@@ -84,7 +84,7 @@ struct PushSourceRunnerTests {
     func lingerGathersATrickle() async throws {
         let source = OfferingSource(linger: .sinceOldest(.milliseconds(300)))
         let batches = BatchSizeStage()
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [batches, CheckStage()], sinks: [NamedSink(name: "out", sink: CaptureSink(name: "out"))],
             deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead")), settings: testSettings(batchSize: 64))
         let runner = PipelineRunner(pipeline: pipeline)

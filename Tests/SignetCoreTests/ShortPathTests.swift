@@ -41,7 +41,7 @@ struct ShortPathTests {
     private func run(_ source: some Source, batchSize: Int) async throws -> (stages: [ExecutorRecordingStage], out: CaptureSink) {
         let stages = ["a", "b", "c"].map(ExecutorRecordingStage.init(name:))
         let out = CaptureSink(name: "out")
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: source, stages: [CheckStage()] + stages, sinks: [NamedSink(name: "out", sink: out)],
             deadLetter: DeadLetterOutput(sink: CaptureSink()), settings: testSettings(batchSize: batchSize))
         try await PipelineRunner(pipeline: pipeline).run()

@@ -103,7 +103,7 @@ struct ExpiryPipelineTests {
         options.clock = clock.function
         options.expirySweep = .milliseconds(20)
         let verifier = try AppStoreVerifier(configuration: VerifierConfiguration(roots: [pki.root], environment: .sandbox, bundleId: Self.bundleId))
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: LineSource(path: fifo),
             stages: [
                 DecodeStage(), VerifyStage(verifier: verifier, parallelism: 1), DedupeStage(store: store),

@@ -63,7 +63,7 @@ struct OutputReplacementTests {
             dedupe.keysCheckedByTransition = true
             stages += [DedupeStage(store: store, options: dedupe), TransitionStage(store: store)]
         }
-        let pipeline = Pipeline(
+        let pipeline = try Pipeline(
             source: MemorySource(rawLines: [], stream: "fixtures"), stages: stages,
             sinks: [NamedSink(name: "out", sink: CaptureSink())], deadLetter: DeadLetterOutput(sink: CaptureSink(name: "dead-letter")))
         return try await Self.run(pipeline, lines: inputs.lines)

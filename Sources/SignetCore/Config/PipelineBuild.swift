@@ -63,6 +63,7 @@ struct PipelineBuild {
         }
 
         var stages: [any Stage] = []
+        var stageLocations: [ConfigLocation] = []
         var stageTypes: [(spec: ComponentSpec, location: ConfigLocation, path: String)] = []
         if let items = attempt({ try top.list("stages") }) ?? nil {
             // Every stage is validated before any is built, so each factory learns what the
@@ -77,6 +78,7 @@ struct PipelineBuild {
             for (index, item) in items.enumerated() {
                 if let validated = validated[index], let stage = construct(validated, stages: facts, stageIndex: index) {
                     stages.append(stage)
+                    stageLocations.append(item.location)
                 }
                 if let spec = specs[index] { stageTypes.append((spec, item.location, "stages[\(index)]")) }
             }
@@ -120,9 +122,15 @@ struct PipelineBuild {
         guard errors.isEmpty, let source, let deadLetter else {
             throw ConfigErrors(PipelineLoader.sorted(errors))
         }
-        return Pipeline(
-            source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings,
-            resources: resources, sections: sections, reasonCodes: reasonCodes)
+        do {
+            return try Pipeline(
+                source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings,
+                resources: resources, sections: sections, reasonCodes: reasonCodes)
+        } catch {
+            // A registered factory built a stage its neighbours do not serve (the built-in ones
+            // ask their context); said at the stage, like every other error of the file.
+            throw ConfigErrors([ConfigError("'stages[\(error.index)]' (\(error.stage)): \(error.message)", at: stageLocations[error.index])])
+        }
     }
 
     // MARK: - Components

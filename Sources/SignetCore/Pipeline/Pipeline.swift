@@ -3,7 +3,7 @@
 /// Build one from YAML with ``PipelineLoader`` or directly in code:
 ///
 /// ```swift
-/// let pipeline = Pipeline(
+/// let pipeline = try Pipeline(
 ///     source: LineSource.standardInput(),
 ///     stages: [DecodeStage(), VerifyStage(verifier: verifier)],
 ///     sinks: [.init(name: "out", sink: StdoutSink())],
@@ -26,11 +26,12 @@ public struct Pipeline: Sendable {
     /// at 0 from the start; a code not listed still counts once it happens.
     public var reasonCodes: Set<ReasonCode>
 
+    /// Throws when a stage relies on another the stages do not have (``Stage/checkPlacement(_:)``).
     public init(
         source: any Source, stages: [any Stage], sinks: [NamedSink], deadLetter: DeadLetterOutput,
         settings: PipelineSettings = PipelineSettings(), resources: [NamedResource] = [],
         sections: [String: ParsedConfig] = [:], reasonCodes: Set<ReasonCode> = []
-    ) {
+    ) throws(PipelineWiringError) {
         self.reasonCodes = reasonCodes
         self.source = source
         self.stages = stages
@@ -39,6 +40,16 @@ public struct Pipeline: Sendable {
         self.settings = settings
         self.resources = resources
         self.sections = sections
+        try checkWiring()
+    }
+
+    /// Asks every stage whether the others give it what it relies on (``Stage/checkPlacement(_:)``).
+    /// The initializer does; the runner does again before it opens anything, since ``stages``
+    /// may have changed since.
+    public func checkWiring() throws(PipelineWiringError) {
+        for index in stages.indices {
+            try stages[index].checkPlacement(StagePlacement(stages: stages, index: index))
+        }
     }
 }
 

@@ -62,6 +62,7 @@ public final class PipelineRunner: Sendable {
     /// for good; whatever was not committed is read again by the next run.
     @discardableResult
     public func run() async throws -> RunSummary {
+        try pipeline.checkWiring()
         started.withLock { $0 = .now }
         var opened: [@Sendable () async throws -> Void] = []
         do {

@@ -27,9 +27,17 @@ public protocol Stage: Sendable {
     /// revocation check with backoff) should stop waiting and throw, so the batch is left
     /// uncommitted for the next run instead of delaying the stop. Must return at once.
     func stopRequested()
+    /// What the stage declares about itself (``StageTrait``), for the checks other stages make
+    /// in ``checkPlacement(_:)``: the same facts a registered stage type's spec declares.
+    var traits: Set<StageTrait> { get }
+    /// Checks, when the pipeline is built, that the stages around this one give it what it
+    /// relies on; throws a ``PipelineWiringError`` that says what is missing.
+    func checkPlacement(_ placement: StagePlacement) throws(PipelineWiringError)
 }
 
 extension Stage {
+    public var traits: Set<StageTrait> { [] }
+    public func checkPlacement(_ placement: StagePlacement) throws(PipelineWiringError) {}
     public func open() async throws {}
     public func acknowledge(_ batch: RecordBatch) async throws {}
     public func undeliveredOutputs() async throws -> RecordBatch? { nil }

@@ -5,10 +5,11 @@ import SignetCore
 ///
 /// Every field is always present in the JSON (null when unknown), in a fixed order, so
 /// the same event always serialises to the same bytes. The contract is
-/// `Schemas/entitlement-event.schema.json`.
+/// `Schemas/entitlement-event.schema.json`. ``json`` writes it; `Codable` reads the same
+/// document back (a sink, a consumer of the Kafka topic) and writes it with `JSONEncoder`.
 public struct EntitlementEvent: Sendable, Hashable {
     /// Where the change came from.
-    public enum Source: String, Sendable, Hashable, CaseIterable {
+    public enum Source: String, Sendable, Hashable, Codable, CaseIterable {
         /// An App Store Server Notification.
         case notification
         /// A signed transaction the app forwarded after a purchase.

@@ -24,8 +24,9 @@ public final class DedupeStage: Stage {
         /// Whether a ``TransitionStage`` on the same store checks every key in its own commit,
         /// so this stage drops only repeats within a batch and leaves the store lookup to that
         /// commit (which must check anyway: stages run concurrently on different batches).
-        /// The loader sets it when the pipeline has a `transition` naming the same store; in
-        /// code, set it only with such a stage in the pipeline, or committed retries pass.
+        /// The loader sets it when the pipeline has a `transition` naming the same store, and
+        /// ``StatePipeline/stages(verifier:store:options:)`` does; a pipeline built otherwise with
+        /// it set and no such stage is refused where it is built (committed retries would pass).
         public var keysCheckedByTransition = false
 
         public init() {}
@@ -44,6 +45,22 @@ public final class DedupeStage: Stage {
     public init(resource: StateStoreResource, options: Options = Options()) {
         self.handle = StoreHandle(.resource(resource))
         self.options = options
+    }
+
+    /// Whether `other` works on the same store as this stage (the same instance or resource).
+    func sharesStore(with other: StoreHandle) -> Bool { handle.isSameStore(as: other) }
+
+    /// Leaving the key lookup to a `transition` commit needs that commit: without a
+    /// ``TransitionStage`` on the same store, a retry of a committed notification would pass.
+    public func checkPlacement(_ placement: StagePlacement) throws(PipelineWiringError) {
+        guard options.keysCheckedByTransition else { return }
+        let checked = placement.otherStages.contains { ($0 as? TransitionStage).map { sharesStore(with: $0.handle) } ?? false }
+        guard !checked else { return }
+        throw PipelineWiringError(
+            stage: name, index: placement.index,
+            message: "keysCheckedByTransition is set, but no transition stage on the same store checks the keys, "
+                + "so retries of committed notifications would pass; add TransitionStage on this store "
+                + "(StatePipeline.stages(verifier:store:) builds the four stages together), or leave keysCheckedByTransition false")
     }
 
     public func process(_ batch: inout RecordBatch) async throws {

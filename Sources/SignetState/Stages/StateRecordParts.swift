@@ -1,4 +1,4 @@
-import SignetCore
+public import SignetCore
 
 /// The dedupe key the `dedupe` stage computed for a record; `transition` uses the same
 /// key for its authoritative check, so both stages agree on what a duplicate is.
@@ -12,9 +12,11 @@ package enum StateAppliedPart: RecordPartKey {
     public typealias Value = Bool
 }
 
-/// The events `transition` emitted for a record (also in `outputs` as JSON), for
-/// embedding services that want the typed values.
-package enum EntitlementEventsPart: RecordPartKey {
+/// The events `transition` emitted for a record (also in `outputs` as JSON), for a stage of
+/// an embedding service placed after it that wants the typed values
+/// (`record[EntitlementEventsPart.self]`). Events redelivered from the outbox after a crash
+/// carry only their JSON; a sink reads every event with ``EntitlementEventSink``.
+public enum EntitlementEventsPart: RecordPartKey {
     public typealias Value = [EntitlementEvent]
 }
 

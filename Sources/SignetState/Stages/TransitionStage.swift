@@ -44,7 +44,10 @@ public final class TransitionStage: TickingStage {
     }
 
     public let options: Options
-    private let handle: StoreHandle
+    let handle: StoreHandle
+
+    /// It publishes its events instead of earlier outputs, and checks every dedupe key in its commit.
+    public var traits: Set<StageTrait> { [.replacesOutputs, .checksDedupeKeys] }
 
     /// A stage over a store the caller owns (embedding, tests).
     public init(store: any StateStore, options: Options = Options()) {

@@ -17,6 +17,14 @@ final class StoreHandle: Sendable {
         self.origin = origin
     }
 
+    /// Whether both reach one store: the same resource, or the same instance (handed in, or
+    /// held by a resource built around it).
+    func isSameStore(as other: StoreHandle) -> Bool {
+        if case .resource(let mine) = origin, case .resource(let theirs) = other.origin, mine === theirs { return true }
+        guard let mine = try? store(), let theirs = try? other.store() else { return false }
+        return mine === theirs
+    }
+
     /// The opened store; throws when its resource is not open.
     func store() throws -> any StateStore {
         switch origin {
