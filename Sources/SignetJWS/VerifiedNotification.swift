@@ -12,6 +12,12 @@ public final class VerifiedNotification: Sendable {
     public let payload: ResponseBodyV2DecodedPayload
     /// The exact payload bytes the signature covers.
     public let payloadJSON: [UInt8]
+    /// What happened (`payload.notificationType`); nil for a type this library does not know yet.
+    public var notificationType: NotificationType? { payload.notificationType }
+    /// The detail of ``notificationType`` (`payload.subtype`), when Apple gives one.
+    public var subtype: Subtype? { payload.subtype }
+    /// Apple's id of the notification, the same on every retry of it (`payload.notificationUUID`).
+    public var notificationUUID: String? { payload.notificationUUID }
     /// `data.signedTransactionInfo`, verified (nil when the notification has none).
     public let transaction: VerifiedTransaction?
     /// `data.signedRenewalInfo`, verified (nil when the notification has none).
