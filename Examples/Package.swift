@@ -29,4 +29,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Acceptance tests of the embedding use case, against the public API only (being in
+        // another package, nothing else is visible): one import, the state stages and their
+        // wiring checks, typed events, the entitlement answer, the webhook in a ServiceGroup.
+        .testTarget(
+            name: "EmbeddingAcceptanceTests",
+            dependencies: [
+                .product(name: "SignetJWS", package: "Signet"),
+                .product(name: "SignetState", package: "Signet"),
+                .product(name: "SignetHTTP", package: "Signet"),
+                .product(name: "SignetFixtures", package: "Signet"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ])

@@ -4,7 +4,7 @@
 # The examples share this package's build directory, so only their own code is compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build --package-path Examples --scratch-path .build
+swift build --package-path Examples --scratch-path .build --build-tests
 examples=$(swift build --package-path Examples --scratch-path .build --show-bin-path)
 signet=.build/debug/signet
 [ -x "$signet" ] || swift build --product signet
@@ -75,4 +75,7 @@ webhook=""
 [ "$(grep -c '^access ' "$work/webhook.out")" -ge 1 ] || { cat "$work/webhook.out" >&2; fail "WebhookService's cache saw no event"; }
 expect "$work/webhook.out" '^app service stopped$' "the example's own service did not stop gracefully"
 expect "$work/webhook.out" '^stopped cleanly$' "WebhookService did not stop cleanly"
+# 5. The acceptance tests of the embedding use case (Examples/Tests/EmbeddingAcceptanceTests): the
+# public API as another package sees it, on fixtures made in-process.
+swift test --package-path Examples --scratch-path .build --skip-build
 echo "examples: the four embedding examples built and ran as documented"

@@ -34,6 +34,8 @@ if [ "$packaging" = 1 ]; then
 else
   echo "test: package test skipped: it needs root (debootstrap, chroot); run scripts/package-test.sh as root" >&2
 fi
+# DocC for every library with its warnings as errors, and the doc comments of the public API.
+scripts/docs.sh
 # The embedding examples (Examples/, docs/embedding.md) built against this checkout and run, their
 # output checked. Last: they share .build, and package.sh reads the main package's build manifest.
 scripts/examples.sh

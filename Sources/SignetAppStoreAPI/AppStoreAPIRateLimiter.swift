@@ -52,7 +52,7 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
 /// One bucket per (bundle id, environment, endpoint class): Apple's limits are per app, per
 /// environment and per endpoint, whichever host (Apple's, a proxy) the requests go through.
 /// ``shared`` is the process-wide instance every client uses unless given another, so
-/// several clients of one app in one process share the budget; with a ``SharedRateBudget``
+/// several clients of one app in one process share the budget; with a `SharedRateBudget`
 /// (the PostgreSQL store) every instance of a deployment books from one budget. Spacing (one
 /// request every `1/rate` s, no burst) never exceeds the rate in any window, which also keeps
 /// Apple's hourly accounting happy. The rate belongs to the bucket: clients that ask with
@@ -130,8 +130,10 @@ public final class AppStoreAPIRateLimiter: Sendable {
     }
 
     /// Waits for this bucket's next slot. Throws only `CancellationError`.
-    /// - Parameter requestsPerSecond: the caller's rate; the bucket goes at the lowest rate
-    ///   any caller asked for.
+    /// - Parameters:
+    ///   - bucket: the endpoint's budget (Apple limits each endpoint on its own).
+    ///   - requestsPerSecond: the caller's rate; the bucket goes at the lowest rate
+    ///     any caller asked for.
     public func acquire(_ bucket: Bucket, requestsPerSecond: Double) async throws {
         let asked = Duration.seconds(1 / requestsPerSecond)
         if let sharedBudget, try await acquireShared(bucket, interval: asked, from: sharedBudget) { return }

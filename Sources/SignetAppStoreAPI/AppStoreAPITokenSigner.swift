@@ -8,10 +8,10 @@ import Synchronization
 /// `iat`, `exp`, `aud` = `appstoreconnect-v1`, `bid`, and a raw 64-byte `r || s`
 /// signature, all base64url without padding.
 ///
-/// `iat` is backdated by ``backdating`` so a server clock slightly behind ours does not
+/// `iat` is backdated by `backdating` so a server clock slightly behind ours does not
 /// see a token from the future, and `exp` is ``lifetime`` after `iat`, well under Apple's
 /// 60-minute cap (tokens valid a full hour gave peers intermittent 401s). A token is reused
-/// until ``renewalMargin`` before its `exp` (Apple allows reuse), so a busy client signs
+/// until `renewalMargin` before its `exp` (Apple allows reuse), so a busy client signs
 /// about once every quarter of an hour, not per request.
 public final class AppStoreAPITokenSigner: Sendable {
     /// Apple's `aud` for every App Store Server API token.
@@ -27,13 +27,15 @@ public final class AppStoreAPITokenSigner: Sendable {
     private let now: @Sendable () -> Date
     private let cached = Mutex<(token: String, expires: Date)?>(nil)
 
-    /// - Parameter now: the clock (tests move it to check renewal and expiry).
+    /// - Parameters:
+    ///   - credentials: the In-App Purchase key, its key id, issuer id and bundle id.
+    ///   - now: the clock (tests move it to check renewal and expiry).
     public init(credentials: AppStoreAPICredentials, now: @escaping @Sendable () -> Date = { Date() }) {
         self.credentials = credentials
         self.now = now
     }
 
-    /// A valid token: the cached one while it has more than ``renewalMargin`` left, else a new one.
+    /// A valid token: the cached one while it has more than `renewalMargin` left, else a new one.
     public func token() throws(OpenSSLError) -> String {
         let instant = now()
         if let reusable = cached.withLock({ $0 }), reusable.expires.timeIntervalSince(instant) > Self.renewalMargin {

@@ -16,7 +16,7 @@ import Synchronization
 /// of the bucket, and throws ``AppStoreAPIError`` otherwise (or `CancellationError`).
 ///
 /// Signed data comes back as Apple's strings: TLS is no reason to trust them. Verify each
-/// with the webhook's ``AppStoreVerifier`` (the `verified(by:)` conveniences do), or use the
+/// with the webhook's `AppStoreVerifier` (the `verified(by:)` conveniences do), or use the
 /// calls that take a verifier.
 ///
 /// Thread safety: immutable apart from the HTTP client's shutdown flag; share one instance.
@@ -30,8 +30,10 @@ public final class AppStoreServerAPIClient: Sendable {
     /// - Parameters:
     ///   - httpClient: an existing client to share (not shut down by ``shutdown()``); nil
     ///     creates one with the configuration's timeouts.
+    ///   - configuration: the key, the bundle id, the environment, the base URL and the timeouts.
     ///   - rateLimiter: the budget keeper; the process-wide ``AppStoreAPIRateLimiter/shared``
     ///     unless a test isolates itself.
+    ///   - logger: where retries and pauses are logged.
     public init(
         configuration: AppStoreAPIConfiguration, httpClient: HTTPClient? = nil,
         rateLimiter: AppStoreAPIRateLimiter = .shared, logger: Logger = Logger(label: "signet.appstore-api")
@@ -245,9 +247,12 @@ public final class AppStoreServerAPIClient: Sendable {
     /// endpoint (AdvancedCommerceTransactionNotSupportedError): answer those with
     /// ``sendConsumptionInformationV1(transactionId:_:in:)``.
     ///
-    /// - Parameter environment: the store the purchase belongs to (the notification's
-    ///   `environment`); nil is the configured one, and a Production client may answer a Sandbox
-    ///   request, never the other way round.
+    /// - Parameters:
+    ///   - transactionId: the transaction Apple asked about (the request's `transactionId`).
+    ///   - information: what to send, as Apple documents the request body.
+    ///   - environment: the store the purchase belongs to (the notification's
+    ///     `environment`); nil is the configured one, and a Production client may answer a Sandbox
+    ///     request, never the other way round.
     public func sendConsumptionInformation(
         transactionId: String, _ information: ConsumptionInformation, in environment: AppStoreEnvironment? = nil
     ) async throws {

@@ -6,8 +6,8 @@ import SignetState
 /// Registers the App Store Server API's pipeline components: the `appstore_history` and
 /// `appstore_statuses` sources and the `appstore_catch_up`, `appstore_reconcile`, `appstore_consumption` and
 /// `appstore_delivery_health` stages (keys:
-/// ``ComponentSpec/appStoreHistorySource``, ``ComponentSpec/appStoreStatusSource``,
-/// ``ComponentSpec/appStoreCatchUpStage``, ``ComponentSpec/appStoreReconcileStage``).
+/// `ComponentSpec/appStoreHistorySource`, `ComponentSpec/appStoreStatusSource`,
+/// `ComponentSpec/appStoreCatchUpStage`, `ComponentSpec/appStoreReconcileStage`).
 ///
 /// Nothing is read from the environment and no credential is loaded until a component opens,
 /// so `signet lint` and `signet components` work on a machine without the key.

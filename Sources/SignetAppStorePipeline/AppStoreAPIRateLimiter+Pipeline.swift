@@ -7,7 +7,7 @@ extension AppStoreAPIRateLimiter {
     /// The limiter for the App Store API clients of a pipeline: one whose budgets live in the
     /// first of `resources` that is a state store able to keep them (PostgreSQL: every
     /// instance on that database spends one budget per app, environment and endpoint; SQLite:
-    /// the process's own, kept on disk), else the process-wide ``shared`` one. Either store
+    /// the process's own, kept on disk), else the process-wide `shared` one. Either store
     /// keeps Apple's pauses (a 429's Retry-After), so a restart during one waits it out. Call
     /// it when the component opens: stores are open by then.
     public static func forPipeline(_ resources: [any PipelineResource], logger: Logger) -> AppStoreAPIRateLimiter {

@@ -3,7 +3,7 @@ import SignetCore
 import Foundation
 
 /// Deterministically generates realistic unsigned notifications, cycling through every
-/// documented type/subtype combination (``NotificationCombination/documented``) in order.
+/// documented type/subtype combination (`NotificationCombination/documented`) in order.
 ///
 /// The same seed, bundle id, environment and app id always give the same sequence, byte for
 /// byte. Each sample is a separate customer (its own `originalTransactionId` and app account

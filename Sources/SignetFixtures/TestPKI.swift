@@ -34,15 +34,20 @@ public struct TestPKI: Sendable {
     /// Builds the three-level PKI.
     ///
     /// - Parameters:
-    ///   - notBefore/notAfter: validity of all three certificates.
-    ///   - leafNotBefore/leafNotAfter: override the leaf's window alone (expiry tests).
-    ///   - rootKey/intermediateKey/leafKey: reuse keys (e.g. loaded from PEM) for reproducible output.
+    ///   - notBefore: the start of all three certificates' validity.
+    ///   - notAfter: the end of all three certificates' validity.
+    ///   - leafNotBefore: overrides the leaf's start alone (expiry tests).
+    ///   - leafNotAfter: overrides the leaf's end alone.
+    ///   - rootKey: the root's key to reuse (e.g. loaded from PEM), for reproducible output.
+    ///   - intermediateKey: the intermediate's key to reuse.
+    ///   - leafKey: the leaf's key to reuse.
     ///   - name: distinguishes several PKIs in certificate subjects.
-    ///   - intermediateOCSPURL/leafOCSPURL: an authorityInfoAccess OCSP URL for the
-    ///     intermediate (answered for the root) and the leaf (answered for the intermediate);
-    ///     nil, the default, leaves the extension out, as before.
-    ///   - intermediateCRLURL/leafCRLURL: a cRLDistributionPoints URL for the intermediate (a
-    ///     list the root signs) and the leaf (one the intermediate signs); nil leaves it out.
+    ///   - intermediateOCSPURL: an authorityInfoAccess OCSP URL for the intermediate (answered
+    ///     for the root); nil, the default, leaves the extension out.
+    ///   - leafOCSPURL: the same for the leaf (answered for the intermediate).
+    ///   - intermediateCRLURL: a cRLDistributionPoints URL for the intermediate (a list the root
+    ///     signs); nil leaves it out.
+    ///   - leafCRLURL: the same for the leaf (a list the intermediate signs).
     public init(
         notBefore: Date = TestPKI.defaultNotBefore,
         notAfter: Date = TestPKI.defaultNotAfter,

@@ -8,13 +8,13 @@ public import SignetOpenSSL
 ///
 /// Every compact JWS goes through the policies of ``VerificationStep`` in that order; the
 /// first failure decides the reason code (docs/verification.md states the same order):
-/// 1. ``CompactJWSPolicy``: size, three strict base64url segments, `alg` exactly `ES256`,
+/// 1. `CompactJWSPolicy`: size, three strict base64url segments, `alg` exactly `ES256`,
 ///    no `crit`, `x5c` of three DER certificates (`x5c[2]` must parse but is never trusted).
-/// 2. ``SignaturePolicy``: ES256 with `x5c[0]`'s key, before the payload is parsed.
-/// 3. ``PayloadPolicy``: the payload decodes to Apple's model for its kind.
-/// 4. ``ValidationInstantPolicy``: `signedDate` not in the future; the chain's instant.
-/// 5. ``AppleChainPolicy``: chain to a configured root at that instant, Apple's OIDs.
-/// 6. ``ClaimsPolicy``: configured bundle id, app Apple id, environment.
+/// 2. `SignaturePolicy`: ES256 with `x5c[0]`'s key, before the payload is parsed.
+/// 3. `PayloadPolicy`: the payload decodes to Apple's model for its kind.
+/// 4. `ValidationInstantPolicy`: `signedDate` not in the future; the chain's instant.
+/// 5. `AppleChainPolicy`: chain to a configured root at that instant, Apple's OIDs.
+/// 6. `ClaimsPolicy`: configured bundle id, app Apple id, environment.
 /// 7. A notification's nested JWS pass steps 1–6 on their own (`nested_jws_invalid`).
 ///
 /// Caching: a bounded cache maps each exact header segment to its parsed `x5c`, and a
@@ -181,7 +181,7 @@ public final class AppStoreVerifier: Sendable {
         return VerifiedSubscriptionStatus(transaction: verifiedTransaction, renewalInfo: verifiedRenewalInfo, status: status)
     }
 
-    /// Applies Signet's chain policy (step 5, ``AppleChainPolicy``) to a leaf and
+    /// Applies Signet's chain policy (step 5, `AppleChainPolicy`) to a leaf and
     /// intermediate at `date`, without a JWS: OpenSSL path validation to a configured root,
     /// chain length 3, Apple's marker OIDs, a CA intermediate, and a leaf allowed to sign.
     /// For tooling and chain tests.

@@ -16,12 +16,12 @@ public import SignetCore
 ///
 /// Nothing is trusted here; `verify` decides. Rejects: `invalid_utf8`, `malformed_json`,
 /// `missing_signed_payload` (also for another kind than the source requires,
-/// ``RequiredEnvelopeKindPart``).
+/// `RequiredEnvelopeKindPart`).
 public struct DecodeStage: RecordStage {
     public let name = "decode"
     public let parallelism: Int
 
-    /// What the `decode` stage's keys set (``ComponentSpec/decodeStage``).
+    /// What the `decode` stage's keys set (`ComponentSpec/decodeStage`).
     public struct Options: Sendable, Hashable {
         /// Threads decoding lines.
         public var workers = 1

@@ -3,8 +3,8 @@ import Foundation
 public import SignetCore
 public import SignetOpenSSL
 
-/// Registers the `decode` and `verify` stages (keys: ``ComponentSpec/decodeStage``,
-/// ``ComponentSpec/verifyStage``).
+/// Registers the `decode` and `verify` stages (keys: `ComponentSpec/decodeStage`,
+/// `ComponentSpec/verifyStage`).
 extension ComponentRegistry {
     /// - Parameter ocspTransport: makes how `verify`'s `revocation:` policy reaches OCSP
     ///   responders, called when the first verify stage with a mode other than `off` is built
@@ -61,7 +61,7 @@ extension ComponentRegistry {
 
 extension VerifierConfiguration {
     /// Reads a verifier configuration from a validated `verify` stage mapping
-    /// (``ComponentSpec/verifyStage``): environment and bundle id are always required, so
+    /// (`ComponentSpec/verifyStage`): environment and bundle id are always required, so
     /// a pipeline that grants entitlements never accepts another app's or environment's payloads.
     public init(reading config: ParsedConfig) throws(ConfigError) {
         let roots: [X509Certificate]

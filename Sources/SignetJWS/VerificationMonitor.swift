@@ -11,7 +11,7 @@ import Synchronization
 /// - a warning per configuration-class reason, at most once a minute, with the count since
 ///   the last one and the last rejection's detail (expected and received value);
 /// - `/readyz` turns unready (``readiness()``) while the recent notifications, at least
-///   ``minimumEvidence`` of them, were all rejected for such a reason; one accepted
+///   `minimumEvidence` of them, were all rejected for such a reason; one accepted
 ///   notification makes it ready again;
 /// - metrics to alert on: `signet_configuration_rejections_total{reason}`,
 ///   `signet_misconfigured` (1 or 0), `signet_notifications_verified_total{type}` (TEST

@@ -22,7 +22,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
     /// Whether records get the decoded document as their output. Building it costs a copy of
     /// every payload, so it is false where a later stage replaces every record's outputs
     /// (`transition` publishes events): the loader decides it from the pipeline's stages
-    /// (a later stage declaring ``StageTrait/replacesOutputs``); a pipeline built in code
+    /// (a later stage declaring `StageTrait/replacesOutputs`); a pipeline built in code
     /// passes it to ``init(verifier:parallelism:emitsDocument:logger:monitor:revocation:)``.
     public let emitsDocument: Bool
     /// Watches outcomes for a misconfiguration; nil: no logging, metrics or readiness.
@@ -34,6 +34,7 @@ public struct VerifyStage: RecordStage, HealthReporting {
     /// A verify stage over `verifier`.
     ///
     /// - Parameters:
+    ///   - verifier: the checks and roots; one per process, shared by every worker.
     ///   - parallelism: threads verifying at once (default: every core).
     ///   - emitsDocument: pass false when a later stage replaces every record's outputs (a
     ///     `transition` stage publishes events), as the loader does: the document would be

@@ -1,7 +1,7 @@
 public import SignetCore
 
 /// Registers the Kafka source and sink under the type name `kafka` (keys:
-/// ``ComponentSpec/kafkaSource``, ``ComponentSpec/kafkaSink``).
+/// `ComponentSpec/kafkaSource`, `ComponentSpec/kafkaSink`).
 ///
 /// Every librdkafka property is checked with `rd_kafka_conf_set` when the pipeline is
 /// loaded (so `signet lint` reports a typo at its line and column); no connection is

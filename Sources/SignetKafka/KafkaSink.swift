@@ -8,7 +8,7 @@ import Synchronization
 /// ``write(_:)`` returns only after every message's delivery report arrived and all
 /// succeeded; otherwise it throws and the runner retries the whole batch (the
 /// idempotent producer and downstream dedupe by event id make the resend harmless).
-/// The message key is ``OutputMessage/key`` (no key when nil, so librdkafka's
+/// The message key is `OutputMessage/key` (no key when nil, so librdkafka's
 /// partitioner spreads them), its headers become Kafka headers. Also usable as the
 /// dead-letter sink (`format: raw` gives the input bytes with `signet-*` headers).
 public final class KafkaSink: Sink {

@@ -38,7 +38,7 @@ public final class KafkaSource: Source {
         public var pollTimeout: Duration
         /// How long ``KafkaSource/close()`` keeps committing finished offsets through a
         /// rebalance in progress or a coordinator move before it gives up (and throws
-        /// ``UncommittedPositions``). Keep it below the pipeline's `shutdown_timeout`.
+        /// `UncommittedPositions`). Keep it below the pipeline's `shutdown_timeout`.
         public var commitTimeout: Duration
         /// While commits of a partition are refused, how many of its records may be finished
         /// but uncommitted before the source stops fetching it (the most work a lost
@@ -151,7 +151,7 @@ public final class KafkaSource: Source {
 
     /// Commits synchronously what is finished (retrying through a rebalance up to
     /// ``Options/commitTimeout``), leaves the group and frees the consumer. Throws
-    /// ``UncommittedPositions`` naming the partitions and offsets that stayed uncommitted,
+    /// `UncommittedPositions` naming the partitions and offsets that stayed uncommitted,
     /// including those of partitions lost during the close with finished records uncommitted.
     public func close() async throws {
         keepAliveTimer.withLock { $0.take() }?.cancel()

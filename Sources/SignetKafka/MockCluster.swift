@@ -8,7 +8,7 @@ import Synchronization
 /// The mock needs an `rd_kafka_t` to live in; this class creates a producer handle for
 /// it and owns both. librdkafka 2.0.2's mock listeners bind to `127.0.0.1` on
 /// ephemeral ports and advertise that address (the tests check the listening sockets);
-/// ``init(brokers:)`` checks that the bootstrap list is loopback-only and fails otherwise. Each partition
+/// `init(brokers:)` checks that the bootstrap list is loopback-only and fails otherwise. Each partition
 /// keeps only about 5 MiB, so a consumer that falls far behind loses data.
 ///
 /// Thread safety (why `@unchecked Sendable` is sound): the mock cluster API is

@@ -14,9 +14,12 @@ public struct OCSPRequest: Sendable, Hashable {
 
     /// Builds the request for `certificate`, issued by `issuer`.
     ///
-    /// - Parameter nonce: add a random 16-byte nonce. Off by default: responders that
-    ///   serve pre-signed answers (Apple's, most CDNs) ignore it, and a nonce makes each
-    ///   request unique, defeating their caches.
+    /// - Parameters:
+    ///   - certificate: the certificate asked about.
+    ///   - issuer: the certificate that issued it (its name and key identify `certificate`).
+    ///   - nonce: add a random 16-byte nonce. Off by default: responders that
+    ///     serve pre-signed answers (Apple's, most CDNs) ignore it, and a nonce makes each
+    ///     request unique, defeating their caches.
     public init(certificate: X509Certificate, issuer: X509Certificate, nonce: Bool = false) throws(OCSPError) {
         guard let request = OCSP_REQUEST_new() else { throw .request(OpenSSLError.drain("create OCSP_REQUEST").description) }
         defer { OCSP_REQUEST_free(request) }

@@ -4,7 +4,7 @@ import COpenSSL
 /// thread-local error queue.
 ///
 /// Every wrapper that sees an OpenSSL call fail builds one of these through
-/// ``OpenSSLError/drain(_:)``, which also empties the queue: OpenSSL keeps errors per
+/// `OpenSSLError/drain(_:)`, which also empties the queue: OpenSSL keeps errors per
 /// thread, and a stale entry left behind would be misattributed to the next,
 /// unrelated call on the same thread.
 public struct OpenSSLError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -30,7 +30,7 @@ extension ComponentSpec {
         testSubstitute: "memory")
 }
 
-/// Registers the stores `postgres` and `auto` (``ComponentSpec/postgresStore``, ``ComponentSpec/autoStore``).
+/// Registers the stores `postgres` and `auto` (`ComponentSpec/postgresStore`, `ComponentSpec/autoStore`).
 extension ComponentRegistry {
     public mutating func registerPostgresComponents() {
         registerStore(.postgresStore) { config, _ in

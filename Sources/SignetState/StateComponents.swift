@@ -2,8 +2,8 @@ public import SignetCore
 
 /// Registers what SignetState brings: the stores `sqlite` and `memory` (the implicit
 /// store `default` is an sqlite one), and the stages `dedupe`, `transition`, `fanout`.
-/// Keys: ``ComponentSpec/sqliteStore``, ``ComponentSpec/memoryStore``,
-/// ``ComponentSpec/dedupeStage``, ``ComponentSpec/transitionStage``, ``ComponentSpec/fanoutStage``.
+/// Keys: `ComponentSpec/sqliteStore`, `ComponentSpec/memoryStore`,
+/// `ComponentSpec/dedupeStage`, `ComponentSpec/transitionStage`, `ComponentSpec/fanoutStage`.
 extension ComponentRegistry {
     public mutating func registerStateComponents() {
         registerStore(.sqliteStore) { config, _ in

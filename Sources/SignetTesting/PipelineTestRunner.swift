@@ -3,7 +3,7 @@ public import SignetCore
 
 /// Runs a pipeline's test cases (`signet test`): each case loads the pipeline afresh
 /// with the suite's environment, in-memory stores instead of the declared ones
-/// (``ComponentSpec/testSubstitute``), the case's lines as the source and capturing
+/// (`ComponentSpec/testSubstitute`), the case's lines as the source and capturing
 /// sinks, so a test writes no file, opens no connection and prints nothing; then
 /// compares what the sinks received with the expectation.
 public struct PipelineTestRunner: Sendable {

@@ -69,8 +69,11 @@ public final class AppStoreCatchUpStage: TickingStage {
         typealias Value = Int
     }
 
-    /// - Parameter makeClient: builds the API client when the stage opens (so loading or
-    ///   linting a pipeline needs no credentials); the stage shuts it down when it closes.
+    /// - Parameters:
+    ///   - makeClient: builds the API client when the stage opens (so loading or
+    ///     linting a pipeline needs no credentials); the stage shuts it down when it closes.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
     public init(
         options: Options, logger: Logger = Logger(label: "signet.appstore-catch-up"),
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient

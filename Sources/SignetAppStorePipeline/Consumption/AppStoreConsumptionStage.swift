@@ -30,8 +30,12 @@ public final class AppStoreConsumptionStage: Stage {
     /// Keeps the backlog gauges current while the stage is open (``ConsumptionResponder/reportBacklogUntilCancelled()``).
     private let gauges = Mutex<Task<Void, Never>?>(nil)
 
-    /// - Parameter makeClient: builds the API client when the stage opens; the stage shuts it
-    ///   down when it closes.
+    /// - Parameters:
+    ///   - makeClient: builds the API client when the stage opens; the stage shuts it
+    ///     down when it closes.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
+    ///   - store: the state store it reads and writes.
     public init(
         options: Options, store: StateStoreResource, logger: Logger = Logger(label: "signet.consumption"),
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient

@@ -51,7 +51,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
     }
 
     /// The decision for `request` at `instant` (ms since 1970), given the ledger entry that
-    /// decides its consent (``StateStore/consumptionConsent(for:)``), what the app recorded of
+    /// decides its consent (`StateStore/consumptionConsent(for:)`), what the app recorded of
     /// the transaction's use, Signet's snapshot of the purchase and the store's entitlement names.
     public func decide(
         _ request: ConsumptionRequestRecord, consent entry: ConsumptionConsent?, usage: ConsumptionUsage? = nil,

@@ -53,6 +53,9 @@ public final class AppStoreDeliveryHealthStage: Stage {
     /// - Parameters:
     ///   - store: the shared store whose dedupe keys show a TEST notification another instance took (optional).
     ///   - environment: what `stateFile`'s variables expand to (the pipeline's: `ComponentContext.environment`).
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
+    ///   - makeClient: builds the App Store Server API client once the stage opens.
     ///   - metrics: where the round trips' figures go (default: the bootstrapped `MetricsSystem`).
     public init(
         options: Options, store: StateStoreResource?, environment: [String: String] = [:],

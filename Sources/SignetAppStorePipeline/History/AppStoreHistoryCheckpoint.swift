@@ -73,7 +73,7 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
     public var coveredMilliseconds: Int64 { subWindows.reduce(0) { $0 + $1.coveredMilliseconds } }
 
     /// The checkpoint at `path`, nil when there is none.
-    /// - Throws: ``SourceError`` when the file exists but is not a checkpoint.
+    /// - Throws: `SourceError` when the file exists but is not a checkpoint.
     public static func load(_ path: String) throws -> AppStoreHistoryCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
@@ -88,7 +88,7 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
     }
 
     /// Writes the checkpoint so that a crash at any point leaves the old or the new one
-    /// (``AtomicFile``). Blocking: call it on a ``BlockingExecutor``.
+    /// (`AtomicFile`). Blocking: call it on a `BlockingExecutor`.
     public func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -6,7 +6,7 @@ import SignetCore
 /// What the `appstore_history` source will fetch: the unfinished checkpoint to resume, or a new window clamped to
 /// Apple's lookback. `signet backfill` plans to tell the operator before it starts and the
 /// ``AppStoreHistorySource`` plans when it opens; both with this one type, so they agree on
-/// the checkpoint's checks and the clamp (``NotificationHistoryLookback``).
+/// the checkpoint's checks and the clamp (`NotificationHistoryLookback`).
 public struct AppStoreHistoryPlan: Sendable {
     /// The checkpoint to fetch from (resumed, or new and not yet written).
     public var checkpoint: AppStoreHistoryCheckpoint
@@ -16,10 +16,17 @@ public struct AppStoreHistoryPlan: Sendable {
     public var clampedFrom: AppStoreHistoryWindow?
 
     /// Plans a backfill.
+    ///
     /// - Parameters:
-    ///   - start, end: as ``AppStoreHistoryWindow/instant(_:now:)`` reads them; `end` nil is now.
-    ///     Used only when no unfinished checkpoint is at `checkpointPath`.
-    /// - Throws: ``SourceError`` with the operator's next step: an unreadable checkpoint,
+    ///   - checkpointPath: where an unfinished backfill's checkpoint is kept and found again.
+    ///   - start: where the window starts, as ``AppStoreHistoryWindow/instant(_:now:)`` reads it;
+    ///     used only when no unfinished checkpoint is at `checkpointPath` (so is `end`).
+    ///   - end: where it ends; nil is now.
+    ///   - onlyFailures: ask Apple only for notifications it failed to deliver.
+    ///   - subWindows: how many windows the range is cut into, asked for one after another.
+    ///   - configuration: the app and environment the checkpoint must belong to.
+    ///   - now: the current time, ms since 1970 (tests fix it).
+    /// - Throws: `SourceError` with the operator's next step: an unreadable checkpoint,
     ///   an unfinished one of another app or store, an instant that does not parse, or a
     ///   window with nothing inside Apple's lookback.
     public static func make(

@@ -96,8 +96,11 @@ public final class AppStoreHistorySource: Source {
         var unclaimed: [Int] = []
     }
 
-    /// - Parameter makeClient: builds the API client when the source opens (so loading or
-    ///   linting a pipeline needs no credentials); the source shuts it down when it closes.
+    /// - Parameters:
+    ///   - makeClient: builds the API client when the source opens (so loading or
+    ///     linting a pipeline needs no credentials); the source shuts it down when it closes.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
     public init(
         options: Options, logger: Logger = Logger(label: "signet.appstore-history"),
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient

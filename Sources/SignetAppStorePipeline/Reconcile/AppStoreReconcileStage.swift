@@ -8,7 +8,7 @@ import Synchronization
 
 /// Reconciles stale purchases by itself (service mode): every `interval` it asks the store for
 /// the subscriptions whose period ended within `window` (and at least `leeway` ago) although
-/// Signet expected them to renew (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``):
+/// Signet expected them to renew (`StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)`):
 /// Apple renewed them and the notification never came, or they lapsed with no notice. For each
 /// it fetches Get All Subscription Statuses and feeds every status into the later stages as
 /// `signet reconcile` does: verified, then applied by `transition` as Apple's current view,
@@ -54,8 +54,12 @@ public final class AppStoreReconcileStage: TickingStage {
         var asked: [String: Int64] = [:]
     }
 
-    /// - Parameter makeClient: builds the API client when the stage opens (so loading or
-    ///   linting a pipeline needs no credentials); the stage shuts it down when it closes.
+    /// - Parameters:
+    ///   - makeClient: builds the API client when the stage opens (so loading or
+    ///     linting a pipeline needs no credentials); the stage shuts it down when it closes.
+    ///   - store: the state store it reads and writes.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
     public init(
         options: Options, store: StateStoreResource, logger: Logger = Logger(label: "signet.appstore-reconcile"),
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient

@@ -62,7 +62,7 @@ public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
         }
     }
 
-    /// Replaces the file atomically (``AtomicFile``). Blocking.
+    /// Replaces the file atomically (`AtomicFile`). Blocking.
     public func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

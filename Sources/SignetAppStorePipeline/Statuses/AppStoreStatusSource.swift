@@ -19,7 +19,7 @@ public final class AppStoreStatusSource: Source {
     public struct Options: Sendable {
         /// The purchases to ask about (any transaction id of each; originalTransactionId is usual).
         public var ids: [String]
-        /// A file with more ids (``PurchaseIDList``), read when the source opens.
+        /// A file with more ids (`PurchaseIDList`), read when the source opens.
         public var idsFile: String?
         /// The ids are in ascending order and the list may grow between runs (every purchase
         /// of a store: `signet reconcile --all`): an unfinished checkpoint of an earlier list
@@ -96,8 +96,11 @@ public final class AppStoreStatusSource: Source {
     /// The client, the buffer, the checkpoint writer, the fetcher and ``State``.
     private let core: FetchingSourceCore<Answer, State, AppStoreStatusCheckpoint>
 
-    /// - Parameter makeClient: builds the API client when the source opens; the source shuts it
-    ///   down when it closes.
+    /// - Parameters:
+    ///   - makeClient: builds the API client when the source opens; the source shuts it
+    ///     down when it closes.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
     public init(
         options: Options, logger: Logger = Logger(label: "signet.appstore-statuses"),
         makeClient: @escaping @Sendable () throws -> AppStoreServerAPIClient

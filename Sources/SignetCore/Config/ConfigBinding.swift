@@ -32,7 +32,7 @@ public struct ConfigBinding<Options: Sendable>: Sendable {
     }
 
     /// Binds `name` to an option of a type the configuration does not spell directly
-    /// (a ``ListenAddress`` from `host:port`): `read` converts the parsed value (throwing
+    /// (a `ListenAddress` from `host:port`): `read` converts the parsed value (throwing
     /// when it cannot) and `written` turns the option's value back into what the file writes.
     public init<Raw: ConfigBindable, Value>(
         _ name: String, _ keyPath: any WritableKeyPath<Options, Value> & Sendable, _ type: ConfigFieldType,

@@ -12,7 +12,9 @@ public struct DeadLetterReplayPlan: Sendable, CustomStringConvertible {
     /// Dead letters left out because of their reason.
     public var otherReasons = 0
 
-    /// - Parameter reasons: the reason codes to replay; empty for every reason.
+    /// - Parameters:
+    ///   - entries: the dead letters read, each with the file it came from.
+    ///   - reasons: the reason codes to replay; empty for every reason.
     public init(_ entries: [(file: String, entry: DeadLetterEntry)], reasons: Set<String>) {
         var seen: Set<[UInt8]> = []
         records = []

@@ -11,10 +11,15 @@
 /// let summary = try await PipelineRunner(pipeline: pipeline).run()
 /// ```
 public struct Pipeline: Sendable {
+    /// Where records come from.
     public var source: any Source
+    /// What each batch passes through, in order.
     public var stages: [any Stage]
+    /// Where the records' outputs go; every sink acknowledges a batch before it is committed.
     public var sinks: [NamedSink]
+    /// Where rejected records go, with their reason code.
     public var deadLetter: DeadLetterOutput
+    /// Batch size, progress, retry and shutdown timings.
     public var settings: PipelineSettings
     /// The named resources (`stores:`) the stages share; the runner opens them first
     /// and closes them last.

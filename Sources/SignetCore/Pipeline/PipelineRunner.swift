@@ -4,12 +4,12 @@ import Synchronization
 /// Runs a ``Pipeline``: reads batches, passes them through the stages, delivers the
 /// outputs, and commits source positions only after every sink acknowledged.
 ///
-/// Each stage runs in its own task and hands batches to the next through a ``RecordQueue``,
+/// Each stage runs in its own task and hands batches to the next through a `RecordQueue`,
 /// so verification of one batch overlaps state updates of the previous one while memory
 /// stays bounded. Batches queued behind a busy step merge, so batch size follows load:
 /// single records at a trickle, full batches under a backlog. A small batch whose later
 /// steps are all idle is carried through them by the stage that has it, on its thread,
-/// instead of waking each (``StepOccupancy``). Delivery and commits happen strictly in
+/// instead of waking each (`StepOccupancy`). Delivery and commits happen strictly in
 /// source order, one batch at a time.
 public final class PipelineRunner: Sendable {
     /// The pipeline it runs, as given: what a stage leaves out because of another one is

@@ -63,7 +63,7 @@ extension RecordStage {
     }
 
     /// Runs ``process(record:)`` on every active record (on up to ``parallelism`` threads) and
-    /// rejects those that throw: what ``process(_:)`` does, for a stage that overrides it
+    /// rejects those that throw: what `process(_:)` does, for a stage that overrides it
     /// to look at the batch afterwards.
     public func processEachRecord(_ batch: inout RecordBatch) {
         let stageName = name

@@ -11,6 +11,7 @@ public struct StagePlacement: Sendable {
     /// The index of the stage being checked in ``stages``.
     public let index: Int
 
+    /// The place of `stages[index]` among `stages`.
     public init(stages: [any Stage], index: Int) {
         self.stages = stages
         self.index = index
@@ -42,6 +43,7 @@ public struct PipelineWiringError: Error, CustomStringConvertible, Sendable {
     /// What is wrong and how to fix it.
     public var message: String
 
+    /// An error about the stage `stage` at `index`, saying what is wrong in `message`.
     public init(stage: String, index: Int, message: String) {
         self.stage = stage
         self.index = index

@@ -6,7 +6,7 @@
 /// ``Stage/process(_:)``. The records a tick returns have no source position: they pass
 /// through the later stages, the sinks and every stage's ``Stage/acknowledge(_:)`` like a
 /// batch read from the source, but nothing is committed to the source for them (the
-/// runner marks them with ``GeneratedRecordPart``). A stage that needs them to survive a
+/// runner marks them with `GeneratedRecordPart`). A stage that needs them to survive a
 /// crash keeps them in its outbox (``Stage/undeliveredOutputs()``) like any other output.
 public protocol TickingStage: Stage {
     /// How often the runner calls ``tick()``; nil or zero: never.

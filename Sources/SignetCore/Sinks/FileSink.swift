@@ -29,7 +29,7 @@ public final class FileSink: ReopenableSink {
     /// `write(2)` and `fsync` block: off the cooperative pool, one batch at a time.
     private let executor: BlockingExecutor
 
-    /// What the `file` sink's keys set besides its path (``ComponentSpec/fileSink``).
+    /// What the `file` sink's keys set besides its path (`ComponentSpec/fileSink`).
     public struct Options: Sendable, Hashable {
         /// fsync after every batch before acknowledging it.
         public var fsync = true

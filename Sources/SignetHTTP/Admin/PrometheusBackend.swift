@@ -7,7 +7,7 @@ import SignetJWS
 ///
 /// `MetricsSystem.bootstrap` may run once per process; ``bootstrap()`` may be called
 /// any number of times. Everything that counts through swift-metrics' global factory
-/// (the runner's ``PipelineMetrics``, the verifier's cache, the state store, Kafka)
+/// (the runner's `PipelineMetrics`, the verifier's cache, the state store, Kafka)
 /// then shows on `/metrics`.
 public enum PrometheusBackend {
     /// The registry `/metrics` renders.

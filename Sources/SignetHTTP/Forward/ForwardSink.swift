@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// A write puts each body in a durable queue in the state store, one entry per receiver, in
 /// one transaction, and is acknowledged then: a receiver that is down does not hold the
-/// pipeline back. One deliverer per receiver (``ForwardDeliverer``) sends the queue in the
+/// pipeline back. One deliverer per receiver (`ForwardDeliverer`) sends the queue in the
 /// background, at least once: 2xx removes an entry; 408, 429, 5xx, timeouts and refused
 /// connections are retried with backoff; another 4xx, or failing past `max_age`, writes it
 /// to the sink's dead-letter file. The pipeline is held back only when a receiver's queue
@@ -78,6 +78,10 @@ public final class ForwardSink: Sink {
 
     /// - Parameters:
     ///   - store: gives the open store when the sink opens (the pipeline opens stores first).
+    ///   - logger: where it logs what it does and what fails.
+    ///   - metrics: where its counters and gauges go.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - name: the sink's name in the pipeline, for metrics and logs.
     ///   - deadLetterPath: where refused and expired bodies go.
     public init(
         options: Options, name: String = "forward", store: @escaping @Sendable () throws -> any ForwardQueueStore, deadLetterPath: String,

@@ -26,6 +26,7 @@ public struct PipelineLifecycle: Sendable {
     ///   - runner: the pipeline to run.
     ///   - services: what runs beside it and stops after it.
     ///   - signals: what starts a graceful shutdown (none in tests that call ``PipelineService`` directly).
+    ///   - logger: where it logs what it does and what fails.
     ///   - shutdownTimeout: how long the drain may take (the pipeline's `settings.shutdown_timeout`).
     public init(
         runner: PipelineRunner, services: [any Service] = [], signals: [UnixSignal] = [.sigterm, .sigint],

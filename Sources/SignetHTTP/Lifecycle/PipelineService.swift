@@ -3,7 +3,7 @@ public import ServiceLifecycle
 public import SignetCore
 import Synchronization
 
-/// Runs a ``PipelineRunner`` as a ServiceLifecycle `Service`.
+/// Runs a `PipelineRunner` as a ServiceLifecycle `Service`.
 ///
 /// Graceful shutdown asks the runner to stop: the source stops taking input (the
 /// webhook answers 503), in-flight batches are delivered and committed, then ``run()``

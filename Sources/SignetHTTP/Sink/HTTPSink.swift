@@ -16,7 +16,7 @@ import Synchronization
 /// retried with capped exponential backoff (honouring `Retry-After`); when the retries
 /// run out the write fails and the runner retries the batch later, nothing committed.
 /// Any other 4xx is permanent: the sink delivers the rest and reports the refused
-/// messages (``UndeliverableMessages``, reason `http_rejected`), which the runner
+/// messages (`UndeliverableMessages`, reason `http_rejected`), which the runner
 /// dead-letters. Requests go one at a time, in order, so per-key order holds; a retried
 /// batch may re-send events already acknowledged (at-least-once: receivers dedupe on
 /// the event id).
@@ -81,6 +81,8 @@ public final class HTTPSink: Sink {
 
     /// - Parameters:
     ///   - name: the sink's name in the pipeline, the `sink` label of its metrics.
+    ///   - options: the component's settings (its `Options`); the defaults fit most uses.
+    ///   - logger: where it logs what it does and what fails.
     ///   - metrics: where the metrics go (default: the bootstrapped `MetricsSystem`).
     public init(
         options: Options, name: String = "http", logger: Logger = Logger(label: "signet.http-sink"),

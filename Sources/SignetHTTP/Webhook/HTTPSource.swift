@@ -10,13 +10,13 @@ import Synchronization
 
 /// Apple's webhook as a pipeline source: App Store Server Notifications arrive as
 /// `POST {"signedPayload": "..."}` on one path, and each request is answered only once
-/// its record is committed (see ``WebhookResponder`` for every status code).
+/// its record is committed (see `WebhookResponder` for every status code).
 ///
 /// The server (Hummingbird, HTTP/1.1) starts in ``open()`` and stops in ``close()``, so
-/// the source behaves like any other under ``PipelineRunner``. ``stop()`` starts the
+/// the source behaves like any other under `PipelineRunner`. ``stop()`` starts the
 /// drain: new requests get 503 with `Retry-After` while queued ones are still committed.
 public final class HTTPSource: Source, PushSource {
-    /// The source's settings (YAML keys in ``ComponentSpec/httpSource``).
+    /// The source's settings (YAML keys in `ComponentSpec/httpSource`).
     public struct Options: Sendable {
         /// Where to listen; port 0 picks a free port (see ``boundAddress``).
         public var address = ListenAddress(host: "127.0.0.1", port: 8080)
@@ -42,9 +42,9 @@ public final class HTTPSource: Source, PushSource {
         /// The `Retry-After` of every 503.
         public var retryAfter: Duration = .seconds(5)
         /// Answer 503 (Apple retries) instead of 200 for a record dead-lettered for a
-        /// configuration reason (``ReasonCode/configurationMismatches``).
+        /// configuration reason (`ReasonCode/configurationMismatches`).
         public var retryMisconfigured = false
-        /// Where the app's own call is posted (``PurchaseEndpoint``); nil: not served.
+        /// Where the app's own call is posted (`PurchaseEndpoint`); nil: not served.
         public var purchasesPath: String?
         /// The bearer token the app's call must carry (the entitlement API's); nil: none
         /// (allowed on loopback only).
@@ -73,7 +73,10 @@ public final class HTTPSource: Source, PushSource {
     /// The store the app's own call reads entitlements from (``Options/purchasesPath``).
     private let store: StateStoreResource?
 
-    /// - Parameter store: the pipeline's state store, for ``Options/purchasesPath``.
+    /// - Parameters:
+    ///   - options: the listener's address, path, limits and timeouts; the defaults fit most uses.
+    ///   - store: the pipeline's state store, for ``Options/purchasesPath``.
+    ///   - logger: where the listener logs.
     public init(options: Options = Options(), store: StateStoreResource? = nil, logger: Logger = Logger(label: "signet.http")) {
         self.options = options
         self.store = store

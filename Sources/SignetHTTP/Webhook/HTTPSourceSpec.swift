@@ -21,7 +21,7 @@ extension ComponentSpec {
 }
 
 extension ComponentRegistry {
-    /// Registers the `http` source (keys: ``ComponentSpec/httpSource``).
+    /// Registers the `http` source (keys: `ComponentSpec/httpSource`).
     public mutating func registerWebhookComponents() {
         registerSource(.httpSource) { config, context in
             var options = try HTTPSource.Options(config)

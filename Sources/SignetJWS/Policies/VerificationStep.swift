@@ -11,17 +11,17 @@ public import SignetCore
 /// read from the now-authenticated payload before the chain, because the chain is judged
 /// at that instant (as Apple's library does); claims only once the chain is trusted.
 public enum VerificationStep: String, CaseIterable, Sendable {
-    /// Size, three strict base64url segments, header rules and `x5c` (``CompactJWSPolicy``).
+    /// Size, three strict base64url segments, header rules and `x5c` (`CompactJWSPolicy`).
     case compactJWS = "compact_jws"
-    /// ES256 over `header.payload` with `x5c[0]`'s P-256 key (``SignaturePolicy``).
+    /// ES256 over `header.payload` with `x5c[0]`'s P-256 key (`SignaturePolicy`).
     case signature
-    /// The signed payload decodes to Apple's model (``PayloadPolicy``).
+    /// The signed payload decodes to Apple's model (`PayloadPolicy`).
     case payload
-    /// `signedDate` not in the future; the instant the chain is judged at (``ValidationInstantPolicy``).
+    /// `signedDate` not in the future; the instant the chain is judged at (`ValidationInstantPolicy`).
     case validationInstant = "validation_instant"
-    /// OpenSSL path to a configured root at the instant, Apple's OIDs (``AppleChainPolicy``).
+    /// OpenSSL path to a configured root at the instant, Apple's OIDs (`AppleChainPolicy`).
     case appleChain = "apple_chain"
-    /// Configured bundle id, app Apple id and environment (``ClaimsPolicy``).
+    /// Configured bundle id, app Apple id and environment (`ClaimsPolicy`).
     case claims
     /// A notification's nested transaction and renewal info pass every step on their own.
     case nested

@@ -8,11 +8,11 @@ import Synchronization
 /// - Each non-root certificate is asked about at the first http(s) OCSP URL of its
 ///   authorityInfoAccess, the request POSTed through an ``OCSPTransport`` within
 ///   ``Options/deadline``; the response must be signed by the issuer or a responder the
-///   issuer delegated (``OCSPResponse``).
+///   issuer delegated (`OCSPResponse`).
 /// - When OCSP gives no answer (a failure of any class, or no responder) and the certificate
 ///   names an http(s) cRLDistributionPoint (Apple's intermediate names
 ///   crl.apple.com/applerootcag3.crl), that CRL is fetched within another deadline and must be
-///   a complete list the issuer signed, not past its nextUpdate (``CertificateRevocationList``):
+///   a complete list the issuer signed, not past its nextUpdate (`CertificateRevocationList`):
 ///   listed is revoked, absent is good until the list's nextUpdate. A CRL that fails too
 ///   leaves OCSP's failure as the answer.
 /// - A good answer is cached under (issuer, serial) until its nextUpdate, not for a fixed
@@ -100,6 +100,8 @@ public final class OCSPRevocationChecker: Sendable {
     private let answerFile: RevocationAnswerFile?
 
     /// - Parameters:
+    ///   - transport: how requests reach the responders (HTTP in production).
+    ///   - options: deadlines, cache lifetimes and the answers file.
     ///   - clock: the time responses are checked at (tests move it).
     ///   - metrics: where cache hits and responder latency are counted.
     public init(

@@ -29,6 +29,9 @@ public final class RevocationGate: Sendable {
     private let lastWarned = Mutex<[String: Date]>([:])
 
     /// - Parameters:
+    ///   - policy: `soft` or `hard`, with its grace and deadline.
+    ///   - metrics: where outcomes are counted.
+    ///   - logger: where unanswered checks are warned about, at most once a minute each; nil: silent.
     ///   - checker: the process's one checker (one cache for every verify worker and stage).
     ///   - clock: the time `soft`'s grace is judged at (the checker's, in tests that move it).
     public init(

@@ -7,21 +7,21 @@ import SignetCore
 public import SignetState
 import Synchronization
 
-/// A ``StateStore`` in PostgreSQL, shared by several Signet instances on several machines.
+/// A `StateStore` in PostgreSQL, shared by several Signet instances on several machines.
 ///
-/// Same contract as ``SQLiteStateStore``: one transaction per batch holds its dedupe keys,
+/// Same contract as `SQLiteStateStore`: one transaction per batch holds its dedupe keys,
 /// snapshots and outbox events; outbox rows are marked (or deleted) once the sinks
 /// acknowledged them; retention prunes keys and delivered rows. Across instances:
 /// snapshots are locked and compare-and-set on a version, dedupe keys are a primary key,
-/// and each instance holds a lease (``PostgresLease``) on the outbox rows it emitted, so
+/// and each instance holds a lease (`PostgresLease`) on the outbox rows it emitted, so
 /// another instance redelivers them only once the first is gone.
 ///
 /// Faults: a batch whose transaction loses a race is rerun; one that cannot reach the
 /// server is retried with capped exponential backoff for up to ``PostgresStoreOptions``'
 /// `outageTimeout`, which blocks the calling stage thread and so pauses the pipeline. The
 /// source is committed only after delivery, so no position passes what was stored.
-/// Calls run on the sessions of a pool of `pool_size` connections (``PostgresSessionPool``),
-/// one call per session at a time; see ``PostgresSession`` for why waiting is safe.
+/// Calls run on the sessions of a pool of `pool_size` connections (`PostgresSessionPool`),
+/// one call per session at a time; see `PostgresSession` for why waiting is safe.
 public final class PostgresStateStore: StateStore {
     public let options: PostgresStoreOptions
     /// This instance's id (`signet_instances.id`, `signet_outbox.owner`).

@@ -7,7 +7,7 @@ extension StateJSON {
         return try encode(consent)
     }
 
-    /// Records `consent` (``StateStore/recordConsumptionConsent(_:)``) and answers with the entry
+    /// Records `consent` (`StateStore/recordConsumptionConsent(_:)`) and answers with the entry
     /// that stands (the one kept when it is newer than `consent`).
     public static func recordConsumptionConsent(_ consent: ConsumptionConsent, in store: any StateStore) throws -> [UInt8] {
         try encode(try store.recordConsumptionConsent(consent))
@@ -19,7 +19,7 @@ extension StateJSON {
         return try encode(usage)
     }
 
-    /// Records `usage` (``StateStore/recordConsumptionUsage(_:)``) and answers with the record
+    /// Records `usage` (`StateStore/recordConsumptionUsage(_:)`) and answers with the record
     /// that stands.
     public static func recordConsumptionUsage(_ usage: ConsumptionUsage, in store: any StateStore) throws -> [UInt8] {
         try encode(try store.recordConsumptionUsage(usage))

@@ -61,7 +61,7 @@ extension ConsumptionTransaction {
         try saveConsumptionLedgerEntry(consent.subject.key, try ConsumptionRecordCoding.encode(consent))
     }
 
-    /// As ``StateStore/consumptionConsent(for:)``, as of this transaction.
+    /// As `StateStore/consumptionConsent(for:)`, as of this transaction.
     public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
         ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
     }

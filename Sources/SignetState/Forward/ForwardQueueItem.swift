@@ -24,7 +24,7 @@ public struct ForwardQueueItem: Sendable, Hashable {
     }
 }
 
-/// An entry to try again later (``StateStore/settleForwards(done:retries:)``).
+/// An entry to try again later (`StateStore/settleForwards(done:retries:)`).
 public struct ForwardRetry: Sendable, Hashable {
     public var id: Int64
     /// Not claimed again before this instant, milliseconds since 1970.

@@ -57,7 +57,7 @@ extension EntitlementEvent: Codable {
         signedDate = try c.decodeIfPresent(Int64.self, forKey: .signedDate)
     }
 
-    /// Reads one event from the bytes a sink receives (``OutputMessage/value``) or a consumer
+    /// Reads one event from the bytes a sink receives (`OutputMessage/value`) or a consumer
     /// of the topic reads.
     public init(json bytes: some Collection<UInt8>) throws {
         self = try JSONDecoder().decode(Self.self, from: Data(bytes))

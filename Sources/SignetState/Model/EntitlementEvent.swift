@@ -25,7 +25,9 @@ public struct EntitlementEvent: Sendable, Hashable {
 
     /// Deterministic: the same input applied to the same prior state yields the same id.
     public var eventId: String
+    /// What changed.
     public var type: EntitlementEventType
+    /// Whether the customer has access after this change: the answer to act on.
     public var entitled: Bool
     /// The entitlement names the purchase's product or subscription group grants (the store's
     /// `entitlements:` mapping, ``EntitlementNames``), sorted; empty when none is configured.
@@ -35,13 +37,21 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var previousState: SubscriptionState?
     /// Nil only for an `unknown_notification` about a purchase Signet has no state for.
     public var state: SubscriptionState?
+    /// The purchase: Apple's `originalTransactionId`, the same for every renewal.
     public var originalTransactionId: String?
+    /// The transaction that caused the change (a renewal's own id).
     public var transactionId: String?
+    /// The product of the current period.
     public var productId: String?
+    /// Apple's product type: `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable`, `Non-Renewing Subscription`.
     public var productType: String?
+    /// The subscription group of an auto-renewable subscription.
     public var subscriptionGroupIdentifier: String?
+    /// The app the purchase belongs to.
     public var bundleId: String?
+    /// `Production` or `Sandbox`.
     public var environment: String?
+    /// The app's own id of the customer, set at purchase (a UUID, canonical lower case).
     public var appAccountToken: AppAccountToken?
     /// Apple's `appTransactionId`: the download of the app the purchase was made in; the key
     /// of the app-level events (`consent_rescinded`, `consent_cleared`).
@@ -51,12 +61,17 @@ public struct EntitlementEvent: Sendable, Hashable {
     /// Where ``expiresDate`` comes from: `transaction`, `renewal_info`, `duration_policy`, or
     /// `unknown` (a subscription with no known end); nil for products that never expire.
     public var expiresDateSource: String?
+    /// When the billing grace period ends (ms since 1970), while in it.
     public var gracePeriodExpiresDate: Int64?
+    /// Whether the subscription renews at the end of the period.
     public var autoRenewEnabled: Bool?
     /// `PURCHASED`, `FAMILY_SHARED` or `ASSIGNED`.
     public var ownership: String?
+    /// When Apple refunded or revoked the purchase (ms since 1970).
     public var revocationDate: Int64?
+    /// Apple's `revocationReason`: 1 an issue in the app, 0 another reason.
     public var revocationReason: Int64?
+    /// Apple's `revocationType`: `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
     public var revocationType: String?
     /// With `REFUND_PRORATED`: the share Apple refunded, in milliunits (50000 is 50%).
     public var revocationPercentage: Int64? = nil
@@ -64,9 +79,13 @@ public struct EntitlementEvent: Sendable, Hashable {
     public var previousOriginalTransactionId: String? = nil
     /// The purchase this one was migrated to: set on a `migrated` event and after it.
     public var migratedToOriginalTransactionId: String? = nil
+    /// Where the change came from.
     public var source: Source
+    /// The notification's type, when a notification caused the change.
     public var notificationType: String?
+    /// The notification's subtype, when Apple gave one.
     public var subtype: String?
+    /// The notification's id (the same on every retry of it).
     public var notificationUUID: String?
     /// The signedDate of the notification (or forwarded transaction) that caused the change;
     /// nil for `clock` events.

@@ -1,4 +1,4 @@
-/// One event of a purchase's history (``StateStore/eventHistory(originalTransactionId:limit:)``):
+/// One event of a purchase's history (`StateStore/eventHistory(originalTransactionId:limit:)`):
 /// the event exactly as published, and when it was committed and delivered.
 ///
 /// A store keeps events in its outbox: until every sink acknowledged them, and after that for

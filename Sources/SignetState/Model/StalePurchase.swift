@@ -1,5 +1,5 @@
 /// A subscription whose period ended although Signet expected it to renew
-/// (``StateStore/staleSubscriptions(endedAfter:endedBefore:after:limit:)``): what
+/// (`StateStore/staleSubscriptions(endedAfter:endedBefore:after:limit:)`): what
 /// `appstore_reconcile` asks Apple about, in the store the purchase was made in.
 public struct StalePurchase: Sendable, Hashable {
     public var originalTransactionId: String

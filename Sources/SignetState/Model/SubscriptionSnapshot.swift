@@ -104,7 +104,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     /// state or entitlement (the period or the grace period ends); nil when none is ahead.
     ///
     /// The expiry sweep visits exactly the snapshots whose boundary has passed, so a store keeps
-    /// this value in an indexed column (``StateTransaction/subscriptionsDue(atOrBefore:limit:)``).
+    /// this value in an indexed column (`StateTransaction/subscriptionsDue(atOrBefore:limit:)`).
     public var nextBoundary: Int64? {
         guard revocationDate == nil, migratedToOriginalTransactionId == nil else { return nil }
         switch productType.map(TransactionType.init(rawValue:)) {
@@ -116,7 +116,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
 
     /// Whether Signet expects this purchase to renew at the end of its period: an
     /// auto-renewable subscription with auto-renew on, no expiration intent, not in billing
-    /// retry, not revoked and not migrated (``StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)``).
+    /// retry, not revoked and not migrated (`StateStore/staleSubscriptions(endedAfter:endedBefore:limit:)`).
     public var expectsRenewal: Bool {
         productType == TransactionType.autoRenewableSubscription.rawValue && autoRenewEnabled == true
             && expirationIntent == nil && isInBillingRetryPeriod != true && revocationDate == nil

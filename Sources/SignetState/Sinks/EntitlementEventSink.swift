@@ -3,7 +3,7 @@ public import SignetCore
 /// A sink that receives entitlement-change events as values, for a service embedding the
 /// state stages (``StatePipeline``).
 ///
-/// Implement ``write(events:)``; the conformance to ``Sink`` is provided: each message's
+/// Implement ``write(events:)``; the conformance to `Sink` is provided: each message's
 /// bytes are read back with ``EntitlementEvent/init(json:)``. That includes the events a
 /// crash left undelivered, which the outbox hands back as bytes. As with every sink, return
 /// only once the events are safely where they go; throwing leaves the batch uncommitted and

@@ -4,8 +4,8 @@ import SignetJWS
 /// `dedupe`: drops Apple's retries of a notification.
 ///
 /// With `transition` after it (sharing the store), it drops repeats within one batch
-/// (`drop(reason: "duplicate")`) and leaves the key (``DedupeKeyPart``) and the derived
-/// input (``TransitionInputPart``) on the record for `transition`, whose check in its own
+/// (`drop(reason: "duplicate")`) and leaves the key (`DedupeKeyPart`) and the derived
+/// input (`TransitionInputPart`) on the record for `transition`, whose check in its own
 /// commit is the authoritative one (stages run concurrently on different batches). With
 /// ``Options/keysCheckedByTransition`` it leaves the store lookup to that check; without,
 /// it looks keys up first and drops those already committed. Used without `transition`, it
@@ -17,7 +17,7 @@ public final class DedupeStage: Stage {
     public struct Options: Sendable {
         public var key = DedupeKeyKind.notificationUUID
         /// How long keys are kept: longer than Apple retries a notification
-        /// (``NotificationRetrySchedule/total``, about 6.5 days).
+        /// (`NotificationRetrySchedule/total`, about 6.5 days).
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys are pruned.
         public var pruneInterval: Duration = .seconds(60)

@@ -31,6 +31,7 @@ public enum StatePipeline {
         /// Threads decoding and verifying at once (default: every core).
         public var parallelism = ProcessInfo.processInfo.activeProcessorCount
 
+        /// The defaults of every stage, every core.
         public init() {}
     }
 

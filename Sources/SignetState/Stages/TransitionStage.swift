@@ -12,7 +12,7 @@ import SignetJWS
 /// `signet-product-id`). ``acknowledge(_:)`` marks them delivered once every sink acked,
 /// and ``undeliveredOutputs()`` hands back what a crash left undelivered, byte for byte.
 ///
-/// Time is an input too: as a ``TickingStage`` it sweeps every `expirySweep` for purchases
+/// Time is an input too: as a `TickingStage` it sweeps every `expirySweep` for purchases
 /// whose access ended with no notification (``sweep(at:limit:)``), and publishes those events
 /// through the same outbox.
 public final class TransitionStage: TickingStage {
@@ -24,7 +24,7 @@ public final class TransitionStage: TickingStage {
         /// Used when no `dedupe` stage computed a key for the record.
         public var dedupeKey = DedupeKeyKind.notificationUUID
         /// How long dedupe keys are kept: longer than Apple retries a notification
-        /// (``NotificationRetrySchedule/total``, about 6.5 days).
+        /// (`NotificationRetrySchedule/total`, about 6.5 days).
         public var retention: Duration = .seconds(30 * 86_400)
         /// How often old keys and delivered outbox rows are pruned.
         public var pruneInterval: Duration = .seconds(60)

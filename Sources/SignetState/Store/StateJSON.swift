@@ -65,7 +65,7 @@ public enum StateJSON {
 
     /// The consent restriction of one app transaction as JSON (`appTransactionId`, `restricted`,
     /// `rescindedAt`, `notificationUUID`, `clearedAt`, `clearedBy`, ...), nil when none was ever
-    /// recorded. With `clearingBy`, clears it first (``StateStore/clearConsentRestriction(appTransactionId:by:at:)``).
+    /// recorded. With `clearingBy`, clears it first (`StateStore/clearConsentRestriction(appTransactionId:by:at:)`).
     public static func consent(
         _ appTransactionId: String, clearingBy who: String? = nil, in store: any StateStore, at instant: Int64
     ) throws -> [UInt8]? {

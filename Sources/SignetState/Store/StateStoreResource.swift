@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Any store type can stand behind it: a registered store type's factory returns
 /// `StateStoreResource(identity:open:)` with a function that opens its store (a
-/// PostgreSQL pool, say); `sqlite` and `memory` use ``init(_:)``.
+/// PostgreSQL pool, say); `sqlite` and `memory` use `init(_:)`.
 public final class StateStoreResource: PipelineResource {
     public let identity: String?
     /// The store's `entitlements:` setting, stored when the resource opens; nil keeps what

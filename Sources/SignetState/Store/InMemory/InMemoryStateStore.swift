@@ -35,7 +35,7 @@ public final class InMemoryStateStore: StateStore {
     let outboxRetention: Duration
     let contents = Mutex(Contents())
 
-    /// What the `memory` store's keys set (``ComponentSpec/memoryStore``).
+    /// What the `memory` store's keys set (`ComponentSpec/memoryStore`).
     public struct Options: Sendable, Hashable {
         /// The most dedupe keys kept; the oldest go first.
         public var maxKeys = 1_000_000
