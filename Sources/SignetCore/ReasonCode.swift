@@ -12,6 +12,7 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
 {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// A code; reason codes are `snake_case` and never renamed once released.
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
@@ -25,8 +26,11 @@ public struct ReasonCode: RawRepresentable, Hashable, Sendable, Codable, CustomS
 ///
 /// Throw it from a stage to send the record to the dead-letter sink; the run goes on.
 public struct RecordRejection: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Why, as a stable code (docs/reason-codes.md): what to count and alert on.
     public var reason: ReasonCode
+    /// What and where, for people.
     public var detail: String
+    /// A rejection for `reason`, explained by `detail`.
     public init(_ reason: ReasonCode, _ detail: String) {
         self.reason = reason
         self.detail = detail

@@ -26,9 +26,11 @@ public struct DecodeStage: RecordStage {
         /// Threads decoding lines.
         public var workers = 1
 
+        /// One worker.
         public init() {}
     }
 
+    /// A stage decoding on `parallelism` threads.
     public init(parallelism: Int = Options().workers) {
         self.parallelism = parallelism
     }
@@ -38,6 +40,8 @@ public struct DecodeStage: RecordStage {
         self.init(parallelism: options.workers)
     }
 
+    /// Finds the signed object in the record's line (``SignedEnvelopePart``) or rejects the
+    /// line: not JSON, no signed field, not a compact JWS.
     public func process(record: inout Record) throws(RecordRejection) {
         let envelope = try Self.envelope(from: record.raw)
         if let required = record[RequiredEnvelopeKindPart.self], envelope.kind != required {

@@ -48,6 +48,7 @@ public final class VerificationMonitor: Sendable {
     private let signedDateLag: Timer
     private let counters: DimensionedMetrics
 
+    /// A monitor that logs to `logger` and counts with `factory`'s metrics.
     public init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
         self.logger = logger
         counters = DimensionedMetrics(factory: factory)

@@ -4,6 +4,7 @@ public import SignetCore
 /// What the `decode` stage found in an input line: which kind of signed object it
 /// carries and its compact JWS text. Nothing in it is trusted yet.
 public struct SignedEnvelope: Sendable, Equatable {
+    /// Which of Apple's signed objects a line carries.
     public enum Kind: String, Sendable, Equatable {
         /// An App Store Server Notification (`signedPayload`, or a bare JWS line).
         case notification
@@ -16,6 +17,7 @@ public struct SignedEnvelope: Sendable, Equatable {
         case status
     }
 
+    /// Which signed object the line carries.
     public var kind: Kind
     /// The compact JWS (`header.payload.signature`); for ``Kind/status``, the transaction's.
     public var jws: String
@@ -25,6 +27,7 @@ public struct SignedEnvelope: Sendable, Equatable {
     /// unsigned, so only carried along, never used to decide anything.
     public var status: Int?
 
+    /// An envelope of `kind` around `jws` (and, for a status, the renewal info's JWS and Apple's number).
     public init(kind: Kind, jws: String, renewalJWS: String? = nil, status: Int? = nil) {
         self.kind = kind
         self.jws = jws
@@ -35,9 +38,13 @@ public struct SignedEnvelope: Sendable, Equatable {
 
 /// A payload whose signature, chain and claims the `verify` stage checked.
 public enum VerifiedPayload: Sendable {
+    /// An App Store Server Notification, with its nested payloads verified.
     case notification(VerifiedNotification)
+    /// A signed transaction an app forwarded.
     case transaction(VerifiedTransaction)
+    /// A signed renewal info on its own.
     case renewalInfo(VerifiedRenewalInfo)
+    /// A purchase's status from Get All Subscription Statuses: its transaction and renewal info.
     case status(VerifiedSubscriptionStatus)
 
     /// The transaction the payload carries (a notification's nested one, or itself).
@@ -63,6 +70,7 @@ public enum VerifiedPayload: Sendable {
 
 /// Record slot filled by the `decode` stage.
 public enum SignedEnvelopePart: RecordPartKey {
+    /// What the line carries.
     public typealias Value = SignedEnvelope
 }
 
@@ -75,6 +83,7 @@ package enum RequiredEnvelopeKindPart: RecordPartKey {
 
 /// Record slot filled by the `verify` stage; later stages read only verified data from here.
 public enum VerifiedPayloadPart: RecordPartKey {
+    /// The verified payload.
     public typealias Value = VerifiedPayload
 }
 

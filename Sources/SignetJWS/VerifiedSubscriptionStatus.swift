@@ -2,7 +2,9 @@
 /// `lastTransactions`) whose transaction and renewal info both verified and belong to the
 /// same purchase, environment and app.
 public final class VerifiedSubscriptionStatus: Sendable {
+    /// The purchase's latest transaction (`signedTransactionInfo`), verified.
     public let transaction: VerifiedTransaction
+    /// Its renewal info (`signedRenewalInfo`), verified.
     public let renewalInfo: VerifiedRenewalInfo
     /// Apple's `status` number as the input gave it (outside the signatures: informative only;
     /// the state is derived from the signed transaction and renewal info).

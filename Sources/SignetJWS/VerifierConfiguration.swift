@@ -37,6 +37,9 @@ public struct VerifierConfiguration: Sendable {
     /// The clock (tests pin it).
     public var now: @Sendable () -> Date
 
+    /// What to check. Give `environment` (or `environments`) and `bundleId` in production:
+    /// without them a notification of any app and store verifies. `appAppleId` is required
+    /// with Production.
     public init(
         roots: [X509Certificate] = AppleRoots.all,
         environment: AppStoreEnvironment? = nil,
@@ -79,6 +82,7 @@ public enum VerificationDateRule: String, Sendable, Hashable, CaseIterable {
 
 /// Why an ``AppStoreVerifier`` could not be built.
 public struct VerifierConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong.
     public enum Kind: String, Sendable, Hashable {
         /// `roots` is empty: nothing could ever verify.
         case noRoots
@@ -92,9 +96,12 @@ public struct VerifierConfigurationError: Error, Sendable, Hashable, CustomStrin
         case trustStore
     }
 
+    /// What is wrong.
     public var kind: Kind
+    /// The setting and how to fix it.
     public var message: String
 
+    /// An error of `kind`, explained by `message`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message

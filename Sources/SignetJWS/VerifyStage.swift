@@ -17,6 +17,7 @@ import SignetOpenSSL
 /// about online, after the offline checks passed (docs/verification.md).
 public struct VerifyStage: RecordStage, HealthReporting {
     public let name = "verify"
+    /// The checks and roots, shared by every worker.
     public let verifier: AppStoreVerifier
     public let parallelism: Int
     /// Whether records get the decoded document as their output. Building it costs a copy of
@@ -129,6 +130,8 @@ public struct VerifyStage: RecordStage, HealthReporting {
         monitor?.readiness() ?? .ready("verify")
     }
 
+    /// Verifies the record's envelope (``SignedEnvelopePart``) and puts the result in
+    /// ``VerifiedPayloadPart``, or rejects the record with the reason code of the first failed check.
     public func process(record: inout Record) throws(RecordRejection) {
         guard let envelope = record[SignedEnvelopePart.self] else {
             throw RecordRejection(.missingSignedPayload, "no signed envelope on the record: put a 'decode' stage before 'verify'")

@@ -6,36 +6,36 @@
 /// strings never decode to the same bytes (a JWS string cannot be re-spelled into
 /// a "new" message that decodes identically). Every input, including arbitrary
 /// binary garbage, either decodes or throws; nothing traps.
-public enum Base64 {
+package enum Base64 {
     /// Decodes standard Base64 (`+`, `/`, `=` padding required to a multiple of 4),
     /// as used for `x5c` certificates (RFC 7515 §4.1.6).
-    public static func decode<Bytes: Collection<UInt8>>(_ input: Bytes) throws(Base64Error) -> [UInt8] {
+    package static func decode<Bytes: Collection<UInt8>>(_ input: Bytes) throws(Base64Error) -> [UInt8] {
         try run(input, table: standardTable, padded: true).get()
     }
 
     /// Decodes a standard Base64 string.
-    public static func decode(_ string: String) throws(Base64Error) -> [UInt8] {
+    package static func decode(_ string: String) throws(Base64Error) -> [UInt8] {
         try run(string.utf8, table: standardTable, padded: true).get()
     }
 
     /// Decodes Base64URL without padding (`-`, `_`; `=` is rejected), as used by
     /// every JWS compact-serialization segment (RFC 7515 §2).
-    public static func decodeURL<Bytes: Collection<UInt8>>(_ input: Bytes) throws(Base64Error) -> [UInt8] {
+    package static func decodeURL<Bytes: Collection<UInt8>>(_ input: Bytes) throws(Base64Error) -> [UInt8] {
         try run(input, table: urlTable, padded: false).get()
     }
 
     /// Decodes a Base64URL string (no padding).
-    public static func decodeURL(_ string: String) throws(Base64Error) -> [UInt8] {
+    package static func decodeURL(_ string: String) throws(Base64Error) -> [UInt8] {
         try run(string.utf8, table: urlTable, padded: false).get()
     }
 
     /// Decodes raw bytes in place, without copying them first (the JWS hot path).
-    public static func decodeURL(_ raw: UnsafeRawBufferPointer) throws(Base64Error) -> [UInt8] {
+    package static func decodeURL(_ raw: UnsafeRawBufferPointer) throws(Base64Error) -> [UInt8] {
         try decode(raw, table: urlTable, padded: false).get()
     }
 
     /// Decodes raw bytes in place as standard, padded Base64.
-    public static func decode(_ raw: UnsafeRawBufferPointer) throws(Base64Error) -> [UInt8] {
+    package static func decode(_ raw: UnsafeRawBufferPointer) throws(Base64Error) -> [UInt8] {
         try decode(raw, table: standardTable, padded: true).get()
     }
 
@@ -47,12 +47,12 @@ public enum Base64 {
     }
 
     /// Standard, padded Base64.
-    public static func encode<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+    package static func encode<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
         encode(Array(bytes), alphabet: standardAlphabet, pad: true)
     }
 
     /// Base64URL without padding.
-    public static func encodeURL<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+    package static func encodeURL<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
         encode(Array(bytes), alphabet: urlAlphabet, pad: false)
     }
 
@@ -162,7 +162,7 @@ public enum Base64 {
 }
 
 /// Why a Base64 / Base64URL string was refused.
-public enum Base64Error: Error, Sendable, Hashable, CustomStringConvertible {
+package enum Base64Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// The length cannot be a valid encoding (not a multiple of 4 when padded, or 4n+1).
     case invalidLength(Int)
     /// A byte outside the alphabet (whitespace, `=` in the middle or in unpadded input, ...).
@@ -170,7 +170,7 @@ public enum Base64Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// The last character has non-zero unused bits (a non-canonical encoding).
     case nonCanonical
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidLength(let n): "invalid length \(n)"
         case .invalidCharacter(let offset): "invalid character at offset \(offset)"

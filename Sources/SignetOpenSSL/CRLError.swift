@@ -2,7 +2,7 @@
 ///
 /// A CRL arrives over plain HTTP like an OCSP response: every case means "this list tells
 /// nothing about the certificate", never that the certificate is bad.
-public enum CRLError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum CRLError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Not one DER `CertificateList` (truncated, garbage, trailing bytes, a time that does not parse).
     case malformed(String)
     /// The list is issued under another name than the certificate's issuer.
@@ -18,7 +18,7 @@ public enum CRLError: Error, Sendable, Hashable, CustomStringConvertible {
     /// nextUpdate has passed (beyond the leeway): a newer list is due.
     case stale(nextUpdate: Int64)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let detail): "malformed CRL: \(detail)"
         case .wrongIssuer(let detail): "CRL issued by another name: \(detail)"

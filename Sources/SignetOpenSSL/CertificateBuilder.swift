@@ -7,49 +7,49 @@ public import Foundation
 /// validity window, basicConstraints, keyUsage, key identifiers, marker extensions
 /// by OID (Apple marks its certificates with extensions whose value is DER NULL),
 /// and the signature digest.
-public struct CertificateBuilder: Sendable {
+package struct CertificateBuilder: Sendable {
     /// An extension given by dotted OID with raw DER contents (the extnValue's inner bytes).
-    public struct CustomExtension: Sendable, Hashable {
-        public var oid: String
-        public var critical: Bool
+    package struct CustomExtension: Sendable, Hashable {
+        package var oid: String
+        package var critical: Bool
         /// DER placed inside the extnValue OCTET STRING; `05 00` (NULL) like Apple's markers.
-        public var value: [UInt8]
-        public init(oid: String, critical: Bool = false, value: [UInt8] = [0x05, 0x00]) {
+        package var value: [UInt8]
+        package init(oid: String, critical: Bool = false, value: [UInt8] = [0x05, 0x00]) {
             self.oid = oid
             self.critical = critical
             self.value = value
         }
     }
 
-    public var subjectCommonName: String
-    public var subjectOrganization: String?
-    public var subjectOrganizationalUnit: String?
-    public var subjectCountry: String?
-    public var serialNumber: UInt64
-    public var notBefore: Date
-    public var notAfter: Date
+    package var subjectCommonName: String
+    package var subjectOrganization: String?
+    package var subjectOrganizationalUnit: String?
+    package var subjectCountry: String?
+    package var serialNumber: UInt64
+    package var notBefore: Date
+    package var notAfter: Date
     /// The certified key.
-    public var publicKey: ECPublicKey
+    package var publicKey: ECPublicKey
     /// basicConstraints: nil leaves the extension out; otherwise it is critical with this cA flag.
-    public var isCA: Bool?
+    package var isCA: Bool?
     /// pathLenConstraint, only written for CA certificates.
-    public var pathLength: Int?
+    package var pathLength: Int?
     /// keyUsage (critical) or nil to leave it out.
-    public var keyUsage: KeyUsage?
+    package var keyUsage: KeyUsage?
     /// Add subjectKeyIdentifier and (when issued by another certificate) authorityKeyIdentifier.
-    public var includeKeyIdentifiers: Bool
-    public var customExtensions: [CustomExtension]
+    package var includeKeyIdentifiers: Bool
+    package var customExtensions: [CustomExtension]
     /// The digest of the issuer's ECDSA signature over the certificate.
-    public var signatureHash: SignatureHash
+    package var signatureHash: SignatureHash
     /// An authorityInfoAccess extension naming this OCSP responder URL; nil leaves it out.
-    public var ocspURL: String?
+    package var ocspURL: String?
     /// A cRLDistributionPoints extension naming this CRL URL; nil leaves it out.
-    public var crlURL: String?
+    package var crlURL: String?
     /// extendedKeyUsage (non-critical) by OpenSSL config name ("OCSPSigning" for a delegated
     /// OCSP responder); empty leaves it out.
-    public var extendedKeyUsage: [String]
+    package var extendedKeyUsage: [String]
 
-    public init(
+    package init(
         subjectCommonName: String, subjectOrganization: String? = nil, subjectOrganizationalUnit: String? = nil,
         subjectCountry: String? = "US", serialNumber: UInt64, notBefore: Date, notAfter: Date,
         publicKey: ECPublicKey, isCA: Bool? = nil, pathLength: Int? = nil, keyUsage: KeyUsage? = nil,
@@ -78,7 +78,7 @@ public struct CertificateBuilder: Sendable {
 
     /// Signs the certificate. With `issuer` nil it is self-signed (issuer name = subject
     /// name) and `issuerKey` must be the private half of ``publicKey``.
-    public func sign(issuer: X509Certificate?, issuerKey: ECPrivateKey) throws(OpenSSLError) -> X509Certificate {
+    package func sign(issuer: X509Certificate?, issuerKey: ECPrivateKey) throws(OpenSSLError) -> X509Certificate {
         guard let x509 = X509_new() else { throw OpenSSLError.drain("create X509") }
         var owned = true
         defer { if owned { X509_free(x509) } }

@@ -10,17 +10,17 @@ public import Foundation
 ///   store, never at an intermediate that merely appears there.
 /// - OpenSSL checks every signature, validity window, basicConstraints CA flag and
 ///   path length; failures come back as a precise ``ChainVerificationError``.
-public struct CertificateChainVerifier: Sendable {
+package struct CertificateChainVerifier: Sendable {
     /// The trust anchors.
-    public let trustStore: TrustStore
+    package let trustStore: TrustStore
     /// Add `X509_V_FLAG_X509_STRICT`. Off by default: strict mode in OpenSSL 3.0
     /// demands keyUsage on CA certificates, critical basicConstraints and key
     /// identifiers, and Apple's own library vectors (chain A: no keyUsage, no AKI/SKI)
     /// fail it although Apple's library accepts them (`openssl verify -x509_strict`
     /// reports errors 81, 85, 86, 89, 92 on that chain).
-    public var strict: Bool
+    package var strict: Bool
 
-    public init(trustStore: TrustStore, strict: Bool = false) {
+    package init(trustStore: TrustStore, strict: Bool = false) {
         self.trustStore = trustStore
         self.strict = strict
     }
@@ -29,7 +29,7 @@ public struct CertificateChainVerifier: Sendable {
     ///
     /// OpenSSL considers a certificate valid at `t` when `notBefore ≤ t < notAfter`
     /// (whole seconds); ``VerifiedChain/isValid(atEpochSeconds:)`` applies the same rule.
-    public func verify(
+    package func verify(
         leaf: X509Certificate, intermediates: [X509Certificate], atEpochSeconds epochSeconds: Int64
     ) throws(ChainVerificationError) -> VerifiedChain {
         guard let context = X509_STORE_CTX_new() else {
@@ -91,7 +91,7 @@ public struct CertificateChainVerifier: Sendable {
     }
 
     /// Validates at a `Date` (truncated to whole seconds, as OpenSSL compares).
-    public func verify(
+    package func verify(
         leaf: X509Certificate, intermediates: [X509Certificate], at date: Date
     ) throws(ChainVerificationError) -> VerifiedChain {
         try verify(leaf: leaf, intermediates: intermediates, atEpochSeconds: Int64(date.timeIntervalSince1970.rounded(.down)))
@@ -99,13 +99,13 @@ public struct CertificateChainVerifier: Sendable {
 }
 
 /// A chain OpenSSL accepted: leaf first, trust anchor last.
-public struct VerifiedChain: Sendable {
+package struct VerifiedChain: Sendable {
     /// Leaf, intermediates, root.
-    public let certificates: [X509Certificate]
+    package let certificates: [X509Certificate]
     /// The latest `notBefore` of the chain (seconds since 1970).
-    public let validFromEpochSeconds: Int64
+    package let validFromEpochSeconds: Int64
     /// The earliest `notAfter` of the chain (seconds since 1970).
-    public let validUntilEpochSeconds: Int64
+    package let validUntilEpochSeconds: Int64
 
     init(certificates: [X509Certificate]) throws(ChainVerificationError) {
         guard !certificates.isEmpty else {
@@ -127,15 +127,15 @@ public struct VerifiedChain: Sendable {
 
     /// The combined validity window, applying OpenSSL's rule `notBefore ≤ t < notAfter`
     /// to every certificate of the chain at once.
-    public func isValid(atEpochSeconds epochSeconds: Int64) -> Bool {
+    package func isValid(atEpochSeconds epochSeconds: Int64) -> Bool {
         validFromEpochSeconds <= epochSeconds && epochSeconds < validUntilEpochSeconds
     }
 }
 
 /// Why OpenSSL rejected a chain, with its `X509_V_ERR_*` code kept for diagnostics.
-public struct ChainVerificationError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct ChainVerificationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The broad category callers branch on.
-    public enum Kind: String, Sendable, Hashable {
+    package enum Kind: String, Sendable, Hashable {
         /// A certificate's notAfter is before the verification time.
         case expired
         /// A certificate's notBefore is after the verification time.
@@ -170,17 +170,17 @@ public struct ChainVerificationError: Error, Sendable, Hashable, CustomStringCon
         }
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// OpenSSL's `X509_V_ERR_*` value (-1 when the failure was not from OpenSSL's verifier).
-    public var code: Int32
+    package var code: Int32
     /// Position in the chain of the certificate that failed (0 = leaf).
-    public var depth: Int32
+    package var depth: Int32
     /// Subject of the certificate that failed, in OpenSSL's one-line form.
-    public var subject: String
+    package var subject: String
     /// OpenSSL's text for the code.
-    public var message: String
+    package var message: String
 
-    public init(kind: Kind, code: Int32, depth: Int32, subject: String, message: String) {
+    package init(kind: Kind, code: Int32, depth: Int32, subject: String, message: String) {
         self.kind = kind
         self.code = code
         self.depth = depth
@@ -189,9 +189,9 @@ public struct ChainVerificationError: Error, Sendable, Hashable, CustomStringCon
     }
 
     /// True for expired / not yet valid / malformed validity.
-    public var isValidityProblem: Bool { kind == .expired || kind == .notYetValid || kind == .validity }
+    package var isValidityProblem: Bool { kind == .expired || kind == .notYetValid || kind == .validity }
 
-    public var description: String {
+    package var description: String {
         let position = depth < 0 ? "" : " at depth \(depth)"
         let who = subject.isEmpty ? "" : " (\(subject))"
         return "\(message) [\(kind.rawValue), X509_V_ERR \(code)\(position)\(who)]"

@@ -5,37 +5,37 @@ import COpenSSL
 ///
 /// Like an OCSP response it comes over plain HTTP (crl.apple.com): parsing is OpenSSL's
 /// `d2i`, and nothing in it is believed before the issuer's signature verified.
-public struct CertificateRevocationList: Sendable, Hashable {
+package struct CertificateRevocationList: Sendable, Hashable {
     /// What a verified list says about one certificate.
-    public struct Status: Sendable, Hashable {
+    package struct Status: Sendable, Hashable {
         /// Listed: revoked at `revokedAtEpochSeconds`, `reason` nil when the entry gives none.
-        public struct Revocation: Sendable, Hashable {
-            public var reason: OCSPSingleResponse.RevocationReason?
-            public var revokedAtEpochSeconds: Int64
+        package struct Revocation: Sendable, Hashable {
+            package var reason: OCSPSingleResponse.RevocationReason?
+            package var revokedAtEpochSeconds: Int64
 
-            public init(reason: OCSPSingleResponse.RevocationReason?, revokedAtEpochSeconds: Int64) {
+            package init(reason: OCSPSingleResponse.RevocationReason?, revokedAtEpochSeconds: Int64) {
                 self.reason = reason
                 self.revokedAtEpochSeconds = revokedAtEpochSeconds
             }
         }
 
         /// nil: the certificate is not on the list (not revoked as of thisUpdate).
-        public var revocation: Revocation?
+        package var revocation: Revocation?
         /// When the list was issued, seconds since 1970.
-        public var thisUpdateEpochSeconds: Int64
+        package var thisUpdateEpochSeconds: Int64
         /// When the next list is due, seconds since 1970; nil when the list names no date.
-        public var nextUpdateEpochSeconds: Int64?
+        package var nextUpdateEpochSeconds: Int64?
 
-        public init(revocation: Revocation?, thisUpdateEpochSeconds: Int64, nextUpdateEpochSeconds: Int64?) {
+        package init(revocation: Revocation?, thisUpdateEpochSeconds: Int64, nextUpdateEpochSeconds: Int64?) {
             self.revocation = revocation
             self.thisUpdateEpochSeconds = thisUpdateEpochSeconds
             self.nextUpdateEpochSeconds = nextUpdateEpochSeconds
         }
     }
 
-    public let derEncoded: [UInt8]
+    package let derEncoded: [UInt8]
 
-    public init(derEncoded: [UInt8]) {
+    package init(derEncoded: [UInt8]) {
         self.derEncoded = derEncoded
     }
 
@@ -47,7 +47,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
     /// nor to a kind of certificate `certificate` is not); no other critical extension;
     /// thisUpdate not after now + leeway and nextUpdate (when present) not before
     /// now - leeway; then the certificate's serial number is looked up.
-    public func status(
+    package func status(
         of certificate: X509Certificate, issuer: X509Certificate, atEpochSeconds now: Int64, leewaySeconds: Int64 = 300
     ) throws(CRLError) -> Status {
         let crl: OpaquePointer

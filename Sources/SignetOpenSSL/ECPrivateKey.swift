@@ -74,7 +74,7 @@ public final class ECPrivateKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The matching public key.
-    public var publicKey: ECPublicKey {
+    package var publicKey: ECPublicKey {
         get throws(OpenSSLError) {
             var out: UnsafeMutablePointer<UInt8>?
             let length = i2d_EC_PUBKEY(ecKey, &out)

@@ -10,11 +10,11 @@ import COpenSSL
 /// afterwards. `ECDSA_do_verify` only reads the key's group and public point and
 /// allocates its own `BN_CTX` per call, so concurrent verifications with one shared
 /// key are safe (the same pattern TLS servers rely on for shared certificates).
-public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
+package final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     /// The owned `EC_KEY*`.
     let key: OpaquePointer
     /// The key's curve.
-    public let curve: ECCurve
+    package let curve: ECCurve
 
     init(takingOwnership ecKey: OpaquePointer) throws(OpenSSLError) {
         guard let group = EC_KEY_get0_group(ecKey), EC_KEY_get0_public_key(ecKey) != nil else {
@@ -31,7 +31,7 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Parses a DER SubjectPublicKeyInfo holding a P-256 or P-384 key.
-    public convenience init(subjectPublicKeyInfoDER der: [UInt8]) throws(OpenSSLError) {
+    package convenience init(subjectPublicKeyInfoDER der: [UInt8]) throws(OpenSSLError) {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_EC_PUBKEY(nil, &cursor, buffer.count)
@@ -43,7 +43,7 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     deinit { EC_KEY_free(key) }
 
     /// DER SubjectPublicKeyInfo.
-    public var subjectPublicKeyInfoDER: [UInt8] {
+    package var subjectPublicKeyInfoDER: [UInt8] {
         var out: UnsafeMutablePointer<UInt8>?
         let length = i2d_EC_PUBKEY(key, &out)
         guard length > 0, let out else { OpenSSLError.drainErrorQueue(); return [] }
@@ -52,7 +52,7 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The uncompressed point `04 || x || y` (for JWK export in tests and tooling).
-    public var uncompressedPoint: [UInt8] {
+    package var uncompressedPoint: [UInt8] {
         guard let group = EC_KEY_get0_group(key), let point = EC_KEY_get0_public_key(key) else { return [] }
         var buffer = [UInt8](repeating: 0, count: 1 + 2 * curve.coordinateByteCount)
         let written = EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &buffer, buffer.count, nil)
@@ -64,13 +64,13 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Returns false, never traps, for any malformed input: wrong lengths, r or s
     /// zero or ≥ the group order, or a key that is not on P-256.
-    public func verifyES256(rawSignature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer) -> Bool {
+    package func verifyES256(rawSignature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer) -> Bool {
         guard curve == .p256, digest.count == SHA256.byteCount else { return false }
         return verifyRaw(rawSignature: rawSignature, digest: digest)
     }
 
     /// Verifies an ES256 signature over `message` (hashes it with SHA-256 first).
-    public func verifyES256(rawSignature: [UInt8], message: [UInt8]) -> Bool {
+    package func verifyES256(rawSignature: [UInt8], message: [UInt8]) -> Bool {
         let digest = SHA256.hash(message)
         return rawSignature.withUnsafeBytes { signature in
             digest.withUnsafeBytes { verifyES256(rawSignature: signature, digest: $0) }
@@ -79,7 +79,7 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Verifies a raw `r || s` ECDSA signature (each half the curve's coordinate size)
     /// over a precomputed digest of any length.
-    public func verifyRaw(rawSignature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer) -> Bool {
+    package func verifyRaw(rawSignature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer) -> Bool {
         let half = curve.coordinateByteCount
         guard rawSignature.count == 2 * half, let base = rawSignature.baseAddress,
               let digestBase = digest.baseAddress
@@ -112,5 +112,5 @@ public final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
         return result == 1
     }
 
-    public var description: String { "ECPublicKey(\(curve))" }
+    package var description: String { "ECPublicKey(\(curve))" }
 }

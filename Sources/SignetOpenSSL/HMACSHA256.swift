@@ -3,12 +3,12 @@ import COpenSSL
 /// One-shot HMAC-SHA256 (OpenSSL's `HMAC`), for signing HTTP sink bodies so the
 /// receiver can authenticate Signet, and a comparison that takes the same time
 /// wherever two values differ.
-public enum HMACSHA256 {
+package enum HMACSHA256 {
     /// Tag length in bytes.
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     /// HMAC-SHA256 of `message` under `key`.
-    public static func authenticationCode(for message: [UInt8], key: [UInt8]) -> [UInt8] {
+    package static func authenticationCode(for message: [UInt8], key: [UInt8]) -> [UInt8] {
         var tag = [UInt8](repeating: 0, count: byteCount)
         var length: UInt32 = 0
         // HMAC pads the key with zeros to the block size, so an empty key and one zero
@@ -29,7 +29,7 @@ public enum HMACSHA256 {
     }
 
     /// Lower-case hex of `bytes` (the `X-Signet-Signature` encoding).
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(bytes.count * 2)
@@ -43,7 +43,7 @@ public enum HMACSHA256 {
     /// Whether `a` equals `b`, in time that depends only on their lengths' maximum: both
     /// are first hashed to 32 bytes, then compared with `CRYPTO_memcmp`, so neither the
     /// position of the first difference nor a length mismatch shows in the timing.
-    public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         let left = SHA256.hash(a)
         let right = SHA256.hash(b)
         let differs = left.withUnsafeBytes { l in

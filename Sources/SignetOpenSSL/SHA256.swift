@@ -7,12 +7,12 @@ import COpenSSL
 /// they do no provider lookup per call, which matters because every JWS verification
 /// hashes its signing input. The context lives on the stack, so the call is
 /// reentrant and thread-safe.
-public enum SHA256 {
+package enum SHA256 {
     /// Digest length in bytes.
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     /// SHA-256 of `bytes`.
-    public static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var context = SHA256_CTX()
         var digest = [UInt8](repeating: 0, count: byteCount)
         // These calls cannot fail for in-memory input (they only return 1).
@@ -27,7 +27,7 @@ public enum SHA256 {
     }
 
     /// SHA-256 of a byte collection.
-    public static func hash<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+    package static func hash<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
         if let digest = bytes.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) {
             return digest
         }
@@ -35,13 +35,13 @@ public enum SHA256 {
     }
 
     /// SHA-256 of a string's UTF-8 bytes.
-    public static func hash(_ string: String) -> [UInt8] {
+    package static func hash(_ string: String) -> [UInt8] {
         var string = string
         return string.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
     }
 
     /// Lowercase hex of a digest (or of any bytes).
-    public static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    package static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in bytes {

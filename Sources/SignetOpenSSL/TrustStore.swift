@@ -10,14 +10,14 @@ import COpenSSL
 /// OpenSSL documents an `X509_STORE` as safe to share between threads for
 /// verification (each verification uses its own `X509_STORE_CTX`, and the store's
 /// lookups take the store's internal lock).
-public final class TrustStore: @unchecked Sendable {
+package final class TrustStore: @unchecked Sendable {
     /// The owned `X509_STORE*`.
     let store: OpaquePointer
     /// The trust anchors, in configuration order.
-    public let roots: [X509Certificate]
+    package let roots: [X509Certificate]
 
     /// Builds a store holding exactly `roots` (an empty store trusts nothing).
-    public init(roots: [X509Certificate]) throws(OpenSSLError) {
+    package init(roots: [X509Certificate]) throws(OpenSSLError) {
         guard let store = X509_STORE_new() else { throw OpenSSLError.drain("create X509_STORE") }
         for root in roots {
             // add_cert takes its own reference; a duplicate root is not an error.
@@ -36,12 +36,12 @@ public final class TrustStore: @unchecked Sendable {
     deinit { X509_STORE_free(store) }
 
     /// Whether a certificate with exactly these DER bytes is one of the roots.
-    public func contains(_ certificate: X509Certificate) -> Bool {
+    package func contains(_ certificate: X509Certificate) -> Bool {
         roots.contains { $0.derEncoded == certificate.derEncoded }
     }
 
     /// Whether a root has this SHA-256 fingerprint.
-    public func contains(sha256Fingerprint: [UInt8]) -> Bool {
+    package func contains(sha256Fingerprint: [UInt8]) -> Bool {
         roots.contains { $0.sha256Fingerprint == sha256Fingerprint }
     }
 }

@@ -4,7 +4,7 @@ extension X509Certificate {
     /// The URIs of the cRLDistributionPoints extension's full names, in the certificate's
     /// order; empty when it has none. Points limited to some reasons or naming another CRL
     /// issuer (indirect CRLs) are left out: their list would not answer for every revocation.
-    public var crlURLs: [String] {
+    package var crlURLs: [String] {
         var critical: Int32 = 0
         guard let raw = X509_get_ext_d2i(pointer, NID_crl_distribution_points, &critical, nil) else {
             OpenSSLError.drainErrorQueue()

@@ -197,7 +197,7 @@ public final class X509Certificate: @unchecked Sendable, Hashable, CustomStringC
     }
 
     /// The subject public key, if it is an EC key on a curve Signet supports.
-    public var publicKey: ECPublicKey {
+    package var publicKey: ECPublicKey {
         get throws(OpenSSLError) {
             guard let pkey = X509_get0_pubkey(pointer) else { throw OpenSSLError.drain("read certificate public key") }
             guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC else {

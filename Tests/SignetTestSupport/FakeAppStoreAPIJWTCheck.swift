@@ -10,11 +10,11 @@ public struct FakeAppStoreAPIJWTCheck: Sendable {
     public var keyId: String
     public var issuerId: String
     public var bundleId: String
-    public var publicKey: ECPublicKey
+    package var publicKey: ECPublicKey
     /// How far `iat` may lie ahead of the fake's clock.
     public var allowedSkew: TimeInterval = 60
 
-    public init(keyId: String, issuerId: String, bundleId: String, publicKey: ECPublicKey) {
+    package init(keyId: String, issuerId: String, bundleId: String, publicKey: ECPublicKey) {
         self.keyId = keyId
         self.issuerId = issuerId
         self.bundleId = bundleId

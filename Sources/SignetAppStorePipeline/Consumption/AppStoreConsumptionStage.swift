@@ -6,8 +6,8 @@ import AppStoreModels
 import Synchronization
 
 /// Answers Apple's refund questions by itself (service mode, docs/consumption.md): every
-/// `interval` its ``ConsumptionResponder`` claims the CONSUMPTION_REQUESTs `transition` stored
-/// and answers those whose customer consented, by the pipeline's ``ConsumptionPolicy``.
+/// `interval` its `ConsumptionResponder` claims the CONSUMPTION_REQUESTs `transition` stored
+/// and answers those whose customer consented, by the pipeline's `ConsumptionPolicy`.
 ///
 /// Records pass through untouched; the answers go out beside the pipeline, within the process's
 /// (and with PostgreSQL the cluster's) App Store API budget. The client is built when the stage
@@ -16,7 +16,7 @@ public final class AppStoreConsumptionStage: Stage {
     public struct Options: Sendable {
         /// Time between sweeps; zero turns the stage off (no API calls).
         public var interval: Duration = .seconds(10)
-        public var responder = ConsumptionResponder.Options()
+        package var responder = ConsumptionResponder.Options()
 
         public init() {}
     }

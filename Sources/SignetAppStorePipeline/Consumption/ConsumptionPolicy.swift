@@ -7,9 +7,9 @@ import Foundation
 /// all (consent), and the body it sends, from the pipeline's policy, the customer's ledger
 /// entry and Signet's own state of the purchase. Pure: the responder asks it inside the store
 /// transaction that claims the request.
-public struct ConsumptionPolicy: Sendable, Hashable {
+package struct ConsumptionPolicy: Sendable, Hashable {
     /// Where consent comes from.
-    public enum ConsentSource: String, Sendable, Hashable, CaseIterable {
+    package enum ConsentSource: String, Sendable, Hashable, CaseIterable {
         /// Only customers with a consenting ledger entry are answered (the default).
         case ledger
         /// The app's terms obtained every customer's consent: everyone is answered unless the
@@ -17,27 +17,27 @@ public struct ConsumptionPolicy: Sendable, Hashable {
         case allCustomersAgreedInAppTerms = "all_customers_agreed_in_app_terms"
     }
 
-    public var consent = ConsentSource.ledger
+    package var consent = ConsentSource.ledger
     /// The refund preference sent when nothing more specific applies (nil: none).
-    public var refundPreference: ConsumptionInformation.RefundPreference?
+    package var refundPreference: ConsumptionInformation.RefundPreference?
     /// Per Apple's `consumptionRequestReason` (`UNINTENDED_PURCHASE`, ...); `.some(nil)`: none.
-    public var refundPreferenceByReason: [String: ConsumptionInformation.RefundPreference?] = [:]
+    package var refundPreferenceByReason: [String: ConsumptionInformation.RefundPreference?] = [:]
     /// Per product id; wins over the entitlement and the reason.
-    public var refundPreferenceByProduct: [String: ConsumptionInformation.RefundPreference?] = [:]
+    package var refundPreferenceByProduct: [String: ConsumptionInformation.RefundPreference?] = [:]
     /// Per entitlement name (`entitlements:`); wins over the reason.
-    public var refundPreferenceByEntitlement: [String: ConsumptionInformation.RefundPreference?] = [:]
+    package var refundPreferenceByEntitlement: [String: ConsumptionInformation.RefundPreference?] = [:]
     /// Whether the app gives a free sample, a trial or information about the content before a
     /// purchase, when nothing more specific says (``sampleContentProvided(for:usage:purchase:names:)``).
-    public var sampleContentProvided = false
+    package var sampleContentProvided = false
     /// Per product id; wins over the entitlement and the default.
-    public var sampleContentProvidedByProduct: [String: Bool] = [:]
+    package var sampleContentProvidedByProduct: [String: Bool] = [:]
     /// Per entitlement name (`entitlements:`); wins over the default.
-    public var sampleContentProvidedByEntitlement: [String: Bool] = [:]
+    package var sampleContentProvidedByEntitlement: [String: Bool] = [:]
 
-    public init() {}
+    package init() {}
 
     /// What to do about one request.
-    public enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// Send this answer (v2).
         case send(ConsumptionInformation, note: String?)
         /// Send this answer through V1 (an Advanced Commerce purchase).
@@ -53,7 +53,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
     /// The decision for `request` at `instant` (ms since 1970), given the ledger entry that
     /// decides its consent (`StateStore/consumptionConsent(for:)`), what the app recorded of
     /// the transaction's use, Signet's snapshot of the purchase and the store's entitlement names.
-    public func decide(
+    package func decide(
         _ request: ConsumptionRequestRecord, consent entry: ConsumptionConsent?, usage: ConsumptionUsage? = nil,
         purchase: SubscriptionSnapshot?, names: EntitlementNames, at instant: Int64
     ) -> Decision {
@@ -115,7 +115,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
 
     /// The preference for `request`: the customer's own (ledger), else the product's, else the
     /// first of its entitlements (by name) that has one, else the reason's, else the default.
-    public func refundPreference(
+    package func refundPreference(
         for request: ConsumptionRequestRecord, purchase: SubscriptionSnapshot?, customer: ConsumptionConsent?, names: EntitlementNames
     ) -> ConsumptionInformation.RefundPreference? {
         if let own = customer?.refundPreference.flatMap(ConsumptionInformation.RefundPreference.init(rawValue:)) { return own }
@@ -130,7 +130,7 @@ public struct ConsumptionPolicy: Sendable, Hashable {
     /// this transaction (its usage), else the product's setting, else the first of its
     /// entitlements (by name) that has one, else ``sampleContentProvided``. An app with a trial
     /// on its subscriptions but none on its consumables answers each truthfully.
-    public func sampleContentProvided(
+    package func sampleContentProvided(
         for request: ConsumptionRequestRecord, usage: ConsumptionUsage?, purchase: SubscriptionSnapshot?, names: EntitlementNames
     ) -> Bool {
         if let recorded = usage?.sampleContentProvided { return recorded }

@@ -18,36 +18,36 @@ import Foundation
 ///   the answer is sent once more (the same body).
 /// - **Resumed**: pending requests live in the store; a restart's first sweep takes them up
 ///   (an expired claim is due again).
-public final class ConsumptionResponder: Sendable {
-    public struct Options: Sendable {
-        public var policy = ConsumptionPolicy()
+package final class ConsumptionResponder: Sendable {
+    package struct Options: Sendable {
+        package var policy = ConsumptionPolicy()
         /// Most requests one sweep claims.
-        public var batchLimit = 50
+        package var batchLimit = 50
         /// How long a claimed request is held before another sweep (or instance, or a restart)
         /// may take it again: longer than one answer takes with the client's retries.
-        public var claim: Duration = .seconds(120)
+        package var claim: Duration = .seconds(120)
         /// The first wait before a failed attempt is tried again; doubled per attempt.
-        public var retryDelay: Duration = .seconds(30)
+        package var retryDelay: Duration = .seconds(30)
         /// The current time in ms since 1970 (tests inject their own).
-        public var clock: @Sendable () -> Int64 = { WallClock.milliseconds() }
+        package var clock: @Sendable () -> Int64 = { WallClock.milliseconds() }
 
-        public init() {}
+        package init() {}
     }
 
     /// What one sweep did.
-    public struct SweepCounts: Sendable, Hashable {
+    package struct SweepCounts: Sendable, Hashable {
         /// Apple accepted the answer.
-        public var answered: Int
+        package var answered: Int
         /// Not answered: no consent, or consent withdrawn.
-        public var skipped: Int
+        package var skipped: Int
         /// Past the deadline: not sent.
-        public var late: Int
+        package var late: Int
         /// Apple refused the answer for good, or none could be built.
-        public var failed: Int
+        package var failed: Int
         /// Failed for now; tried again at a later sweep.
-        public var retrying: Int
+        package var retrying: Int
 
-        public init(answered: Int = 0, skipped: Int = 0, late: Int = 0, failed: Int = 0, retrying: Int = 0) {
+        package init(answered: Int = 0, skipped: Int = 0, late: Int = 0, failed: Int = 0, retrying: Int = 0) {
             self.answered = answered
             self.skipped = skipped
             self.late = late
@@ -56,14 +56,14 @@ public final class ConsumptionResponder: Sendable {
         }
     }
 
-    public let options: Options
+    package let options: Options
     private let store: StateStoreResource
     private let logger: Logger
     private let metrics: ConsumptionMetrics
     /// Store calls block (a server store): on a thread of their own.
     private let storeCalls = BlockingExecutor(label: "signet.consumption.store")
 
-    public init(options: Options, store: StateStoreResource, logger: Logger = Logger(label: "signet.consumption")) {
+    package init(options: Options, store: StateStoreResource, logger: Logger = Logger(label: "signet.consumption")) {
         self.options = options
         self.store = store
         self.logger = logger
@@ -84,7 +84,7 @@ public final class ConsumptionResponder: Sendable {
     /// Claims what is due, answers it, records the results; repeats while a full batch was
     /// claimed. Throws only for the store (the next sweep tries again).
     @discardableResult
-    public func sweep(client: AppStoreServerAPIClient) async throws -> SweepCounts {
+    package func sweep(client: AppStoreServerAPIClient) async throws -> SweepCounts {
         var counts = SweepCounts()
         while !Task.isCancelled {
             let (claimed, settled, settledCounts) = try await onStore { try self.claim() }
@@ -231,7 +231,7 @@ public final class ConsumptionResponder: Sendable {
     }
 
     /// How often ``reportBacklogUntilCancelled()`` reads the backlog into the gauges.
-    public static let gaugeInterval = Duration.seconds(5)
+    package static let gaugeInterval = Duration.seconds(5)
 
     /// Reads the backlog into the gauges now and every ``gaugeInterval`` until cancelled.
     ///
@@ -239,7 +239,7 @@ public final class ConsumptionResponder: Sendable {
     /// until its deadline) does not end, so gauges set only when it ended stayed at their value
     /// from before the question through exactly the wait `SignetConsumptionAnswerPending` is
     /// for. A failing store is reported by the sweeps.
-    public func reportBacklogUntilCancelled() async {
+    package func reportBacklogUntilCancelled() async {
         while !Task.isCancelled {
             try? await publishBacklog()
             try? await Task.sleep(for: Self.gaugeInterval)

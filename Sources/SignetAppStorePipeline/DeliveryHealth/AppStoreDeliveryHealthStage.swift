@@ -119,7 +119,7 @@ public final class AppStoreDeliveryHealthStage: Stage {
     /// One round trip now: asks, polls until the TEST notification was seen or `timeout`
     /// passed, then records the result (metrics, log, `stateFile` once the stage is open).
     @discardableResult
-    public func roundTrip(client: AppStoreServerAPIClient) async throws -> DeliveryRoundTrip {
+    package func roundTrip(client: AppStoreServerAPIClient) async throws -> DeliveryRoundTrip {
         let requestedAt = options.clock()
         let token = try await client.requestTestNotification().testNotificationToken
         var trip = DeliveryRoundTrip(token: token, requestedAt: requestedAt)

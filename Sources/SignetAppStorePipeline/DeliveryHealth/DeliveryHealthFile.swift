@@ -3,12 +3,12 @@ import SignetCore
 
 /// The last round trips, kept in a small JSON file beside the state (`state_file`), so
 /// `signet appstore health` shows them from another process, and a restart keeps them.
-public enum DeliveryHealthFile {
+package enum DeliveryHealthFile {
     /// How many round trips the file keeps.
-    public static let kept = 48
+    package static let kept = 48
 
     /// The round trips in `path`, oldest first; none when the file does not exist.
-    public static func read(_ path: String) throws -> [DeliveryRoundTrip] {
+    package static func read(_ path: String) throws -> [DeliveryRoundTrip] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         return try JSONDecoder().decode([DeliveryRoundTrip].self, from: data)
     }

@@ -9,23 +9,23 @@ import SignetCore
 /// A page is recorded only once every record made from it was committed by the runner
 /// (state written, every sink acknowledged), so resuming after the recorded token never
 /// skips a notification; it may fetch the page after it again, which dedupe drops.
-public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
+package struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
     /// One sub-window's progress.
-    public struct SubWindow: Codable, Sendable, Equatable {
+    package struct SubWindow: Codable, Sendable, Equatable {
         /// The body to send (its start may have been clamped by the client on 4000012).
-        public var request: NotificationHistoryRequest
+        package var request: NotificationHistoryRequest
         /// The token after the last committed page; nil before the first page or when done.
-        public var paginationToken: String?
+        package var paginationToken: String?
         /// Pages committed.
-        public var pages: Int
+        package var pages: Int
         /// Notifications committed.
-        public var notifications: Int
+        package var notifications: Int
         /// Whether its last page was committed.
-        public var done: Bool
+        package var done: Bool
         /// The latest send date among the committed notifications (for the estimate of time left).
-        public var coveredUntil: Int64?
+        package var coveredUntil: Int64?
 
-        public init(request: NotificationHistoryRequest) {
+        package init(request: NotificationHistoryRequest) {
             self.request = request
             self.pages = 0
             self.notifications = 0
@@ -33,7 +33,7 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
         }
 
         /// How much of its span is behind it, in milliseconds.
-        public var coveredMilliseconds: Int64 {
+        package var coveredMilliseconds: Int64 {
             let span = max(0, request.endDate - request.startDate)
             if done { return span }
             guard let coveredUntil else { return 0 }
@@ -43,17 +43,17 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
 
     package static let currentVersion = 1
 
-    public var version: Int
-    public var window: AppStoreHistoryWindow
-    public var onlyFailures: Bool
+    package var version: Int
+    package var window: AppStoreHistoryWindow
+    package var onlyFailures: Bool
     /// The store and app the pages come from: a checkpoint of another one is not resumed.
-    public var environment: String
-    public var bundleId: String
+    package var environment: String
+    package var bundleId: String
     /// When the backfill started (UNIX ms).
-    public var startedAt: Int64
-    public var subWindows: [SubWindow]
+    package var startedAt: Int64
+    package var subWindows: [SubWindow]
 
-    public init(window: AppStoreHistoryWindow, onlyFailures: Bool, environment: String, bundleId: String, subWindowCount: Int, startedAt: Int64) {
+    package init(window: AppStoreHistoryWindow, onlyFailures: Bool, environment: String, bundleId: String, subWindowCount: Int, startedAt: Int64) {
         self.version = Self.currentVersion
         self.window = window
         self.onlyFailures = onlyFailures
@@ -67,14 +67,14 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
     }
 
     /// Whether every sub-window's last page was committed.
-    public var isFinished: Bool { subWindows.allSatisfy(\.done) }
-    public var pages: Int { subWindows.reduce(0) { $0 + $1.pages } }
-    public var notifications: Int { subWindows.reduce(0) { $0 + $1.notifications } }
-    public var coveredMilliseconds: Int64 { subWindows.reduce(0) { $0 + $1.coveredMilliseconds } }
+    package var isFinished: Bool { subWindows.allSatisfy(\.done) }
+    package var pages: Int { subWindows.reduce(0) { $0 + $1.pages } }
+    package var notifications: Int { subWindows.reduce(0) { $0 + $1.notifications } }
+    package var coveredMilliseconds: Int64 { subWindows.reduce(0) { $0 + $1.coveredMilliseconds } }
 
     /// The checkpoint at `path`, nil when there is none.
     /// - Throws: `SourceError` when the file exists but is not a checkpoint.
-    public static func load(_ path: String) throws -> AppStoreHistoryCheckpoint? {
+    package static func load(_ path: String) throws -> AppStoreHistoryCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
             let checkpoint = try JSONDecoder().decode(AppStoreHistoryCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
@@ -89,7 +89,7 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
 
     /// Writes the checkpoint so that a crash at any point leaves the old or the new one
     /// (`AtomicFile`). Blocking: call it on a `BlockingExecutor`.
-    public func save(to path: String) throws {
+    package func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(self), to: path, what: "the backfill checkpoint")
@@ -98,4 +98,4 @@ public struct AppStoreHistoryCheckpoint: Codable, Sendable, Equatable {
 
 /// The name of ``AppStoreHistoryCheckpoint`` before the history source's types were named after it.
 @available(*, deprecated, renamed: "AppStoreHistoryCheckpoint")
-public typealias BackfillCheckpoint = AppStoreHistoryCheckpoint
+package typealias BackfillCheckpoint = AppStoreHistoryCheckpoint

@@ -7,13 +7,13 @@ import SignetCore
 /// Apple's lookback. `signet backfill` plans to tell the operator before it starts and the
 /// ``AppStoreHistorySource`` plans when it opens; both with this one type, so they agree on
 /// the checkpoint's checks and the clamp (`NotificationHistoryLookback`).
-public struct AppStoreHistoryPlan: Sendable {
+package struct AppStoreHistoryPlan: Sendable {
     /// The checkpoint to fetch from (resumed, or new and not yet written).
-    public var checkpoint: AppStoreHistoryCheckpoint
+    package var checkpoint: AppStoreHistoryCheckpoint
     /// Whether ``checkpoint`` is an unfinished one found on disk.
-    public var resumed: Bool
+    package var resumed: Bool
     /// The window asked for, when Apple's lookback made it start later (nil otherwise).
-    public var clampedFrom: AppStoreHistoryWindow?
+    package var clampedFrom: AppStoreHistoryWindow?
 
     /// Plans a backfill.
     ///
@@ -29,7 +29,7 @@ public struct AppStoreHistoryPlan: Sendable {
     /// - Throws: `SourceError` with the operator's next step: an unreadable checkpoint,
     ///   an unfinished one of another app or store, an instant that does not parse, or a
     ///   window with nothing inside Apple's lookback.
-    public static func make(
+    package static func make(
         checkpointPath: String, start: String, end: String?, onlyFailures: Bool, subWindows: Int,
         configuration: AppStoreAPIConfiguration, now: Int64
     ) throws -> AppStoreHistoryPlan {
@@ -74,7 +74,7 @@ public struct AppStoreHistoryPlan: Sendable {
     }
 
     /// The warning for a clamped window, nil when it was not clamped.
-    public func clampWarning(configuration: AppStoreAPIConfiguration) -> String? {
+    package func clampWarning(configuration: AppStoreAPIConfiguration) -> String? {
         guard let clampedFrom else { return nil }
         let lookback = NotificationHistoryLookback(environment: configuration.environment)
         return "the backfill window starts \(AppStoreHistoryWindow.iso(clampedFrom.start)), older than Apple keeps notification history (\(lookback.days) days in \(configuration.environment.rawValue)); clamped to \(checkpoint.window)"
@@ -83,4 +83,4 @@ public struct AppStoreHistoryPlan: Sendable {
 
 /// The name of ``AppStoreHistoryPlan`` before the history source's types were named after it.
 @available(*, deprecated, renamed: "AppStoreHistoryPlan")
-public typealias BackfillPlan = AppStoreHistoryPlan
+package typealias BackfillPlan = AppStoreHistoryPlan

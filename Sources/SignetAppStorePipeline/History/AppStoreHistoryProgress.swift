@@ -3,32 +3,32 @@ import Foundation
 /// How far the `appstore_history` source is, for `signet backfill`'s progress lines: what the
 /// checkpoint held when it started, what was fetched and committed since, and how much of the
 /// window that covers.
-public struct AppStoreHistoryProgress: Sendable, Equatable {
+package struct AppStoreHistoryProgress: Sendable, Equatable {
     /// The window being backfilled (as clamped).
-    public var window: AppStoreHistoryWindow
+    package var window: AppStoreHistoryWindow
     /// Whether this run resumed an unfinished checkpoint.
-    public var resumed: Bool
+    package var resumed: Bool
     /// Pages and notifications the checkpoint held when this run started.
-    public var pagesAtStart: Int
-    public var notificationsAtStart: Int
+    package var pagesAtStart: Int
+    package var notificationsAtStart: Int
     /// Pages and notifications fetched by this run (committed or not).
-    public var pagesFetched: Int
-    public var notificationsFetched: Int
+    package var pagesFetched: Int
+    package var notificationsFetched: Int
     /// Pages committed in all, this run and earlier ones.
-    public var pagesCommitted: Int
+    package var pagesCommitted: Int
     /// Milliseconds of the window covered when this run started, and now (by fetched pages).
-    public var coveredAtStart: Int64
-    public var covered: Int64
+    package var coveredAtStart: Int64
+    package var covered: Int64
     /// Whether every sub-window's last page was committed.
-    public var finished: Bool
+    package var finished: Bool
 
     /// The share of the window covered, 0...1.
-    public var fraction: Double {
+    package var fraction: Double {
         window.milliseconds > 0 ? min(1, Double(covered) / Double(window.milliseconds)) : 1
     }
 
     /// Seconds left at the pace of this run (`elapsed` seconds so far), nil before there is a pace.
-    public func secondsLeft(elapsed: Double) -> Double? {
+    package func secondsLeft(elapsed: Double) -> Double? {
         let gained = covered - coveredAtStart
         guard gained > 0, elapsed > 0 else { return nil }
         return Double(max(0, window.milliseconds - covered)) * elapsed / Double(gained)
@@ -38,7 +38,7 @@ public struct AppStoreHistoryProgress: Sendable, Equatable {
 extension AppStoreHistoryProgress {
     /// One progress line for people: pages, notifications, `newEvents` (what the pipeline
     /// delivered), the rate of this run over `elapsed` seconds, and the time left.
-    public func line(newEvents: Int, elapsed: Double) -> String {
+    package func line(newEvents: Int, elapsed: Double) -> String {
         let rate = elapsed > 0 ? Double(notificationsFetched) / elapsed : 0
         var line = "\(pagesAtStart + pagesFetched) pages, \(notificationsAtStart + notificationsFetched) notifications, "
             + "\(newEvents) new events, \(String(format: "%.1f", rate)) notifications/s, \(Int(fraction * 100))% of the window"

@@ -12,13 +12,13 @@ public import SignetCore
 /// The window is split into sub-windows (Apple's pages of one window come one after the
 /// other), fetched by `parallelism` tasks at once through one client, so all of them share
 /// its rate limit. Each sub-window is a stream of its own (`appstore-history/N`); a page is
-/// recorded in the checkpoint (``AppStoreHistoryCheckpoint``) only once the runner committed every
+/// recorded in the checkpoint (`AppStoreHistoryCheckpoint`) only once the runner committed every
 /// record of it, and a restart resumes every sub-window after its last recorded page. A
 /// checkpoint whose sub-windows are all done is finished: the next open starts the
 /// configured window afresh.
 public final class AppStoreHistorySource: Source {
     public struct Options: Sendable {
-        /// Where the window starts and ends, as ``AppStoreHistoryWindow/instant(_:now:)`` reads them
+        /// Where the window starts and ends, as `AppStoreHistoryWindow/instant(_:now:)` reads them
         /// (`72h`, an ISO-8601 date, UNIX ms); `end` nil is now. Used when no unfinished
         /// checkpoint exists.
         public var start: String
@@ -115,7 +115,7 @@ public final class AppStoreHistorySource: Source {
     }
 
     /// Progress so far (safe to call while running).
-    public var progress: AppStoreHistoryProgress? {
+    package var progress: AppStoreHistoryProgress? {
         core.withState { state in
             guard let checkpoint = state.checkpoint else { return nil }
             var covered: Int64 = 0

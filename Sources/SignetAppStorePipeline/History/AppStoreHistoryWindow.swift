@@ -3,20 +3,20 @@ import SignetCore
 
 /// The span of notification send dates the `appstore_history` source asks Apple for: `start` inclusive, `end`
 /// exclusive, UNIX milliseconds (Get Notification History's `startDate`/`endDate`).
-public struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringConvertible {
-    public var start: Int64
-    public var end: Int64
+package struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringConvertible {
+    package var start: Int64
+    package var end: Int64
 
-    public init(start: Int64, end: Int64) {
+    package init(start: Int64, end: Int64) {
         self.start = start
         self.end = end
     }
 
-    public var milliseconds: Int64 { max(0, end - start) }
+    package var milliseconds: Int64 { max(0, end - start) }
 
     /// `count` consecutive sub-windows covering this one, of equal length (the last takes the
     /// remainder); fewer when the window is shorter than `count` milliseconds.
-    public func split(into count: Int) -> [AppStoreHistoryWindow] {
+    package func split(into count: Int) -> [AppStoreHistoryWindow] {
         let parts = Int64(max(1, min(count, Int(clamping: milliseconds))))
         let length = milliseconds / parts
         return (0..<parts).map { index in
@@ -24,10 +24,10 @@ public struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringCo
         }
     }
 
-    public var description: String { "\(Self.iso(start)) ..< \(Self.iso(end))" }
+    package var description: String { "\(Self.iso(start)) ..< \(Self.iso(end))" }
 
     /// `milliseconds` as ISO-8601 (UTC, seconds).
-    public static func iso(_ milliseconds: Int64) -> String {
+    package static func iso(_ milliseconds: Int64) -> String {
         ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
@@ -35,7 +35,7 @@ public struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringCo
     /// duration before `now` (`90m`, `72h`, `30d`, `2w`), an ISO-8601 date-time
     /// (`2026-11-01T00:00:00Z`) or date (`2026-11-01`, midnight UTC), or UNIX milliseconds.
     /// Nil when it is none of these.
-    public static func instant(_ text: String, now: Int64) -> Int64? {
+    package static func instant(_ text: String, now: Int64) -> Int64? {
         let text = text.trimmingCharacters(in: .whitespaces)
         if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
             let scale: Int64? = switch unit {
@@ -64,9 +64,9 @@ public struct AppStoreHistoryWindow: Codable, Sendable, Hashable, CustomStringCo
     }
 
     /// What ``instant(_:now:)`` accepts, for messages.
-    public static let instantForms = "a duration before now (72h, 30d), an ISO-8601 date or date-time (2026-11-01T00:00:00Z), or UNIX milliseconds"
+    package static let instantForms = "a duration before now (72h, 30d), an ISO-8601 date or date-time (2026-11-01T00:00:00Z), or UNIX milliseconds"
 }
 
 /// The name of ``AppStoreHistoryWindow`` before the history source's types were named after it.
 @available(*, deprecated, renamed: "AppStoreHistoryWindow")
-public typealias BackfillWindow = AppStoreHistoryWindow
+package typealias BackfillWindow = AppStoreHistoryWindow

@@ -5,27 +5,27 @@ import SignetOpenSSL
 /// How far the `appstore_statuses` source (a `signet reconcile`) got: the purchases it was asked
 /// about (by digest) and how many of them, from the first, are done (their statuses committed,
 /// or Apple knew none). A restart with the same list resumes after them; another list starts over.
-public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
+package struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
     package static let currentVersion = 1
 
-    public var version = Self.currentVersion
+    package var version = Self.currentVersion
     /// SHA-256 (hex) of the ids, one per line, in order: which list this is.
-    public var listDigest: String
-    public var total: Int
+    package var listDigest: String
+    package var total: Int
     /// The ids done, counted from the first.
-    public var done: Int
+    package var done: Int
     /// Statuses committed so far, and ids Apple knew no subscription of (4040010).
-    public var statuses: Int
-    public var notFound: Int
-    public var environment: String
-    public var bundleId: String
+    package var statuses: Int
+    package var notFound: Int
+    package var environment: String
+    package var bundleId: String
     /// The last id done, for a list in ascending order (`--all`): a list that changed since (new
     /// purchases arrived) resumes after it.
-    public var lastDone: String?
+    package var lastDone: String?
     /// Whether the list is in ascending order.
-    public var ascending: Bool?
+    package var ascending: Bool?
 
-    public init(ids: [String], environment: String, bundleId: String) {
+    package init(ids: [String], environment: String, bundleId: String) {
         listDigest = Self.digest(ids)
         total = ids.count
         done = 0
@@ -35,15 +35,15 @@ public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
         self.bundleId = bundleId
     }
 
-    public var isFinished: Bool { done >= total }
+    package var isFinished: Bool { done >= total }
 
     /// The digest of a list of ids.
-    public static func digest(_ ids: [String]) -> String {
+    package static func digest(_ ids: [String]) -> String {
         SHA256.hex(SHA256.hash(ids.joined(separator: "\n")))
     }
 
     /// The checkpoint at `path`, nil when there is none.
-    public static func load(_ path: String) throws -> AppStoreStatusCheckpoint? {
+    package static func load(_ path: String) throws -> AppStoreStatusCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
             let checkpoint = try JSONDecoder().decode(AppStoreStatusCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
@@ -63,7 +63,7 @@ public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
     }
 
     /// Replaces the file atomically (`AtomicFile`). Blocking.
-    public func save(to path: String) throws {
+    package func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(self), to: path, what: "the reconcile checkpoint")
@@ -72,4 +72,4 @@ public struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
 
 /// The name of ``AppStoreStatusCheckpoint`` before the status source's types were named after it.
 @available(*, deprecated, renamed: "AppStoreStatusCheckpoint")
-public typealias ReconcileCheckpoint = AppStoreStatusCheckpoint
+package typealias ReconcileCheckpoint = AppStoreStatusCheckpoint

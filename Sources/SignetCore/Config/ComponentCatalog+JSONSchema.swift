@@ -3,7 +3,7 @@ extension ComponentCatalog {
     /// editors and CI. Values are typed after `${VAR}` interpolation, so every typed key
     /// also accepts a string holding `${`; range checks beyond what the schema can say
     /// are `signet lint`'s.
-    public var jsonSchema: JSONValue {
+    package var jsonSchema: JSONValue {
         var properties: [String: JSONValue] = [:]
         for key in PipelineFileSpec.pipeline.keys {
             properties[key.name] = keySchema(key)

@@ -6,7 +6,7 @@ extension ComponentCatalog {
     package static let markdownEnd = "<!-- END GENERATED -->"
 
     /// The reference tables of docs/pipelines.md: one table of keys per component.
-    public var markdown: String {
+    package var markdown: String {
         var out = topLevelTable()
         let titles: [ComponentKind: String] = [
             .source: "Sources (`source:`)", .stage: "Stages (`stages:`)", .sink: "Sinks (`sinks:` and `dead_letter:`)",
@@ -102,7 +102,7 @@ extension ComponentCatalog {
 
     /// `document` with the text between the generated-region markers replaced by
     /// ``markdown``; nil when the markers are missing.
-    public func splicingMarkdown(into document: String) -> String? {
+    package func splicingMarkdown(into document: String) -> String? {
         guard let begin = document.range(of: Self.markdownBegin), let end = document.range(of: Self.markdownEnd),
             begin.upperBound <= end.lowerBound
         else { return nil }

@@ -20,10 +20,10 @@ import Foundation
 ///              "values" (enum, string_list: allowed values), "fields" (object, object_list),
 ///              "value" (map: a FIELD-like type description without name) }
 /// ```
-public struct ComponentCatalog: Sendable {
-    public var registry: ComponentRegistry
+package struct ComponentCatalog: Sendable {
+    package var registry: ComponentRegistry
 
-    public init(registry: ComponentRegistry) {
+    package init(registry: ComponentRegistry) {
         self.registry = registry
     }
 
@@ -33,7 +33,7 @@ public struct ComponentCatalog: Sendable {
     // MARK: - Plain text
 
     /// What `signet components` prints: every component with its keys, types and defaults.
-    public var text: String {
+    package var text: String {
         var lines: [String] = []
         for (kind, specs) in registry.catalog where !specs.isEmpty {
             lines.append("\(kind.plural):")
@@ -86,7 +86,7 @@ public struct ComponentCatalog: Sendable {
     // MARK: - JSON
 
     /// `signet components --json`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var document: [String: JSONValue] = ["version": .int(Self.jsonVersion)]
         for (kind, specs) in registry.catalog {
             document[kind.plural] = .array(specs.map(Self.json(spec:)))

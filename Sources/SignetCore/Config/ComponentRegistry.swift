@@ -23,21 +23,32 @@ import Logging
 /// lint` builds every component without running it. Opening databases, sockets and
 /// output files belongs in `open()`.
 public struct ComponentRegistry: Sendable {
+    /// Builds a stage from its validated mapping and what the rest of the pipeline declares.
     public typealias StageFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Stage
+    /// Builds a source from its validated mapping.
     public typealias SourceFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Source
+    /// Builds a sink from its validated mapping.
     public typealias SinkFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any Sink
+    /// Builds a store (`stores:`) from its validated mapping.
     public typealias StoreFactory = @Sendable (ParsedConfig, ComponentContext) throws -> any PipelineResource
 
     /// A registered component type.
     public struct Entry<Factory: Sendable>: Sendable {
+        /// The type's options and documentation.
         public var spec: ComponentSpec
+        /// What builds it.
         public var factory: Factory
+        /// The spec's one-line summary.
         public var summary: String { spec.summary }
     }
 
+    /// The stage types, by name.
     public private(set) var stages: [String: Entry<StageFactory>] = [:]
+    /// The source types, by name.
     public private(set) var sources: [String: Entry<SourceFactory>] = [:]
+    /// The sink types, by name.
     public private(set) var sinks: [String: Entry<SinkFactory>] = [:]
+    /// The store types, by name.
     public private(set) var stores: [String: Entry<StoreFactory>] = [:]
     /// Top-level sections without `type:` (`settings:`, and any an embedding service adds).
     public private(set) var sections: [String: ComponentSpec] = [:]

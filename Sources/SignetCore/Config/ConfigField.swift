@@ -11,6 +11,7 @@
 public struct ConfigField: Sendable {
     /// Whether a key must be written, may be left out, or takes a default.
     public enum Requirement: Sendable, Equatable {
+        /// Must be given.
         case required
         /// May be left out; the factory sees nil.
         case optional
@@ -18,15 +19,20 @@ public struct ConfigField: Sendable {
         case `default`(String)
     }
 
+    /// The key as written in YAML (`snake_case`).
     public var name: String
+    /// What the value must be.
     public var type: ConfigFieldType
+    /// Whether it must be given, or its default.
     public var requirement: Requirement
+    /// One sentence for the reference tables, lint and `signet components`.
     public var description: String
     /// A value to show in docs (YAML as written).
     public var example: String?
     /// Tuning knobs most pipelines never set; listed after the others.
     public var advanced: Bool
 
+    /// A field: its key, type, requirement and description.
     public init(
         _ name: String, _ type: ConfigFieldType, _ requirement: Requirement, _ description: String,
         example: String? = nil, advanced: Bool = false
@@ -39,6 +45,7 @@ public struct ConfigField: Sendable {
         self.advanced = advanced
     }
 
+    /// Whether the key must be given.
     public var isRequired: Bool { requirement == .required }
 
     /// The default as written, if any.

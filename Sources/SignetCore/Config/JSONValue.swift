@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON document built in code, printed with sorted keys so generated files are
 /// stable byte for byte (`signet components --json`, the pipeline JSON schema).
-public indirect enum JSONValue: Sendable, Equatable, Encodable, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+package indirect enum JSONValue: Sendable, Equatable, Encodable, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral
 {
     case string(String)
@@ -12,15 +12,15 @@ public indirect enum JSONValue: Sendable, Equatable, Encodable, ExpressibleByStr
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(integerLiteral value: Int) { self = .int(value) }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
@@ -33,7 +33,7 @@ public indirect enum JSONValue: Sendable, Equatable, Encodable, ExpressibleByStr
     }
 
     /// Pretty-printed, keys sorted, slashes unescaped, ending in a newline.
-    public var prettyText: String {
+    package var prettyText: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(self), let text = String(data: data, encoding: .utf8) else { return "null\n" }

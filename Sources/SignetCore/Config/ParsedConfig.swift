@@ -7,6 +7,7 @@
 public struct ParsedConfig: Sendable {
     /// A value and where it came from.
     public struct Entry: Sendable {
+        /// The value, typed by the field's spec.
         public var value: ConfigValue
         /// The value's position, or the mapping's when the value is a default.
         public var location: ConfigLocation
@@ -20,8 +21,10 @@ public struct ParsedConfig: Sendable {
     public var location: ConfigLocation
     /// The mapping as written (after interpolation).
     public var node: ConfigNode
+    /// Every field of the spec by key: given in the file, or its default.
     public private(set) var entries: [String: Entry]
 
+    /// A validated mapping (the loader builds these).
     public init(path: String, location: ConfigLocation, node: ConfigNode, entries: [String: Entry]) {
         self.path = path
         self.location = location
@@ -43,45 +46,53 @@ public struct ParsedConfig: Sendable {
     /// The typed value of `key` (nil when optional and absent).
     public func value(_ key: String) -> ConfigValue? { entries[key]?.value }
 
+    /// The string at `key`, or nil when absent and without a default.
     public func optionalString(_ key: String) throws(ConfigError) -> String? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else { throw mismatch(key, "string") }
         return text
     }
 
+    /// The string at `key`; throws, with the location, when absent.
     public func string(_ key: String) throws(ConfigError) -> String {
         guard let text = try optionalString(key) else { throw absent(key) }
         return text
     }
 
+    /// The integer at `key`, or nil when absent and without a default.
     public func optionalInt(_ key: String) throws(ConfigError) -> Int? {
         guard let value = value(key) else { return nil }
         guard case .int(let number) = value else { throw mismatch(key, "int") }
         return number
     }
 
+    /// The integer at `key`; throws, with the location, when absent.
     public func int(_ key: String) throws(ConfigError) -> Int {
         guard let number = try optionalInt(key) else { throw absent(key) }
         return number
     }
 
+    /// The boolean at `key`, or nil when absent and without a default.
     public func optionalBool(_ key: String) throws(ConfigError) -> Bool? {
         guard let value = value(key) else { return nil }
         guard case .bool(let flag) = value else { throw mismatch(key, "bool") }
         return flag
     }
 
+    /// The boolean at `key`; throws, with the location, when absent.
     public func bool(_ key: String) throws(ConfigError) -> Bool {
         guard let flag = try optionalBool(key) else { throw absent(key) }
         return flag
     }
 
+    /// The duration at `key` (`250ms`, `5s`, `1h`), or nil when absent and without a default.
     public func optionalDuration(_ key: String) throws(ConfigError) -> Duration? {
         guard let value = value(key) else { return nil }
         guard case .duration(let duration) = value else { throw mismatch(key, "duration") }
         return duration
     }
 
+    /// The duration at `key`; throws, with the location, when absent.
     public func duration(_ key: String) throws(ConfigError) -> Duration {
         guard let duration = try optionalDuration(key) else { throw absent(key) }
         return duration

@@ -18,13 +18,17 @@ public import Logging
 /// Every problem is reported with its file, line and column; the loader keeps going
 /// past a broken component so `signet lint` shows all of them at once.
 public struct PipelineLoader: Sendable {
+    /// The component types a file may name.
     public var registry: ComponentRegistry
+    /// What `${VAR}` and `${VAR:default}` expand to (the process's environment by default).
     public var environment: [String: String]
+    /// Where components built by the factories log.
     public var logger: Logger
     /// Builds each store whose spec names a ``ComponentSpec/testSubstitute`` as that type
     /// instead (`signet test`: in-memory state, no files, no servers).
     package var substitutesTestStores = false
 
+    /// A loader building from `registry`'s types, expanding variables from `environment`.
     public init(
         registry: ComponentRegistry,
         environment: [String: String] = ProcessInfo.processInfo.environment,

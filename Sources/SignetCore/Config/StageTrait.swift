@@ -10,6 +10,7 @@ public struct StageTrait: Hashable, Sendable {
     /// The trait's name, for messages and tests.
     public var name: String
 
+    /// A trait called `name` (`snake_case`).
     public init(_ name: String) {
         self.name = name
     }

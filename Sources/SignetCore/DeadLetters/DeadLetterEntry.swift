@@ -3,30 +3,30 @@ import Foundation
 /// One record of a `json` dead-letter file read back (what ``DeadLetterOutput`` wrote):
 /// why the input was refused, where it came from, and the input itself when it was kept
 /// whole, for `signet dead-letters stats` and `replay`.
-public struct DeadLetterEntry: Sendable, Equatable {
+package struct DeadLetterEntry: Sendable, Equatable {
     /// The line of the dead-letter file it was read from (1-based).
-    public var line: Int
+    package var line: Int
     /// Stable over re-runs of the same input refused for the same reason.
-    public var id: String
-    public var reason: String
-    public var detail: String
-    public var stage: String
+    package var id: String
+    package var reason: String
+    package var detail: String
+    package var stage: String
     /// When it was refused (ISO 8601, as written).
-    public var rejectedAt: String
+    package var rejectedAt: String
     /// The input's bytes, nil when they were cut (`truncated`: they cannot be replayed).
-    public var input: [UInt8]?
+    package var input: [UInt8]?
     /// The original input's length.
-    public var inputBytes: Int
+    package var inputBytes: Int
 
     /// A line that is not a dead-letter record.
-    public struct Unreadable: Error, Sendable, Equatable, CustomStringConvertible {
-        public var line: Int
-        public var reason: String
-        public var description: String { "line \(line): \(reason)" }
+    package struct Unreadable: Error, Sendable, Equatable, CustomStringConvertible {
+        package var line: Int
+        package var reason: String
+        package var description: String { "line \(line): \(reason)" }
     }
 
     /// Reads one line of a dead-letter file.
-    public init(line number: Int, text: Substring) throws(Unreadable) {
+    package init(line number: Int, text: Substring) throws(Unreadable) {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
             throw Unreadable(line: number, reason: "not a JSON object")
         }
@@ -54,7 +54,7 @@ public struct DeadLetterEntry: Sendable, Equatable {
     }
 
     /// Every record of a dead-letter file, and the lines that are not records (blank lines skipped).
-    public static func read(contentsOf text: String) -> (entries: [DeadLetterEntry], unreadable: [Unreadable]) {
+    package static func read(contentsOf text: String) -> (entries: [DeadLetterEntry], unreadable: [Unreadable]) {
         var entries: [DeadLetterEntry] = []
         var unreadable: [Unreadable] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()

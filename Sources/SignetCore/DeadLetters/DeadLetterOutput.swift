@@ -6,14 +6,20 @@ public struct DeadLetterOutput: Sendable {
     /// position, the input). `raw`: the input bytes unchanged as the value, with the
     /// reason in headers (for a Kafka dead-letter topic that replays into the input).
     public enum Format: String, Sendable, CaseIterable {
-        case json, raw
+        /// A JSON object: reason, detail, stage, position and the input.
+        case json
+        /// The input bytes unchanged, the reason in headers.
+        case raw
     }
 
+    /// Where dead letters go.
     public var sink: any Sink
+    /// How they are written.
     public var format: Format
     /// Inputs longer than this are cut in `json` records (the record says so and keeps the length).
     public var maxInputBytes: Int
 
+    /// Dead letters to `sink` in `format`, input cut at `maxInputBytes`.
     public init(sink: any Sink, format: Format = .json, maxInputBytes: Int = 1 << 20) {
         self.sink = sink
         self.format = format

@@ -1,23 +1,23 @@
 /// What became of the inputs a replay ran, by outcome.
-public struct DeadLetterReplayOutcome: Sendable, Equatable, CustomStringConvertible {
-    public var replayed = 0
+package struct DeadLetterReplayOutcome: Sendable, Equatable, CustomStringConvertible {
+    package var replayed = 0
     /// Verified now and processed (state written, events published).
-    public var processed = 0
+    package var processed = 0
     /// Processed before (dropped by dedupe).
-    public var duplicates = 0
+    package var duplicates = 0
     /// Events the processed inputs published (nil when the replay went through a webhook).
-    public var events: Int?
+    package var events: Int?
     /// Refused again, by reason (dead-lettered again).
-    public var refusedByReason: [String: Int] = [:]
+    package var refusedByReason: [String: Int] = [:]
     /// Inputs that got no verdict (a webhook that kept failing), by what went wrong.
-    public var unanswered: [String: Int] = [:]
+    package var unanswered: [String: Int] = [:]
 
-    public var refusedAgain: Int { refusedByReason.values.reduce(0, +) }
+    package var refusedAgain: Int { refusedByReason.values.reduce(0, +) }
 
-    public init() {}
+    package init() {}
 
     /// The outcome of a pipeline run over the replayed records.
-    public init(_ summary: RunSummary) {
+    package init(_ summary: RunSummary) {
         replayed = summary.read
         processed = summary.passed
         duplicates = summary.dropped
@@ -25,7 +25,7 @@ public struct DeadLetterReplayOutcome: Sendable, Equatable, CustomStringConverti
         refusedByReason = summary.rejectedByReason
     }
 
-    public var description: String {
+    package var description: String {
         var text = "replayed \(replayed) inputs: \(processed) processed"
         if let events { text += " (\(events) events)" }
         text += ", \(duplicates) processed before (dropped as duplicates), \(refusedAgain) refused again"

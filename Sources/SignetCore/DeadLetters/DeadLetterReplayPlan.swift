@@ -1,21 +1,21 @@
 /// Which dead letters a replay runs, as records: each distinct kept input once, of the
 /// reasons asked for, in file order. Positions name the file and line a record came from,
 /// so one refused again is traced back to its dead letter.
-public struct DeadLetterReplayPlan: Sendable, CustomStringConvertible {
-    public var records: [Record]
+package struct DeadLetterReplayPlan: Sendable, CustomStringConvertible {
+    package var records: [Record]
     /// Dead letters of the chosen reasons (all when none was chosen).
-    public var selected = 0
+    package var selected = 0
     /// Of those, inputs seen before in the files (a re-run refused them again).
-    public var repeats = 0
+    package var repeats = 0
     /// Of those, inputs cut when they were written: they cannot be replayed.
-    public var cut = 0
+    package var cut = 0
     /// Dead letters left out because of their reason.
-    public var otherReasons = 0
+    package var otherReasons = 0
 
     /// - Parameters:
     ///   - entries: the dead letters read, each with the file it came from.
     ///   - reasons: the reason codes to replay; empty for every reason.
-    public init(_ entries: [(file: String, entry: DeadLetterEntry)], reasons: Set<String>) {
+    package init(_ entries: [(file: String, entry: DeadLetterEntry)], reasons: Set<String>) {
         var seen: Set<[UInt8]> = []
         records = []
         for (file, entry) in entries {
@@ -36,7 +36,7 @@ public struct DeadLetterReplayPlan: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         var parts = ["\(selected) dead letters selected"]
         if otherReasons > 0 { parts.append("\(otherReasons) of other reasons left out") }
         if repeats > 0 { parts.append("\(repeats) repeats of an input skipped") }

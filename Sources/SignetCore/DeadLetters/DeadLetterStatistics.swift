@@ -1,27 +1,27 @@
 /// What a dead-letter file holds, by reason: `signet dead-letters stats`.
-public struct DeadLetterStatistics: Sendable, Equatable, Encodable {
+package struct DeadLetterStatistics: Sendable, Equatable, Encodable {
     /// The records of one reason.
-    public struct Reason: Sendable, Equatable, Encodable {
-        public var reason: String
-        public var count: Int
+    package struct Reason: Sendable, Equatable, Encodable {
+        package var reason: String
+        package var count: Int
         /// Distinct inputs (a re-run refuses the same input again, with the same id).
-        public var distinct: Int
-        public var firstRejectedAt: String
-        public var lastRejectedAt: String
+        package var distinct: Int
+        package var firstRejectedAt: String
+        package var lastRejectedAt: String
         /// The stage that refused them (the most frequent one) and one detail, as an example.
-        public var stage: String
-        public var exampleDetail: String
+        package var stage: String
+        package var exampleDetail: String
     }
 
-    public var records: Int
-    public var distinct: Int
+    package var records: Int
+    package var distinct: Int
     /// Records whose input was cut when written: counted, but they cannot be replayed.
-    public var truncated: Int
-    public var unreadableLines: Int
+    package var truncated: Int
+    package var unreadableLines: Int
     /// Most frequent first.
-    public var reasons: [Reason]
+    package var reasons: [Reason]
 
-    public init(_ entries: [DeadLetterEntry], unreadable: Int = 0) {
+    package init(_ entries: [DeadLetterEntry], unreadable: Int = 0) {
         records = entries.count
         distinct = Set(entries.map(\.id)).count
         truncated = entries.count { $0.input == nil }

@@ -12,10 +12,12 @@ public protocol HealthReporting: Sendable {
 public struct HealthCheck: Sendable, Equatable {
     /// The component (`source`, `sinks.events`, `stores.default`).
     public var component: String
+    /// Whether the component can do its work now.
     public var isReady: Bool
     /// Why not ready (or a short note when ready).
     public var detail: String
 
+    /// A check of `component`; `detail` says why it is not ready.
     public init(component: String, isReady: Bool, detail: String = "") {
         self.component = component
         self.isReady = isReady

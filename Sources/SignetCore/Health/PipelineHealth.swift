@@ -18,6 +18,7 @@ public final class PipelineHealth: Sendable {
 
     private let state = Mutex(Phase.starting)
 
+    /// Starting, not ready.
     public init() {}
 
     public var phase: Phase { state.withLock { $0 } }

@@ -3,17 +3,17 @@ import Synchronization
 
 /// Counters and gauges made on first use, one per label and dimension values, then reused:
 /// for metrics whose dimensions (a reason, a result, a receiver) are known only at run time.
-public final class DimensionedMetrics: Sendable {
+package final class DimensionedMetrics: Sendable {
     private let factory: any MetricsFactory
     private let counters = Mutex([String: Counter]())
     private let gauges = Mutex([String: Gauge]())
 
-    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+    package init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
     }
 
     /// The counter `label` with `dimensions`.
-    public func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+    package func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
         let factory = self.factory
         return counters.withLock { table in
             Self.entry(in: &table, label, dimensions) { Counter(label: label, dimensions: dimensions, factory: factory) }
@@ -21,7 +21,7 @@ public final class DimensionedMetrics: Sendable {
     }
 
     /// The gauge `label` with `dimensions`.
-    public func gauge(_ label: String, _ dimensions: [(String, String)]) -> Gauge {
+    package func gauge(_ label: String, _ dimensions: [(String, String)]) -> Gauge {
         let factory = self.factory
         return gauges.withLock { table in
             Self.entry(in: &table, label, dimensions) { Gauge(label: label, dimensions: dimensions, factory: factory) }

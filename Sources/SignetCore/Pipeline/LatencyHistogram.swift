@@ -4,9 +4,13 @@
 public struct LatencySummary: Sendable, Codable, Equatable {
     /// Records measured.
     public var count: Int
+    /// The median.
     public var p50Milliseconds: Int64
+    /// The 90th percentile.
     public var p90Milliseconds: Int64
+    /// The 99th percentile.
     public var p99Milliseconds: Int64
+    /// The slowest.
     public var maxMilliseconds: Int64
 }
 

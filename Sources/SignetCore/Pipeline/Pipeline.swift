@@ -60,8 +60,11 @@ public struct Pipeline: Sendable {
 
 /// A sink with the name routing rules use for it.
 public struct NamedSink: Sendable {
+    /// The name routing rules and metrics use.
     public var name: String
+    /// The sink.
     public var sink: any Sink
+    /// `sink` under `name`.
     public init(name: String, sink: any Sink) {
         self.name = name
         self.sink = sink
@@ -79,5 +82,6 @@ public struct PipelineSettings: Sendable, Equatable {
     /// How long a graceful stop may take to drain in-flight batches.
     public var shutdownTimeout: Duration = .seconds(20)
 
+    /// The defaults (a pipeline file's `settings:`).
     public init() {}
 }

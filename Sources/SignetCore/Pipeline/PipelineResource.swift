@@ -27,11 +27,14 @@ extension PipelineResource {
 
 /// A resource with the name the pipeline file gave it.
 public struct NamedResource: Sendable {
+    /// The name stages refer to it by (`stores:` key).
     public var name: String
     /// The registered type it was built from (`sqlite`, `memory`, ...).
     public var type: String
+    /// The resource.
     public var resource: any PipelineResource
 
+    /// `resource` of `type` under `name`.
     public init(name: String, type: String, resource: any PipelineResource) {
         self.name = name
         self.type = type

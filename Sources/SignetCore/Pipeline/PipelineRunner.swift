@@ -28,6 +28,7 @@ public final class PipelineRunner: Sendable {
     /// acknowledgements and the outbox redelivery. Never the cooperative pool.
     private let housekeeping = BlockingExecutor(label: "signet.runner")
 
+    /// A runner of `pipeline`, logging to `logger`, counting with `metrics`, its phase in `health`.
     public init(
         pipeline: Pipeline, logger: Logger = Logger(label: "signet"), metrics: PipelineMetrics = PipelineMetrics(),
         health: PipelineHealth = PipelineHealth()

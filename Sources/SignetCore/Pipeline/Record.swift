@@ -19,6 +19,7 @@ public struct Record: Sendable {
     /// Typed parts by key type; its outcome keeps them (``RecordOutcome/subscript(_:)``).
     @usableFromInline var parts = RecordParts()
 
+    /// A record of `raw`, read at `position`, active, with no outputs.
     public init(raw: [UInt8], position: SourcePosition) {
         self.raw = raw
         self.position = position
@@ -34,6 +35,7 @@ public struct Record: Sendable {
         case dropped(reason: String)
     }
 
+    /// Whether no stage rejected or dropped it: later stages process it and its outputs go out.
     public var isActive: Bool { status == .active }
 
     /// Sends the record to the dead-letter sink; later stages skip it.
@@ -90,6 +92,7 @@ public struct SourcePosition: Sendable, Hashable, Codable, CustomStringConvertib
     /// For files: the byte offset just past this record, where a resumed read starts.
     public var resumeByteOffset: Int64?
 
+    /// A position in `stream` (and Kafka `partition`) at `offset`.
     public init(stream: String, partition: Int32? = nil, offset: Int64, resumeByteOffset: Int64? = nil) {
         self.stream = stream
         self.partition = partition
@@ -106,12 +109,16 @@ public struct SourcePosition: Sendable, Hashable, Codable, CustomStringConvertib
 /// A message for the sinks: an optional key, a value, headers, and optionally the
 /// names of the sinks it is meant for.
 public struct OutputMessage: Sendable, Equatable {
+    /// The message key (an event's `originalTransactionId`): Kafka partitions by it.
     public var key: [UInt8]?
+    /// The message body (an event's JSON).
     public var value: [UInt8]
+    /// Metadata the sinks carry along (Kafka headers, HTTP headers).
     public var headers: [Header]
     /// The sinks (by their name in the pipeline) that receive it; nil means every sink.
     public var routes: [String]?
 
+    /// A message; `routes` nil sends it to every sink.
     public init(key: [UInt8]? = nil, value: [UInt8], headers: [Header] = [], routes: [String]? = nil) {
         self.key = key
         self.value = value
@@ -119,13 +126,18 @@ public struct OutputMessage: Sendable, Equatable {
         self.routes = routes
     }
 
+    /// One header: a name and its bytes.
     public struct Header: Sendable, Equatable {
+        /// The header's name.
         public var name: String
+        /// The header's value.
         public var value: [UInt8]
+        /// A header of raw bytes.
         public init(_ name: String, _ value: [UInt8]) {
             self.name = name
             self.value = value
         }
+        /// A header of UTF-8 text.
         public init(_ name: String, _ value: String) { self.init(name, Array(value.utf8)) }
     }
 

@@ -5,7 +5,9 @@
 /// A source that answers whoever sent a record (the webhook) reads its answer from the
 /// parts: what the stages checked, instead of parsing the input again.
 public struct RecordOutcome: Sendable {
+    /// Where the record was read.
     public var position: SourcePosition
+    /// What became of it: passed (active), rejected or dropped.
     public var status: Record.Status
     @usableFromInline var parts: RecordParts
 

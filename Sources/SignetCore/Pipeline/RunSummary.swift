@@ -12,14 +12,19 @@ public struct RunSummary: Sendable, Codable, Equatable, CustomStringConvertible 
     public var delivered = 0
     /// Messages from an earlier run's outbox delivered at start-up.
     public var redelivered = 0
+    /// Rejected records by reason code.
     public var rejectedByReason: [String: Int] = [:]
+    /// Dropped records by reason (`duplicate`, …).
     public var droppedByReason: [String: Int] = [:]
+    /// Messages delivered, by sink name.
     public var deliveredBySink: [String: Int] = [:]
+    /// Seconds since the run started.
     public var elapsedSeconds: Double = 0
     /// Source timestamp to commit, for sources that know when their input was written
     /// (Kafka); nil otherwise.
     public var latency: LatencySummary?
 
+    /// No records yet.
     public init() {}
 
     /// Adds another summary's counts (not its elapsed time).
@@ -35,6 +40,7 @@ public struct RunSummary: Sendable, Codable, Equatable, CustomStringConvertible 
         deliveredBySink.merge(other.deliveredBySink, uniquingKeysWith: +)
     }
 
+    /// Records read a second over the run so far.
     public var recordsPerSecond: Double { elapsedSeconds > 0 ? Double(read) / elapsedSeconds : 0 }
 
     public var description: String {

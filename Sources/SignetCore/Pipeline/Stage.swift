@@ -52,6 +52,7 @@ extension Stage {
 public protocol RecordStage: Stage {
     /// How many threads may run ``process(record:)`` at once (1 keeps it serial).
     var parallelism: Int { get }
+    /// Processes one active record in place, or throws to reject it (its reason code goes to the dead-letter sink).
     func process(record: inout Record) throws(RecordRejection)
 }
 
@@ -80,15 +81,18 @@ extension RecordStage {
 
 /// Records that travel together: one read from the source, one commit back to it.
 public struct RecordBatch: Sendable {
+    /// The records, in source order.
     public var records: [Record]
     /// Records that are already delivered (outbox redelivery) and must not be committed to the source.
     public var isRedelivery: Bool
 
+    /// A batch of `records`.
     public init(records: [Record], isRedelivery: Bool = false) {
         self.records = records
         self.isRedelivery = isRedelivery
     }
 
+    /// How many records it holds, active or not.
     public var count: Int { records.count }
 
     /// Calls `body` for every record still active, in order.

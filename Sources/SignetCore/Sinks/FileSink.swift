@@ -15,14 +15,18 @@ public final class FileSink: ReopenableSink {
         /// Rotated files kept (`PATH.1` ... `PATH.keep`); the oldest beyond is deleted.
         public var keep: Int
 
+        /// Rotate past `maxBytes`, keeping `keep` old files.
         public init(maxBytes: Int64, keep: Int) {
             self.maxBytes = maxBytes
             self.keep = keep
         }
     }
 
+    /// The file written.
     public let path: String
+    /// Whether each write is fsynced before it is acknowledged.
     public let fsync: Bool
+    /// When the file is rotated; nil: never.
     public let rotation: Rotation?
     /// The open file and its size (what rotation compares with the cap).
     private let file = Mutex<(descriptor: Int32, size: Int64)>((-1, 0))
@@ -38,6 +42,7 @@ public final class FileSink: ReopenableSink {
         /// Rotated files kept with ``maxBytes``.
         public var keep = 5
 
+        /// fsync on, no rotation.
         public init() {}
 
         /// The rotation these options ask for, nil without a size cap.
@@ -49,6 +54,7 @@ public final class FileSink: ReopenableSink {
         self.init(path: path, fsync: options.fsync, rotation: options.rotation)
     }
 
+    /// A sink appending to `path` (created if missing), one message a line.
     public init(path: String, fsync: Bool = true, rotation: Rotation? = nil) {
         self.path = path
         self.fsync = fsync
@@ -56,6 +62,7 @@ public final class FileSink: ReopenableSink {
         executor = BlockingExecutor(label: "signet.sink.file")
     }
 
+    /// Opens (creates) the file for appending.
     public func open() async throws {
         try await executor.run { [self] in try openBlocking() }
     }
@@ -163,6 +170,7 @@ public final class FileSink: ReopenableSink {
         }
     }
 
+    /// Flushes and closes the file.
     public func close() async throws {
         file.withLock { file in
             if file.descriptor >= 0 { Foundation.close(file.descriptor) }

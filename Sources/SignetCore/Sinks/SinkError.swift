@@ -7,6 +7,7 @@ public struct SinkError: Error, CustomStringConvertible {
     /// stops at once instead of retrying until the sink retry timeout.
     public var isPermanent: Bool
 
+    /// A failure described by `description`; `isPermanent` when retrying cannot help.
     public init(_ description: String, isPermanent: Bool = false) {
         self.description = description
         self.isPermanent = isPermanent

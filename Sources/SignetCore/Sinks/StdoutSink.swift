@@ -9,6 +9,7 @@ public final class StdoutSink: Sink {
     /// A slow reader blocks `write(2)`: off the cooperative pool, one write at a time.
     private let executor = BlockingExecutor(label: "signet.sink.stdout")
 
+    /// A sink writing each message's value as a line to standard output.
     public init() {}
 
     public func write(_ messages: [OutputMessage]) async throws {

@@ -8,6 +8,7 @@ import Synchronization
 /// line never stops a run. For files, an optional checkpoint records the byte offset
 /// of the last committed line, and a restart resumes there.
 public final class LineSource: Source {
+    /// How lines are read.
     public struct Options: Sendable {
         /// Longest accepted line in bytes (Apple's notifications are a few KiB).
         public var maxLineBytes: Int = 1 << 20
@@ -15,6 +16,7 @@ public final class LineSource: Source {
         public var skipBlankLines: Bool = true
         /// Where a file source keeps its committed position (nil: always from the start).
         public var checkpointPath: String?
+        /// 1 MiB lines, blank lines skipped, no checkpoint.
         public init() {}
     }
 
@@ -232,5 +234,6 @@ struct Checkpoint: Codable {
 /// A source could not be opened or read.
 public struct SourceError: Error, CustomStringConvertible {
     public var description: String
+    /// An error saying `description`: what failed and the operator's next step.
     public init(_ description: String) { self.description = description }
 }

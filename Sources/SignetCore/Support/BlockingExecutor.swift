@@ -18,7 +18,7 @@ import Dispatch
 /// API's store reads through ``run(_:)``. Each owner keeps its own executor, so the calls it makes stay in
 /// order and never overlap, as a serial queue's blocks do (the same idea as swift-nio's
 /// `NIOThreadPool.runIfActive`, with one queue per owner).
-public final class BlockingExecutor: TaskExecutor {
+package final class BlockingExecutor: TaskExecutor {
     private let queue: DispatchQueue
     /// Marks each executor's queue with its label, so code can ask where it runs (``current``).
     private static let labelKey = DispatchSpecificKey<String>()
@@ -27,7 +27,7 @@ public final class BlockingExecutor: TaskExecutor {
     private static let identityKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// - Parameter label: the dispatch queue's label (shows in thread names and crash logs).
-    public init(label: String) {
+    package init(label: String) {
         queue = DispatchQueue(label: label)
         queue.setSpecific(key: Self.labelKey, value: label)
         queue.setSpecific(key: Self.identityKey, value: ObjectIdentifier(self))
@@ -37,14 +37,14 @@ public final class BlockingExecutor: TaskExecutor {
     /// (Swift's cooperative pool included): for tests that check blocking work is off the pool.
     package static var current: String? { DispatchQueue.getSpecific(key: labelKey) }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     /// Runs `body` on this executor's thread, after whatever was submitted before it, and
     /// returns its result; the calling task is suspended meanwhile, not blocking its thread.
-    public func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    package func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Swift.Result { try body() }) }
         }
@@ -65,7 +65,7 @@ public final class BlockingExecutor: TaskExecutor {
     }
 
     /// Submits `body` without waiting for it (a close that must not delay its caller).
-    public func submit(_ body: @escaping @Sendable () -> Void) {
+    package func submit(_ body: @escaping @Sendable () -> Void) {
         queue.async(execute: body)
     }
 

@@ -1,13 +1,13 @@
 /// Where Signet keeps its files: `$SIGNET_DATA_DIR`, else `signet-data` (relative to the
 /// working directory), as the default pipelines say (`${SIGNET_DATA_DIR:signet-data}`).
-public enum DataDirectory {
+package enum DataDirectory {
     /// The directory `environment` names (an empty value counts as unset).
-    public static func path(environment: [String: String]) -> String {
+    package static func path(environment: [String: String]) -> String {
         environment["SIGNET_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "signet-data"
     }
 
     /// The file `name` in that directory.
-    public static func file(_ name: String, environment: [String: String]) -> String {
+    package static func file(_ name: String, environment: [String: String]) -> String {
         path(environment: environment) + "/" + name
     }
 }

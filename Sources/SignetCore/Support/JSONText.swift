@@ -2,56 +2,56 @@
 ///
 /// It appends UTF-8 straight into a byte buffer; commas are inserted automatically.
 /// Callers are responsible for balanced begin/end calls.
-public struct JSONText: Sendable {
-    public private(set) var bytes: [UInt8] = []
+package struct JSONText: Sendable {
+    package private(set) var bytes: [UInt8] = []
     private var needsComma = false
 
-    public init(reserving capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    package init(reserving capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
-    public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+    package mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
+    package mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
+    package mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    package mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
 
     /// Writes an object key; the next value call writes its value.
-    public mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         appendQuoted(name)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    public mutating func string(_ value: String) { separate(); appendQuoted(value); needsComma = true }
-    public mutating func int(_ value: Int64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
-    public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
-    public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
+    package mutating func string(_ value: String) { separate(); appendQuoted(value); needsComma = true }
+    package mutating func int(_ value: Int64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
+    package mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
+    package mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
 
     /// Writes already-serialised JSON (for example a verified payload) as a value.
-    public mutating func raw(_ json: some Collection<UInt8>) { separate(); bytes.append(contentsOf: json); needsComma = true }
+    package mutating func raw(_ json: some Collection<UInt8>) { separate(); bytes.append(contentsOf: json); needsComma = true }
 
     /// Convenience: `"key": "value"` when value is non-nil, nothing otherwise.
-    public mutating func field(_ name: String, _ value: String?) {
+    package mutating func field(_ name: String, _ value: String?) {
         guard let value else { return }
         key(name); string(value)
     }
 
-    public mutating func field(_ name: String, _ value: Int64?) {
+    package mutating func field(_ name: String, _ value: Int64?) {
         guard let value else { return }
         key(name); int(value)
     }
 
-    public mutating func field(_ name: String, _ value: Bool?) {
+    package mutating func field(_ name: String, _ value: Bool?) {
         guard let value else { return }
         key(name); bool(value)
     }
 
-    public mutating func field(_ name: String, _ value: Int?) {
+    package mutating func field(_ name: String, _ value: Int?) {
         guard let value else { return }
         key(name); int(Int64(value))
     }
 
     /// `"key": ["a", "b"]` when value is non-nil.
-    public mutating func field(_ name: String, _ value: [String]?) {
+    package mutating func field(_ name: String, _ value: [String]?) {
         guard let value else { return }
         key(name); beginArray()
         for element in value { string(element) }

@@ -5,7 +5,7 @@
 /// Each request books a slot: the budget's next free instant, then moves it one interval on,
 /// in one atomic step, so slots are spaced by the interval whatever process booked them. The
 /// budget's clock is the store's, so the processes' own clocks need not agree. Calls block (a
-/// round trip to the store): make them on a ``BlockingExecutor``.
+/// round trip to the store): make them on a `BlockingExecutor`.
 public protocol SharedRateBudget: Sendable {
     /// Books the next slot of `bucket`, `interval` after the last one booked by any process
     /// (or the bucket's longer interval, when another process asked a lower rate), never

@@ -11,14 +11,14 @@ import Synchronization
 /// drain and exit 0. The CLI calls ``catchUntilTheLifecycleStarts()`` first thing; the
 /// pipeline service sends a caught signal again once the group's own handling is in place
 /// (the group installs it before it starts any service), so it takes the usual path.
-public enum StartupSignals {
+package enum StartupSignals {
     /// The signal caught before the lifecycle took over; 0: none. Written by a signal
     /// handler, which may only store to a lock-free atomic.
     private static let caught = Atomic<Int32>(0)
 
     /// Records SIGTERM and SIGINT from now on instead of dying of them, until the service
     /// group replaces these handlers with its own.
-    public static func catchUntilTheLifecycleStarts() {
+    package static func catchUntilTheLifecycleStarts() {
         // The static is initialised here, never for the first time inside the handler.
         _ = caught.load(ordering: .relaxed)
         for signalNumber in [SIGTERM, SIGINT] {

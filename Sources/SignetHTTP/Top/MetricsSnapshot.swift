@@ -1,20 +1,20 @@
 import Foundation
 
 /// One scrape of a running Signet's /metrics (Prometheus text format), read for `signet top`.
-public struct MetricsSnapshot: Sendable {
+package struct MetricsSnapshot: Sendable {
     /// One sample: its labels and value.
-    public struct Sample: Sendable, Hashable {
-        public var labels: [String: String]
-        public var value: Double
+    package struct Sample: Sendable, Hashable {
+        package var labels: [String: String]
+        package var value: Double
     }
 
     /// Samples by metric name (the `_bucket`, `_sum`, `_count` series of a histogram under their own names).
-    public private(set) var samples: [String: [Sample]] = [:]
+    package private(set) var samples: [String: [Sample]] = [:]
     /// When it was taken (seconds, any monotonic origin), for rates between two snapshots.
-    public var at: Double
+    package var at: Double
 
     /// Parses `text`; lines it cannot read are skipped (a newer Signet may add shapes).
-    public init(text: String, at: Double) {
+    package init(text: String, at: Double) {
         self.at = at
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
@@ -51,18 +51,18 @@ public struct MetricsSnapshot: Sendable {
     }
 
     /// The sum of `name`'s samples (whose labels include `matching`); nil when it has none.
-    public func total(_ name: String, matching: [String: String] = [:]) -> Double? {
+    package func total(_ name: String, matching: [String: String] = [:]) -> Double? {
         let matched = (samples[name] ?? []).filter { sample in matching.allSatisfy { sample.labels[$0.key] == $0.value } }
         return matched.isEmpty ? nil : matched.reduce(0) { $0 + $1.value }
     }
 
     /// `name`'s values summed per value of `label`.
-    public func totals(_ name: String, by label: String) -> [String: Double] {
+    package func totals(_ name: String, by label: String) -> [String: Double] {
         var totals: [String: Double] = [:]
         for sample in samples[name] ?? [] { totals[sample.labels[label] ?? "", default: 0] += sample.value }
         return totals
     }
 
     /// The largest of `name`'s samples.
-    public func maximum(_ name: String) -> Double? { samples[name]?.map(\.value).max() }
+    package func maximum(_ name: String) -> Double? { samples[name]?.map(\.value).max() }
 }

@@ -2,13 +2,13 @@ import Foundation
 
 /// What `signet top` shows of a running instance: rates between two scrapes of its /metrics
 /// and the gauges an operator looks at first, as plain text lines (like `vector top`).
-public struct TopView: Sendable {
-    public let previous: MetricsSnapshot
-    public let current: MetricsSnapshot
+package struct TopView: Sendable {
+    package let previous: MetricsSnapshot
+    package let current: MetricsSnapshot
     /// Wall clock of the current scrape (seconds since 1970), for ages of timestamps.
-    public let now: Double
+    package let now: Double
 
-    public init(previous: MetricsSnapshot, current: MetricsSnapshot, now: Double) {
+    package init(previous: MetricsSnapshot, current: MetricsSnapshot, now: Double) {
         self.previous = previous
         self.current = current
         self.now = now
@@ -39,7 +39,7 @@ public struct TopView: Sendable {
     }
 
     /// The screen: one line each, sections only for what the instance exports.
-    public func lines(source: String) -> [String] {
+    package func lines(source: String) -> [String] {
         func number(_ value: Double?) -> String {
             guard let value else { return "-" }
             return value >= 100 || value == value.rounded() ? String(format: "%.0f", value) : String(format: "%.1f", value)

@@ -6,6 +6,7 @@ public struct ChainRevocation: Sendable {
     /// Leaf first; the root is never asked about (nothing above it could revoke it).
     public let answers: [(certificate: X509Certificate, answer: RevocationAnswer)]
 
+    /// The answers, leaf first.
     public init(answers: [(certificate: X509Certificate, answer: RevocationAnswer)]) {
         self.answers = answers
     }

@@ -52,6 +52,7 @@ public final class OCSPRevocationChecker: Sendable {
         /// them); nil: in memory only.
         public var answersFile: String?
 
+        /// The settings, each defaulting to `revocation:`'s in a pipeline file.
         public init(
             deadline: Duration = .seconds(5), nonce: Bool = false, leewaySeconds: Int64 = 300, refreshFraction: Double = 0.1,
             refreshMargin: Duration = .seconds(3_600), refreshRetryInterval: Duration = .seconds(60),

@@ -18,7 +18,9 @@ import Synchronization
 ///   is asked to stop (``stop()``), so a SIGTERM does not wait out the retry timeout.
 /// - A failure is logged at warning at most once a minute per certificate, not per record.
 public final class RevocationGate: Sendable {
+    /// What a failed check does: accept within a grace (`soft`) or hold the batch (`hard`).
     public let policy: RevocationPolicy
+    /// The process's one checker and its cache of answers.
     public let checker: OCSPRevocationChecker
     private let metrics: RevocationMetrics
     private let logger: Logger?

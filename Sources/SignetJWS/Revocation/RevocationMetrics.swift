@@ -16,6 +16,7 @@ public final class RevocationMetrics: Sendable {
     private let cacheHits: Counter
     private let responderLatency: Timer
 
+    /// The metrics, registered with `factory` (the bootstrapped `MetricsSystem` by default).
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         byResult = DimensionedMetrics(factory: factory)
         cacheHits = Counter(label: "signet_revocation_cache_hits_total", factory: factory)

@@ -14,6 +14,7 @@ public struct RevocationPolicy: Sendable, Equatable {
         case hard
     }
 
+    /// `off` (no online check), `soft` or `hard`.
     public var mode: Mode
     /// How long past the last good answer's nextUpdate `soft` still accepts a failed check.
     public var grace: Duration
@@ -23,6 +24,7 @@ public struct RevocationPolicy: Sendable, Equatable {
     /// keeps failing does after `sink_retry_timeout`); 0s fails it at the first failure.
     public var retryTimeout: Duration
 
+    /// A policy; the defaults are `revocation:`'s in a pipeline file (off, 1 day, 5 s, 5 minutes).
     public init(mode: Mode = .off, grace: Duration = .seconds(86_400), deadline: Duration = .seconds(5), retryTimeout: Duration = .seconds(300)) {
         self.mode = mode
         self.grace = grace

@@ -9,10 +9,12 @@ public struct RevocationUnavailable: Error, Sendable, CustomStringConvertible {
     public var detail: String
     /// Records of the batch that were held.
     public var records: Int
+    /// The policy's retry timeout the batch waited out (`revocation.retry_timeout`).
     public var retryTimeout: Duration
     /// The run was asked to stop while the batch waited (before the retry timeout).
     public var stopped: Bool
 
+    /// The error for `records` held records, the first failing as `detail` says.
     public init(detail: String, records: Int, retryTimeout: Duration, stopped: Bool = false) {
         self.detail = detail
         self.records = records

@@ -18,6 +18,7 @@ public struct TransitionPolicy: Sendable, Hashable {
     /// (`non_renewing_durations`, a setting of the `transition` stage itself).
     public var nonRenewingDurations = NonRenewingDurations()
 
+    /// The defaults (`transition`'s `policy:` in a pipeline file).
     public init() {}
 
     /// The YAML keys, for documentation and error messages.

@@ -13,6 +13,7 @@ public struct EventHistoryEntry: Sendable, Hashable {
     /// The event JSON, byte for byte as published.
     public var payload: [UInt8]
 
+    /// An entry of the outbox: its `sequence`, when it was written and delivered, and the event's JSON.
     public init(sequence: Int64, createdAt: Int64, deliveredAt: Int64?, payload: [UInt8]) {
         self.sequence = sequence
         self.createdAt = createdAt

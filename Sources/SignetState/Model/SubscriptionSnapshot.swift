@@ -7,6 +7,7 @@ public import AppStoreModels
 /// This is what the store keeps and what `signet state show` prints. Dates are Apple's
 /// milliseconds since 1970.
 public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
+    /// The purchase: Apple's `originalTransactionId`, the same for every renewal.
     public var originalTransactionId: String
     /// The derived state (as of ``evaluatedAt``).
     public var state: SubscriptionState
@@ -14,24 +15,33 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var entitled: Bool
 
     // The transaction that grants the current period (newest by purchaseDate, then signedDate).
+    /// The latest transaction applied (a renewal's own id).
     public var transactionId: String?
+    /// The product of the current period.
     public var productId: String?
     /// Apple's product type (`Auto-Renewable Subscription`, `Non-Consumable`, ...).
     public var productType: String?
     /// The subscription group of an auto-renewable subscription (an entitlement may be granted
     /// by a whole group: ``EntitlementNames``).
     public var subscriptionGroupIdentifier: String?
+    /// The app the purchase belongs to.
     public var bundleId: String?
+    /// `Production` or `Sandbox`.
     public var environment: String?
+    /// The app's own id of the customer, set at purchase.
     public var appAccountToken: AppAccountToken?
     /// `PURCHASED`, `FAMILY_SHARED` or `ASSIGNED`.
     public var ownership: String?
+    /// When the current period was bought (ms since 1970).
     public var purchaseDate: Int64?
     /// The transaction's expiresDate, or for a non-renewing subscription without one, the
     /// end the `non_renewing_durations` policy gave it (see ``expiresDateSource``).
     public var expiresDate: Int64?
+    /// The signedDate of the latest transaction applied: an older one is not applied over it.
     public var transactionSignedDate: Int64?
+    /// When Apple refunded or revoked the purchase (ms since 1970).
     public var revocationDate: Int64?
+    /// Apple's `revocationReason`: 1 an issue in the app, 0 another reason.
     public var revocationReason: Int64?
     /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`, `ASSIGNMENT_REVOKE` (`FAMILY_REVOKE`
     /// is also set for a `REVOKE` notification without one).
@@ -41,18 +51,26 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var revocationPercentage: Int64?
 
     // The newest renewal info (auto-renewable subscriptions).
+    /// Whether the subscription renews at the end of the period (renewal info's `autoRenewStatus`).
     public var autoRenewEnabled: Bool?
+    /// The product it renews to (a downgrade takes effect at the next renewal).
     public var autoRenewProductId: String?
+    /// Whether Apple is retrying a failed renewal's billing.
     public var isInBillingRetryPeriod: Bool?
+    /// When the billing grace period ends (ms since 1970), while in it.
     public var gracePeriodExpiresDate: Int64?
+    /// Apple's `expirationIntent`: why the subscription expired (1 cancelled, 2 billing error, …).
     public var expirationIntent: Int64?
+    /// The signedDate of the latest renewal info applied.
     public var renewalSignedDate: Int64?
 
     /// The newest signedDate seen for this purchase: the instant state was derived at.
     public var evaluatedAt: Int64
     /// The last notification applied (for diagnosis).
     public var lastNotificationType: String?
+    /// The subtype of the latest notification applied.
     public var lastSubtype: String?
+    /// The id of the latest notification applied.
     public var lastNotificationUUID: String?
 
     /// `duration_policy` when ``expiresDate`` came from `non_renewing_durations`; nil when it
@@ -72,6 +90,7 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     /// `previousOriginalTransactionId`): set, this purchase is `migrated` and grants nothing.
     public var migratedToOriginalTransactionId: String?
 
+    /// A snapshot of a purchase seen for the first time.
     public init(originalTransactionId: String, state: SubscriptionState = .active, entitled: Bool = false, evaluatedAt: Int64 = 0) {
         self.originalTransactionId = originalTransactionId
         self.state = state

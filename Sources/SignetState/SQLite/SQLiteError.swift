@@ -1,25 +1,25 @@
 /// A failure reported by SQLite, with its result code and message.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+package struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The SQLite (extended) result code.
-    public var code: Int32
+    package var code: Int32
     /// SQLite's own explanation (`sqlite3_errmsg`).
-    public var message: String
+    package var message: String
     /// What Signet was doing: the SQL or the operation.
-    public var context: String
+    package var context: String
     /// The database file, when the failing call knew it (a transaction's writes).
-    public var path: String?
+    package var path: String?
 
-    public init(code: Int32, message: String, context: String) {
+    package init(code: Int32, message: String, context: String) {
         self.code = code
         self.message = message
         self.context = context
     }
 
     /// The disk (or the file system's quota) is full: SQLITE_FULL, whatever its extended code.
-    public var isDiskFull: Bool { code & 0xff == 13 }
+    package var isDiskFull: Bool { code & 0xff == 13 }
 
     /// For a full disk the one line the file sinks print too, naming the file.
-    public var description: String {
+    package var description: String {
         if isDiskFull, let path { return "no space left on device writing \(path) (SQLite: \(message))" }
         return "SQLite error \(code): \(message) (\(context))"
     }

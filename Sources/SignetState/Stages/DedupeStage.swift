@@ -14,7 +14,9 @@ import SignetJWS
 public final class DedupeStage: Stage {
     public let name = "dedupe"
 
+    /// Settings of the stage besides the store.
     public struct Options: Sendable {
+        /// What identifies a retry: Apple's `notificationUUID` (the default) or the notification's content.
         public var key = DedupeKeyKind.notificationUUID
         /// How long keys are kept: longer than Apple retries a notification
         /// (`NotificationRetrySchedule/total`, about 6.5 days).
@@ -29,9 +31,11 @@ public final class DedupeStage: Stage {
         /// it set and no such stage is refused where it is built (committed retries would pass).
         public var keysCheckedByTransition = false
 
+        /// The defaults: notificationUUID keys kept 30 days, pruned every minute.
         public init() {}
     }
 
+    /// The stage's settings.
     public let options: Options
     private let handle: StoreHandle
 

@@ -7,11 +7,16 @@
 /// ```
 /// An absent condition matches everything; a product pattern ending in `*` matches by prefix.
 public struct FanoutRoute: Sendable, Hashable {
+    /// The sinks (by name) that receive a matching event.
     public var sinks: [String]
+    /// Event types that match (`granted`, `revoked`, …); nil: any.
     public var types: Set<String>?
+    /// Environments that match; nil: any.
     public var environments: Set<String>?
+    /// Product ids that match (a pattern ending in `*` matches by prefix); nil: any.
     public var products: [String]?
 
+    /// A route sending events that match every condition given to `sinks`.
     public init(sinks: [String], types: Set<String>? = nil, environments: Set<String>? = nil, products: [String]? = nil) {
         self.sinks = sinks
         self.types = types

@@ -9,9 +9,12 @@ public import SignetCore
 /// are not entitlement events (no `signet-event-type` header) are left untouched.
 public struct FanoutStage: Stage {
     public let name = "fanout"
+    /// The routes, in order: an event goes to the sinks of every route it matches.
     public let routes: [FanoutRoute]
+    /// Where an event that matches no route goes (empty: no sink).
     public let defaultSinks: [String]
 
+    /// A stage routing by `routes`, the rest to `defaultSinks`.
     public init(routes: [FanoutRoute], defaultSinks: [String] = []) {
         self.routes = routes
         self.defaultSinks = defaultSinks

@@ -20,6 +20,7 @@ public final class TransitionStage: TickingStage {
 
     /// Settings of the stage besides the store.
     public struct Options: Sendable {
+        /// How notifications move a purchase: grace, durations of non-renewing products, consent rules.
         public var policy = TransitionPolicy()
         /// Used when no `dedupe` stage computed a key for the record.
         public var dedupeKey = DedupeKeyKind.notificationUUID
@@ -40,9 +41,11 @@ public final class TransitionStage: TickingStage {
         /// their own. Events never depend on it, only on the boundaries crossed.
         public var clock: @Sendable () -> Int64 = { WallClock.milliseconds() }
 
+        /// The defaults (the `transition` stage's in a pipeline file).
         public init() {}
     }
 
+    /// The stage's settings.
     public let options: Options
     let handle: StoreHandle
 
@@ -230,7 +233,7 @@ public final class TransitionStage: TickingStage {
     /// One expiry sweep: in ONE store transaction, every purchase with a period or grace
     /// period that ended at or before `instant` minus `expiryLeeway` and that no input has
     /// moved past yet is advanced across those boundaries
-    /// (``SubscriptionStateMachine/advance(_:through:policy:)``), and the resulting events go
+    /// (`SubscriptionStateMachine/advance(_:through:policy:)`), and the resulting events go
     /// to the outbox. Returns records carrying those events (no source position), to be
     /// delivered and then passed to ``acknowledge(_:)``; nil when nothing ended.
     ///

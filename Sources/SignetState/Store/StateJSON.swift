@@ -4,7 +4,7 @@ import Foundation
 /// The JSON that `signet entitlements`, `signet state show` and the admin listener's
 /// `/v1/...` API answer with: one encoder and one `asOf` stamp, so the CLI and the API
 /// never differ.
-public enum StateJSON {
+package enum StateJSON {
     /// What an entitlement answer's `asOf.meaning` says.
     package static let entitlementsMeaning = "evaluated at this instant from the stored snapshot"
     /// What a stored snapshot's `asOf.meaning` says.
@@ -12,7 +12,7 @@ public enum StateJSON {
         "stored snapshot: the state when the last notification was applied; `signet entitlements` answers for now"
 
     /// Pretty-printed, keys sorted, slashes unescaped.
-    public static func encode(_ value: some Encodable) throws -> [UInt8] {
+    package static func encode(_ value: some Encodable) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return Array(try encoder.encode(value))
@@ -21,7 +21,7 @@ public enum StateJSON {
     /// As ``encode(_:)``, with `asOf: {at, meaning}` added to the object (or to each object of
     /// an array): the instant the answer holds for, so a stored snapshot and an answer for now
     /// never look contradictory.
-    public static func encode(_ value: some Encodable, asOf instant: Int64, meaning: String) throws -> [UInt8] {
+    package static func encode(_ value: some Encodable, asOf instant: Int64, meaning: String) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let plain = try JSONSerialization.jsonObject(with: encoder.encode(value))
@@ -35,7 +35,7 @@ public enum StateJSON {
     }
 
     /// The entitlements of one account or one purchase, evaluated at `instant` (ms since 1970).
-    public enum Query: Sendable, Equatable {
+    package enum Query: Sendable, Equatable {
         case appAccountToken(AppAccountToken)
         case originalTransactionId(String)
     }
@@ -44,7 +44,7 @@ public enum StateJSON {
     /// that grant that entitlement name (``EntitlementNames``): "has this user pro?" is
     /// whether any of them says `entitled`; with `environment`, only that environment's
     /// purchases (a store that keeps Production and Sandbox ones).
-    public static func entitlements(
+    package static func entitlements(
         _ query: Query, named name: String? = nil, environment: String? = nil, in store: any SubscriptionStore & ConsumptionStore,
         at instant: Int64
     ) throws -> [UInt8] {
@@ -58,7 +58,7 @@ public enum StateJSON {
     }
 
     /// The stored snapshot of one purchase as JSON, or nil when none is stored.
-    public static func subscription(_ originalTransactionId: String, in store: any SubscriptionStore) throws -> [UInt8]? {
+    package static func subscription(_ originalTransactionId: String, in store: any SubscriptionStore) throws -> [UInt8]? {
         guard let snapshot = try store.subscription(originalTransactionId: originalTransactionId) else { return nil }
         return try encode(snapshot, asOf: snapshot.evaluatedAt, meaning: snapshotMeaning)
     }
@@ -66,7 +66,7 @@ public enum StateJSON {
     /// The consent restriction of one app transaction as JSON (`appTransactionId`, `restricted`,
     /// `rescindedAt`, `notificationUUID`, `clearedAt`, `clearedBy`, ...), nil when none was ever
     /// recorded. With `clearingBy`, clears it first (`StateStore/clearConsentRestriction(appTransactionId:by:at:)`).
-    public static func consent(
+    package static func consent(
         _ appTransactionId: String, clearingBy who: String? = nil, in store: any StateStore, at instant: Int64
     ) throws -> [UInt8]? {
         let restriction = if let who {
@@ -83,19 +83,19 @@ public enum StateJSON {
     }
 
     /// Most events `history` returns unless told otherwise.
-    public static let defaultHistoryLimit = 100
+    package static let defaultHistoryLimit = 100
 
     /// The kept events of one purchase, oldest first (the newest `limit`), as JSON:
     /// `{"originalTransactionId", "events": [{"sequence", "createdAt", "deliveredAt", "event"}]}`
     /// with each event exactly as published, and the purchases a migration links it to
     /// (`previousOriginalTransactionId`, `migratedToOriginalTransactionId`) when there are any; nil when the store knows neither the purchase nor
     /// any event of it.
-    public static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any EventOutboxStore & SubscriptionStore) throws -> [UInt8]? {
+    package static func history(_ originalTransactionId: String, limit: Int = defaultHistoryLimit, in store: any EventOutboxStore & SubscriptionStore) throws -> [UInt8]? {
         try history(originalTransactionId, events: try store.eventHistory(originalTransactionId: originalTransactionId, limit: limit), in: store)
     }
 
     /// The same for events already read from `store`, for a caller that also looks at them.
-    public static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any SubscriptionStore) throws -> [UInt8]? {
+    package static func history(_ originalTransactionId: String, events entries: [EventHistoryEntry], in store: any SubscriptionStore) throws -> [UInt8]? {
         let snapshot = try store.subscription(originalTransactionId: originalTransactionId)
         if entries.isEmpty, snapshot == nil { return nil }
         let events: [[String: Any]] = try entries.map { entry in

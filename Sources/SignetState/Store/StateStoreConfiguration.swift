@@ -3,6 +3,7 @@ import Foundation
 /// Which store a ``StateStoreResource`` opens: what a `stores:` entry of type `sqlite`
 /// or `memory` says.
 public enum StateStoreConfiguration: Sendable, Hashable {
+    /// A SQLite database file, opened with `options`.
     case sqlite(path: String, options: SQLiteStateStore.Options)
     /// A store in this process's memory, gone when the run ends (tests, `signet test`).
     case memory(InMemoryStateStore.Options)

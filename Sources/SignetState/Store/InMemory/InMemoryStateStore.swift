@@ -42,14 +42,17 @@ public final class InMemoryStateStore: StateStore {
         /// How long acknowledged outbox events stay (a purchase's history).
         public var outboxRetention: Duration = .zero
 
+        /// The defaults: a million dedupe keys, delivered outbox rows deleted at once.
         public init() {}
 
+        /// At most `maxKeys` dedupe keys (the oldest go first); delivered outbox rows kept `outboxRetention`.
         public init(maxKeys: Int, outboxRetention: Duration) {
             self.maxKeys = maxKeys
             self.outboxRetention = outboxRetention
         }
     }
 
+    /// An empty store, keeping at most `maxKeys` dedupe keys and delivered outbox rows `outboxRetention`.
     public init(maxKeys: Int = Options().maxKeys, outboxRetention: Duration = Options().outboxRetention) {
         self.maxKeys = max(1, maxKeys)
         self.outboxRetention = outboxRetention

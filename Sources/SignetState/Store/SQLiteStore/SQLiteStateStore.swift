@@ -25,6 +25,7 @@ public final class SQLiteStateStore: StateStore {
 
     /// Connection settings.
     public struct Options: Sendable, Hashable {
+        /// How much a commit waits for the disk (default: fsync at every commit).
         public var durability: Durability = .full
         /// How long a statement waits for another connection's lock.
         public var busyTimeout: Duration = .seconds(5)
@@ -40,6 +41,7 @@ public final class SQLiteStateStore: StateStore {
         /// How long delivered outbox rows are kept; zero deletes them on acknowledgement.
         public var outboxRetention: Duration = .zero
 
+        /// The defaults: full durability, 5 s busy timeout, no snapshot cache, read-write.
         public init() {}
     }
 
@@ -67,6 +69,7 @@ public final class SQLiteStateStore: StateStore {
 
     /// The database file.
     public let path: String
+    /// The settings it was opened with.
     public let options: Options
     let connection: Mutex<Connection?>
     /// Held by a writer from open to close (nil for readers).
@@ -177,6 +180,10 @@ public final class SQLiteStateStore: StateStore {
                 database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil,
                 inFlight: connection.inFlight)
             let began = ContinuousClock.now
+            // Failed ones count too: a transaction that waited out the busy timeout behind another
+            // process's lock (a stuck backup) is the slowest commit there is, and the one
+            // SignetStateCommitSlow exists for; recorded only on success, it would never fire.
+            defer { StateStoreMetrics.sqliteCommit.recordNanoseconds((ContinuousClock.now - began).clampedNanoseconds) }
             let result: Result
             do {
                 result = try connection.database.transaction {
@@ -198,7 +205,6 @@ public final class SQLiteStateStore: StateStore {
                 connection.cache.removeAll()
                 throw error
             }
-            StateStoreMetrics.sqliteCommit.recordNanoseconds((ContinuousClock.now - began).clampedNanoseconds)
             connection.inFlight.formUnion(transaction.appended)
             return result
         }
