@@ -35,12 +35,19 @@ extension AlertsFireFromTheBinaryTests {
         ) { watched in
             let store = data + "/signet.sqlite"
             try #require(FileManager.default.fileExists(atPath: store), "no store at \(store): \(watched.signet.stderrTail())")
+            // The first hold has begun once `holding` exists: the backlog is produced only then, so
+            // the first batches' transactions meet the lock. (On a loaded CI machine the shell
+            // started late, the whole backlog was applied before it, and no commit was slow.)
+            let holding = scope.path("holding")
             let holder = Task {
                 while !Task.isCancelled {
                     _ = try? await offPool {
                         try SignetProcess.run(
                             executable: ChildProcess.env,
-                            ["sqlite3", "-cmd", ".timeout 10000", "-cmd", "BEGIN EXCLUSIVE", "-cmd", ".shell sleep 2.5", store, "COMMIT"],
+                            [
+                                "sqlite3", "-cmd", ".timeout 10000", "-cmd", "BEGIN EXCLUSIVE", "-cmd", ".shell touch \(holding)",
+                                "-cmd", ".shell sleep 2.5", store, "COMMIT",
+                            ],
                             timeout: 30)
                     }
                     // A second free between holds: SQLite's busy handler polls at most every
@@ -50,6 +57,11 @@ extension AlertsFireFromTheBinaryTests {
                 }
             }
             defer { holder.cancel() }
+            let holdStarted = ContinuousClock.now
+            while !FileManager.default.fileExists(atPath: holding) {
+                try #require(ContinuousClock.now < holdStarted + .seconds(60), "the sqlite3 shell never took the store's lock")
+                try await Task.sleep(for: .milliseconds(50))
+            }
             try Kcat.produce(brokers: cluster.bootstrapServers, topic: "notifications", values: values)
 
             let lagging = try await watched.waitForMetrics("signet_kafka_consumer_lag > 1000") { samples in
