@@ -11,9 +11,9 @@ public import SignetCore
 /// nothing, while a refund or revoke of the current period's transaction (always signed
 /// later) applies whenever it arrives. Pure and deterministic: a replay gives the same
 /// snapshot and the same events (including their ids). docs/state-machine.md has the table.
-package enum SubscriptionStateMachine {
+public enum SubscriptionStateMachine {
     /// What applying one input did.
-    package enum Outcome: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
         /// Nothing to do for a purchase (TEST, EXTERNAL_PURCHASE_TOKEN, RENEWAL_EXTENSION summaries, ...).
         case ignored
         /// Bad input: goes to the dead-letter sink.
@@ -31,7 +31,7 @@ package enum SubscriptionStateMachine {
     ]
 
     /// Applies `input` to `previous` (nil: the purchase is new to Signet).
-    package static func apply(_ input: TransitionInput, to previous: SubscriptionSnapshot?, policy: TransitionPolicy) -> Outcome {
+    public static func apply(_ input: TransitionInput, to previous: SubscriptionSnapshot?, policy: TransitionPolicy) -> Outcome {
         if input.source == .notification {
             guard let type = input.notificationType, type.isDocumented else {
                 if policy.rejectUnknownTypes {
@@ -76,7 +76,7 @@ package enum SubscriptionStateMachine {
     /// ids come from the purchase, the period's transaction and the boundary, so the result
     /// does not depend on when the sweep runs, and a second sweep finds nothing left to cross.
     /// A crossing that changes nothing still moves ``SubscriptionSnapshot/evaluatedAt``.
-    package static func advance(
+    public static func advance(
         _ snapshot: SubscriptionSnapshot, through cutoff: Int64, policy: TransitionPolicy
     ) -> (snapshot: SubscriptionSnapshot, events: [EntitlementEvent]) {
         var current = snapshot
@@ -96,7 +96,7 @@ package enum SubscriptionStateMachine {
     /// The state and entitlement of `snapshot` at `instant` under `policy`.
     ///
     /// Used for events (at the newest signedDate) and for queries (at the current time).
-    package static func derive(_ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy) -> (SubscriptionState, Bool) {
+    public static func derive(_ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy) -> (SubscriptionState, Bool) {
         let periodCurrent = snapshot.isPeriodCurrent(at: instant)
         let state: SubscriptionState
         if snapshot.migratedToOriginalTransactionId != nil {

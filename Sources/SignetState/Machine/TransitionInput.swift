@@ -6,25 +6,25 @@ public import SignetJWS
 ///
 /// An immutable class: `dedupe` derives it once and `transition` reads it from the record,
 /// so passing it on is one reference, not a copy of every field of the decoded payloads.
-package final class TransitionInput: Sendable {
-    package let source: EntitlementEvent.Source
-    package let notificationType: NotificationType?
-    package let subtype: Subtype?
-    package let notificationUUID: String?
+public final class TransitionInput: Sendable {
+    public let source: EntitlementEvent.Source
+    public let notificationType: NotificationType?
+    public let subtype: Subtype?
+    public let notificationUUID: String?
     /// The notification's signedDate; for a forwarded transaction or renewal info, its own.
-    package let signedDate: AppleTimestamp?
-    package let environment: AppStoreEnvironment?
-    package let bundleId: String?
-    package let transaction: JWSTransactionDecodedPayload?
-    package let renewalInfo: JWSRenewalInfoDecodedPayload?
+    public let signedDate: AppleTimestamp?
+    public let environment: AppStoreEnvironment?
+    public let bundleId: String?
+    public let transaction: JWSTransactionDecodedPayload?
+    public let renewalInfo: JWSRenewalInfoDecodedPayload?
     /// The notification's `data.status`: the subscription's status when Apple signed it.
-    package let status: SubscriptionStatus?
+    public let status: SubscriptionStatus?
     /// The verified app transaction of an app-level notification (RESCIND_CONSENT's `appData`).
-    package let appTransaction: JWSAppTransactionDecodedPayload?
+    public let appTransaction: JWSAppTransactionDecodedPayload?
     /// Why the customer asked for a refund (CONSUMPTION_REQUEST's `data.consumptionRequestReason`).
-    package let consumptionRequestReason: ConsumptionRequestReason?
+    public let consumptionRequestReason: ConsumptionRequestReason?
 
-    package init(
+    public init(
         source: EntitlementEvent.Source,
         notificationType: NotificationType? = nil,
         subtype: Subtype? = nil,
@@ -53,7 +53,7 @@ package final class TransitionInput: Sendable {
     }
 
     /// The facts of a verified payload from the `verify` stage.
-    package convenience init(_ payload: VerifiedPayload) {
+    public convenience init(_ payload: VerifiedPayload) {
         switch payload {
         case .notification(let notification):
             let body = notification.payload
@@ -100,12 +100,12 @@ package final class TransitionInput: Sendable {
 
     /// The download of the app this input is about (Apple's `appTransactionId`), from whichever
     /// signed part carries it.
-    package var appTransactionId: String? {
+    public var appTransactionId: String? {
         appTransaction?.appTransactionId ?? transaction?.appTransactionId ?? renewalInfo?.appTransactionId
     }
 
     /// The purchase this input is about.
-    package var originalTransactionId: String? {
+    public var originalTransactionId: String? {
         transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId
     }
 

@@ -13,7 +13,7 @@ public enum DedupeKeyKind: String, Sendable, Hashable, CaseIterable {
     case content
 
     /// The key of `input` (namespaced, so kinds never collide).
-    package func key(for input: TransitionInput) -> String {
+    public func key(for input: TransitionInput) -> String {
         switch self {
         case .notificationUUID:
             return input.sourceIdentity
