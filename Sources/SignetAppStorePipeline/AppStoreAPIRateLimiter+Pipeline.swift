@@ -12,7 +12,7 @@ extension AppStoreAPIRateLimiter {
     /// it when the component opens: stores are open by then.
     public static func forPipeline(_ resources: [any PipelineResource], logger: Logger) -> AppStoreAPIRateLimiter {
         for case let store as StateStoreResource in resources {
-            guard let opened = try? store.store(), let budget = opened as? any SharedRateBudget else { continue }
+            guard let opened = try? store.roles(), let budget = opened as? any SharedRateBudget else { continue }
             // A read-only SQLite store cannot book: this process spends its own budget.
             if let sqlite = opened as? SQLiteStateStore, sqlite.options.readOnly { continue }
             logger.info("App Store Server API budgets and Apple's pauses kept in \(budget.budgetDescription)")

@@ -5,6 +5,7 @@ public import SignetCore
 /// Keys: `ComponentSpec/sqliteStore`, `ComponentSpec/memoryStore`,
 /// `ComponentSpec/dedupeStage`, `ComponentSpec/transitionStage`, `ComponentSpec/fanoutStage`.
 extension ComponentRegistry {
+    /// Registers the state components: the `sqlite` and `memory` stores and the `dedupe`, `transition` and `fanout` stages.
     public mutating func registerStateComponents() {
         registerStore(.sqliteStore) { config, _ in
             let options = try SQLiteStateStore.Options.configuration.options(config)

@@ -59,7 +59,7 @@ struct ConsentCommand: ParsableCommand {
         }
     }
 
-    static func print(_ appTransactionId: String, clearingBy who: String?, in database: any StateStore, location: String) throws {
+    static func print(_ appTransactionId: String, clearingBy who: String?, in database: any StoreRoles, location: String) throws {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         guard let json = try StateJSON.consent(appTransactionId, clearingBy: who, in: database, at: now) else {
             Terminal.error("no consent restriction was ever recorded for appTransactionId \(appTransactionId) in \(location)")

@@ -36,7 +36,7 @@ struct StoreOptions: ParsableArguments {
     /// orders the two). Such a write may come before the first `signet run` (a backend records
     /// consent at sign-up), so it creates the store as `run` would: the SQLite file and its
     /// schema, or PostgreSQL's pending migrations.
-    func open(writingBesideThePipeline: Bool = false) throws -> any StateStore {
+    func open(writingBesideThePipeline: Bool = false) throws -> any StoreRoles {
         if let databaseURL {
             if writingBesideThePipeline {
                 var options = PostgresStoreOptions(url: try PostgresURL(databaseURL))
@@ -57,7 +57,7 @@ struct StoreOptions: ParsableArguments {
 extension StoreOptions {
     /// Prints what `read` answers from the store opened read-only; when it answers nothing,
     /// says `missing` (and where) and exits 1.
-    func show(_ missing: String, _ read: (any StateStore) throws -> [UInt8]?) throws {
+    func show(_ missing: String, _ read: (any StoreRoles) throws -> [UInt8]?) throws {
         let database = try open()
         defer { try? database.close() }
         guard let json = try read(database) else {

@@ -28,7 +28,7 @@ struct ConsumptionResponderTests {
         var product: String { "product.\(id)" }
     }
 
-    static func seed(_ asked: [Asked], in store: any StateStore, now: Int64) throws {
+    static func seed(_ asked: [Asked], in store: any StoreRoles, now: Int64) throws {
         try store.withTransaction { transaction in
             for item in asked {
                 var purchase = SubscriptionSnapshot(originalTransactionId: item.id, state: .active, entitled: true, evaluatedAt: now)
@@ -47,7 +47,7 @@ struct ConsumptionResponderTests {
         }
     }
 
-    static func request(_ id: String, in store: any StateStore) throws -> ConsumptionRequestRecord? {
+    static func request(_ id: String, in store: any StoreRoles) throws -> ConsumptionRequestRecord? {
         try store.consumptionRequests(requestedSince: 0, limit: 1000).first { $0.transactionId == id }
     }
 

@@ -479,7 +479,7 @@ func stateSnapshots(dataDir: URL, keys: [String]) throws -> [String: String] {
 }
 
 /// Each purchase's stored snapshot as sorted-key JSON ("none" when absent), from any store.
-func stateSnapshots(store: any StateStore, keys: [String]) throws -> [String: String] {
+func stateSnapshots(store: any StoreRoles, keys: [String]) throws -> [String: String] {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     var result: [String: String] = [:]

@@ -5,16 +5,16 @@ public import SignetJWS
 
 /// Builders for verified payloads without crypto (SignetJWS's package initialisers), shared by
 /// the state tests and the PostgreSQL store's.
-public enum Fixture {
-    public static let t0: Int64 = 1_700_000_000_000
-    public static let day: Int64 = 86_400_000
-    public static let bundleId = "com.example.signet"
+package enum Fixture {
+    package static let t0: Int64 = 1_700_000_000_000
+    package static let day: Int64 = 86_400_000
+    package static let bundleId = "com.example.signet"
 
-    public static func ts(_ milliseconds: Int64?) -> AppleTimestamp? {
+    package static func ts(_ milliseconds: Int64?) -> AppleTimestamp? {
         milliseconds.map(AppleTimestamp.init(millisecondsSince1970:))
     }
 
-    public static func transaction(
+    package static func transaction(
         otid: String = "1000", id: String, product: String = "pro.monthly",
         type: TransactionType = .autoRenewableSubscription,
         purchase: Int64, expires: Int64? = nil, signed: Int64,
@@ -31,7 +31,7 @@ public enum Fixture {
             environment: environment, revocationType: revocationType)
     }
 
-    public static func renewal(
+    package static func renewal(
         otid: String = "1000", product: String = "pro.monthly", autoRenew: Bool = true, signed: Int64,
         billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil, renewalDate: Int64? = nil
     ) -> JWSRenewalInfoDecodedPayload {
@@ -41,7 +41,7 @@ public enum Fixture {
             gracePeriodExpiresDate: ts(graceEnds), signedDate: ts(signed), environment: .production, renewalDate: ts(renewalDate))
     }
 
-    public static func notification(
+    package static func notification(
         _ type: NotificationType, _ subtype: Subtype? = nil, uuid: String, signed: Int64,
         transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
         summary: NotificationSummary? = nil, externalToken: ExternalPurchaseToken? = nil, status: SubscriptionStatus? = nil,
@@ -62,7 +62,7 @@ public enum Fixture {
     }
 
     /// RESCIND_CONSENT as Apple sends it: `appData` with the app transaction of download `app`, no purchase.
-    public static func rescindConsent(_ app: String?, uuid: String, signed: Int64) -> VerifiedPayload {
+    package static func rescindConsent(_ app: String?, uuid: String, signed: Int64) -> VerifiedPayload {
         let body = ResponseBodyV2DecodedPayload(
             notificationType: .rescindConsent, notificationUUID: uuid, version: "2.0", signedDate: ts(signed),
             appData: AppData(appAppleId: 1234, bundleId: bundleId, environment: .production, signedAppTransactionInfo: "jws"))
@@ -76,37 +76,37 @@ public enum Fixture {
             signingCertificate: AppleRoots.appleRootCAG3))
     }
 
-    public static func verified(_ payload: JWSTransactionDecodedPayload) -> VerifiedTransaction {
+    package static func verified(_ payload: JWSTransactionDecodedPayload) -> VerifiedTransaction {
         VerifiedTransaction(
             payload: payload, payloadJSON: [], effectiveDate: Date(), effectiveDateSource: .signedDate,
             signingCertificate: AppleRoots.appleRootCAG3)
     }
 
-    public static func verified(_ payload: JWSRenewalInfoDecodedPayload) -> VerifiedRenewalInfo {
+    package static func verified(_ payload: JWSRenewalInfoDecodedPayload) -> VerifiedRenewalInfo {
         VerifiedRenewalInfo(
             payload: payload, payloadJSON: [], effectiveDate: Date(), effectiveDateSource: .signedDate,
             signingCertificate: AppleRoots.appleRootCAG3)
     }
 
     /// A signed transaction forwarded by the app.
-    public static func appTransaction(_ payload: JWSTransactionDecodedPayload) -> VerifiedPayload {
+    package static func appTransaction(_ payload: JWSTransactionDecodedPayload) -> VerifiedPayload {
         .transaction(verified(payload))
     }
 
     /// Apple's current status of a purchase (Get All Subscription Statuses), as `signet reconcile` feeds it.
-    public static func status(
+    package static func status(
         _ transaction: JWSTransactionDecodedPayload, _ renewal: JWSRenewalInfoDecodedPayload, status: Int? = nil
     ) -> VerifiedPayload {
         .status(VerifiedSubscriptionStatus(transaction: verified(transaction), renewalInfo: verified(renewal), status: status))
     }
 
-    public static func record(_ payload: VerifiedPayload, line: Int64) -> Record {
+    package static func record(_ payload: VerifiedPayload, line: Int64) -> Record {
         var record = Record(raw: Array("line \(line)".utf8), position: SourcePosition(stream: "test", offset: line))
         record[VerifiedPayloadPart.self] = payload
         return record
     }
 
-    public static func temporaryDatabase() -> String {
+    package static func temporaryDatabase() -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signet-state-tests-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory.appendingPathComponent("state.db").path

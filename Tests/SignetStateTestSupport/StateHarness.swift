@@ -5,34 +5,34 @@ public import SignetState
 import SignetTestSupport
 
 /// A decoded event as published (from the output bytes, not the typed value).
-public struct PublishedEvent {
-    public let json: [String: Any]
-    public let bytes: [UInt8]
-    public let headers: [String: String]
-    public var type: String { json["type"] as? String ?? "" }
-    public var eventId: String { json["eventId"] as? String ?? "" }
-    public var state: String? { json["state"] as? String }
-    public var entitled: Bool { json["entitled"] as? Bool ?? false }
+package struct PublishedEvent {
+    package let json: [String: Any]
+    package let bytes: [UInt8]
+    package let headers: [String: String]
+    package var type: String { json["type"] as? String ?? "" }
+    package var eventId: String { json["eventId"] as? String ?? "" }
+    package var state: String? { json["state"] as? String }
+    package var entitled: Bool { json["entitled"] as? Bool ?? false }
 }
 
 /// What one batch did.
-public struct BatchResult {
-    public var events: [PublishedEvent] = []
-    public var dropped = 0
-    public var rejected: [RecordRejection] = []
-    public var batch: RecordBatch
+package struct BatchResult {
+    package var events: [PublishedEvent] = []
+    package var dropped = 0
+    package var rejected: [RecordRejection] = []
+    package var batch: RecordBatch
 }
 
 /// `dedupe` + `transition` over one store, driven the way the runner drives them.
-public final class StateHarness {
-    public let store: any StateStore
-    public let dedupe: DedupeStage
-    public let transition: TransitionStage
+package final class StateHarness {
+    package let store: any StoreRoles
+    package let dedupe: DedupeStage
+    package let transition: TransitionStage
     private var line: Int64 = 0
     private let executor = BlockingExecutor(label: "signet.test.state-harness")
 
-    public init(
-        store: any StateStore, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,
+    package init(
+        store: any StoreRoles, policy: TransitionPolicy = TransitionPolicy(), useDedupe: Bool = true,
         configure: (inout TransitionStage.Options) -> Void = { _ in }
     ) {
         self.store = store
@@ -44,11 +44,11 @@ public final class StateHarness {
         self.useDedupe = useDedupe
     }
 
-    public let useDedupe: Bool
+    package let useDedupe: Bool
 
     /// Runs one batch through the stages; acknowledges it unless told not to.
     @discardableResult
-    public func run(_ payloads: [VerifiedPayload], acknowledge: Bool = true) async throws -> BatchResult {
+    package func run(_ payloads: [VerifiedPayload], acknowledge: Bool = true) async throws -> BatchResult {
         var batch = RecordBatch(records: payloads.map { payload in
             line += 1
             return Fixture.record(payload, line: line)
@@ -68,7 +68,7 @@ public final class StateHarness {
     }
 
     /// One expiry sweep at `instant`, acknowledged (delivered) unless told not to; its events.
-    public func sweep(at instant: Int64, acknowledge: Bool = true) async throws -> [PublishedEvent] {
+    package func sweep(at instant: Int64, acknowledge: Bool = true) async throws -> [PublishedEvent] {
         try await withTaskExecutorPreference(executor) {
             guard let batch = try transition.sweep(at: instant, limit: 1000) else { return [] }
             if acknowledge { try await transition.acknowledge(batch) }
@@ -77,13 +77,13 @@ public final class StateHarness {
     }
 
     /// Runs each payload as its own batch; returns all events.
-    public func runEach(_ payloads: [VerifiedPayload]) async throws -> [PublishedEvent] {
+    package func runEach(_ payloads: [VerifiedPayload]) async throws -> [PublishedEvent] {
         var events: [PublishedEvent] = []
         for payload in payloads { events += try await run([payload]).events }
         return events
     }
 
-    public static func result(of batch: RecordBatch) -> BatchResult {
+    package static func result(of batch: RecordBatch) -> BatchResult {
         var result = BatchResult(batch: batch)
         for record in batch.records {
             switch record.status {

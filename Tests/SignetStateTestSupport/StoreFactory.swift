@@ -6,13 +6,13 @@ public import Testing
 /// ``all``: memory, SQLite and a real PostgreSQL (a fresh database per store on the
 /// test process's one server, ``PostgresServer/shared``; left out only when the
 /// PostgreSQL binaries are not installed, which SignetPostgresTests reports).
-public struct StoreFactory: Sendable, CustomTestStringConvertible {
-    public let name: String
-    public let make: @Sendable () async throws -> any StateStore
-    public var testDescription: String { name }
+package struct StoreFactory: Sendable, CustomTestStringConvertible {
+    package let name: String
+    package let make: @Sendable () async throws -> any StoreRoles
+    package var testDescription: String { name }
 
-    public static let memory = StoreFactory(name: "memory") { InMemoryStateStore() }
-    public static let sqlite = StoreFactory(name: "sqlite") { try SQLiteStateStore(path: Fixture.temporaryDatabase()) }
-    public static let postgres = StoreFactory(name: "postgres") { try await StoreKind.postgres.makeLocation().open() }
-    public static let all = [memory, sqlite] + (PostgresServer.unavailableReason == nil ? [postgres] : [])
+    package static let memory = StoreFactory(name: "memory") { InMemoryStateStore() }
+    package static let sqlite = StoreFactory(name: "sqlite") { try SQLiteStateStore(path: Fixture.temporaryDatabase()) }
+    package static let postgres = StoreFactory(name: "postgres") { try await StoreKind.postgres.makeLocation().open() }
+    package static let all = [memory, sqlite] + (PostgresServer.unavailableReason == nil ? [postgres] : [])
 }

@@ -5,27 +5,27 @@ import SignetTestSupport
 
 /// The state stores every contract test runs against: in-memory, SQLite and a real
 /// PostgreSQL (started by ``PostgresServer``; left out only when its binaries are missing).
-public enum StoreKind: String, CaseIterable, Sendable {
+package enum StoreKind: String, CaseIterable, Sendable {
     case memory, sqlite, postgres
 
     /// The stores that can run here (postgres needs the server binaries).
-    public static var available: [StoreKind] {
+    package static var available: [StoreKind] {
         allCases.filter { $0 != .postgres || PostgresServer.unavailableReason == nil }
     }
 
     /// The durable stores (a restart keeps their contents).
-    public static var durable: [StoreKind] { available.filter { $0 != .memory } }
+    package static var durable: [StoreKind] { available.filter { $0 != .memory } }
 
     /// A fresh store of each available kind.
-    public static func freshStores() async throws -> [any StateStore] {
-        var stores: [any StateStore] = []
+    package static func freshStores() async throws -> [any StoreRoles] {
+        var stores: [any StoreRoles] = []
         for kind in available { stores.append(try await kind.makeLocation().open()) }
         return stores
     }
 
     /// Where one test's store lives: a new SQLite file or PostgreSQL database.
     /// PostgreSQL's `CREATE DATABASE` runs off the cooperative pool (``offPool(_:)``).
-    public func makeLocation(outboxRetention: Duration = .zero) async throws -> StoreLocation {
+    package func makeLocation(outboxRetention: Duration = .zero) async throws -> StoreLocation {
         switch self {
         case .memory: return .memory(InMemoryStateStore(outboxRetention: outboxRetention))
         case .sqlite:
@@ -45,13 +45,13 @@ public enum StoreKind: String, CaseIterable, Sendable {
 
 
 /// One test's database, which can be opened again (a restart) or by a second instance.
-public enum StoreLocation {
+package enum StoreLocation {
     case memory(InMemoryStateStore)
     case sqlite(String, SQLiteStateStore.Options)
     case postgres(PostgresStoreOptions)
 
     /// Opening a PostgreSQL store (connect, migrate, lease) runs off the cooperative pool.
-    public func open() async throws -> any StateStore {
+    package func open() async throws -> any StoreRoles {
         switch self {
         case .memory(let store): return store
         case .sqlite(let path, let options): return try SQLiteStateStore(path: path, options: options)

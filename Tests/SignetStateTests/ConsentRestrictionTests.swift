@@ -25,7 +25,7 @@ import Testing
         F.rescindConsent(app, uuid: uuid, signed: signed)
     }
 
-    func restricted(_ otid: String, in store: any StateStore, at instant: Int64) throws -> (restricted: Bool, entitled: Bool)? {
+    func restricted(_ otid: String, in store: any StoreRoles, at instant: Int64) throws -> (restricted: Bool, entitled: Bool)? {
         try store.entitlements(originalTransactionId: otid, at: instant).first.map { ($0.restricted, $0.entitled) }
     }
 

@@ -39,7 +39,7 @@ import Testing
         return F.notification(type, uuid: uuid, signed: signed, transaction: transaction, renewal: F.renewal(otid: otid, signed: signed))
     }
 
-    func requests(_ store: any StateStore) throws -> [ConsumptionRequestRecord] {
+    func requests(_ store: any StoreRoles) throws -> [ConsumptionRequestRecord] {
         try store.consumptionRequests(requestedSince: 0, limit: 100)
     }
 

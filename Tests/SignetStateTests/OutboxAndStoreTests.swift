@@ -13,11 +13,12 @@ import Testing
     // Restart redelivery and outbox retention: StoreContractTests, on every durable store.
 
     /// A store whose transaction fails after a number of outbox appends (a dying disk).
-    final class FailingStore: StateStore, @unchecked Sendable {
+    final class FailingStore: StoreRoles, @unchecked Sendable {
         // @unchecked: `failAfter` is set before the stage runs and read under the inner store's lock.
         let inner: InMemoryStateStore
         var failAfter: Int
         init(inner: InMemoryStateStore, failAfter: Int) { self.inner = inner; self.failAfter = failAfter }
+        var roles: StateStoreRoles { StateStoreRoles(self) }
 
         struct Boom: Error {}
         final class Wrapped: StateTransaction {

@@ -15,7 +15,7 @@ import Testing
 
     /// Runs `body` on every store, each already holding the purchase Signet saw start (SUBSCRIBED
     /// at t0, 30 days), and closes the store afterwards (a PostgreSQL store holds connections).
-    func withHarnesses(_ body: (StateHarness, any StateStore) async throws -> Void) async throws {
+    func withHarnesses(_ body: (StateHarness, any StoreRoles) async throws -> Void) async throws {
         for factory in StoreFactory.all {
             let store = try await factory.make()
             defer { try? store.close() }

@@ -10,8 +10,8 @@ import Testing
     typealias F = Fixture
     let t0 = Fixture.t0, day = Fixture.day
 
-    static func stores() async throws -> [any StateStore] {
-        var stores: [any StateStore] = []
+    static func stores() async throws -> [any StoreRoles] {
+        var stores: [any StoreRoles] = []
         for factory in StoreFactory.all { stores.append(try await factory.make()) }
         return stores
     }

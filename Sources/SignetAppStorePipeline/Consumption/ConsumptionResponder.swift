@@ -111,7 +111,7 @@ package final class ConsumptionResponder: Sendable {
     private func claim() throws -> (claimed: [Claimed], settled: Int, counts: SweepCounts) {
         var counts = SweepCounts()
         let now = options.clock()
-        let store = try store.store()
+        let store = try store.roles()
         let held = now + options.claim.clampedMilliseconds
         let due: [ConsumptionRequestRecord] = try store.withTransaction { transaction in
             try transaction.consumptionRequestsDue(atOrBefore: now, limit: options.batchLimit).map { request in
@@ -209,7 +209,7 @@ package final class ConsumptionResponder: Sendable {
 
     /// Saves `request` unless the store moved on meanwhile (an answered one stays answered).
     private func record(_ request: ConsumptionRequestRecord) throws {
-        try store.store().withTransaction { transaction in
+        try store.roles().withTransaction { transaction in
             let kept = try transaction.consumptionRequests(transactionId: request.transactionId).first { $0.requestedAt == request.requestedAt }
             if let kept, kept.status != .pending { return }
             var merged = request
@@ -225,7 +225,7 @@ package final class ConsumptionResponder: Sendable {
     }
 
     private func lastResult(of request: ConsumptionRequestRecord) throws -> ConsumptionRequestRecord? {
-        try store.store().withTransaction { transaction in
+        try store.roles().withTransaction { transaction in
             try transaction.consumptionRequests(transactionId: request.transactionId).first { $0.requestedAt == request.requestedAt }
         }
     }
@@ -251,7 +251,7 @@ package final class ConsumptionResponder: Sendable {
         let now = options.clock()
         let recent = try await onStore {
             // Pending ones are at most a day old: after 12 hours a sweep marks them late.
-            try self.store.store().consumptionRequests(requestedSince: now - 2 * ConsumptionRequestRecord.answerWindow, limit: 100_000)
+            try self.store.roles().consumptionRequests(requestedSince: now - 2 * ConsumptionRequestRecord.answerWindow, limit: 100_000)
         }
         let pending = recent.filter { $0.status == .pending }
         metrics.backlog(count: pending.count, oldestAgeMilliseconds: pending.map(\.receivedAt).min().map { now - $0 })

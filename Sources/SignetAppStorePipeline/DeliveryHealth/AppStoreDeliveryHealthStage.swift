@@ -182,7 +182,7 @@ public final class AppStoreDeliveryHealthStage: Stage {
         if let local = seen.withLock({ $0[uuid] }) { return local }
         guard let store else { return nil }
         let key = "n:" + uuid
-        let recorded = try await withTaskExecutorPreference(storeReads) { try store.store().containedKeys([key]) }
+        let recorded = try await withTaskExecutorPreference(storeReads) { try store.roles().containedKeys([key]) }
         return recorded.contains(key) ? options.clock() : nil
     }
 

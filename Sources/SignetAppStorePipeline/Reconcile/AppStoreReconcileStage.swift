@@ -101,7 +101,7 @@ public final class AppStoreReconcileStage: TickingStage {
         do {
             pages: while asked < options.limit {
                 let page = try await withTaskExecutorPreference(storeReads) { [store, options, after] in
-                    try store.store().staleSubscriptions(
+                    try store.roles().staleSubscriptions(
                         endedAfter: now - options.window.clampedMilliseconds, endedBefore: now - options.leeway.clampedMilliseconds,
                         after: after, limit: Self.pageSize)
                 }

@@ -10,6 +10,7 @@ public struct ComponentContext: Sendable {
     public var name: String?
     /// The names of the pipeline's sinks, so a routing stage can check its targets.
     public var sinkNames: [String]
+    /// Where the component logs.
     public var logger: Logger
     /// The pipeline's resources (`stores:`) built so far, by name.
     public var resources: [String: any PipelineResource]
@@ -36,6 +37,7 @@ public struct ComponentContext: Sendable {
         package var stores: Set<String>
     }
 
+    /// A context for building one component (the loader makes them; tests and embedders may too).
     public init(
         path: String, name: String? = nil, sinkNames: [String], logger: Logger,
         resources: [String: any PipelineResource] = [:], location: ConfigLocation? = nil,

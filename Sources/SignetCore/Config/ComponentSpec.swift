@@ -12,6 +12,7 @@ public struct ComponentSpec: Sendable {
     public var summary: String
     /// Longer prose for docs (optional).
     public var description: String
+    /// The keys the component accepts, in the order docs list them.
     public var fields: [ConfigField]
     /// Complete YAML snippets that show the component in use.
     public var examples: [String]
@@ -36,6 +37,7 @@ public struct ComponentSpec: Sendable {
     /// `increase()` sees the first one, even in a process that ran for weeks.
     public var rejects: [ReasonCode]
 
+    /// A component's definition; only `name` and `summary` are required.
     public init(
         name: String, summary: String, description: String = "", fields: [ConfigField] = [],
         examples: [String] = [], requiresBefore: [String] = [], traits: Set<StageTrait> = [],

@@ -14,8 +14,10 @@
 public struct ConfigBindings<Options: Sendable>: Sendable {
     /// The options a mapping that writes no key gets; every field's default is read from here.
     public let defaults: Options
+    /// One binding per key, in the order docs list them.
     public let bindings: [ConfigBinding<Options>]
 
+    /// Bindings over `defaults`, the options a mapping that writes no key gets.
     public init(defaults: Options, _ bindings: [ConfigBinding<Options>]) {
         self.defaults = defaults
         self.bindings = bindings

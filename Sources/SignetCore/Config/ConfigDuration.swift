@@ -38,6 +38,7 @@ public enum ConfigDuration {
     public enum DurationError: Error, Sendable, Equatable {
         /// A number without a unit.
         case missingUnit(String)
+        /// Not a number followed by a unit (`ms`, `s`, `m`, `h`, `d`).
         case invalid
 
         /// The message tail after "'key' must be a duration ...".

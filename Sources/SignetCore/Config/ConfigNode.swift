@@ -5,15 +5,21 @@ import Yams
 /// Signet reads configuration through this tree (not `Codable`) so that every error
 /// can name the file, line and column of the offending value.
 public struct ConfigNode: Sendable {
+    /// What a node holds.
     public enum Value: Sendable {
         /// A scalar as written (after interpolation). Plain `null`, `~` and empty scalars are ``null``.
         case scalar(String)
+        /// A mapping's entries, in file order.
         case mapping([(key: ConfigNode, value: ConfigNode)])
+        /// A sequence's items, in file order.
         case sequence([ConfigNode])
+        /// No value (`null`, `~` or nothing).
         case null
     }
 
+    /// The value, after `${VAR}` interpolation.
     public var value: Value
+    /// Where it was written.
     public var location: ConfigLocation
     /// Dotted path from the document root, e.g. `stages[1].bundle_id`, for messages.
     public var path: String
@@ -21,6 +27,7 @@ public struct ConfigNode: Sendable {
     /// a type error in it is not reported, the unset variable already is.
     public var isPlaceholder: Bool
 
+    /// A node as parsed (tests build trees by hand with it).
     public init(value: Value, location: ConfigLocation, path: String, isPlaceholder: Bool = false) {
         self.value = value
         self.location = location

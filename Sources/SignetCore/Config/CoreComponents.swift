@@ -2,6 +2,7 @@
 /// `stdout`, `file` (sink). Their keys are declared in ``ComponentSpec/stdinSource``,
 /// ``ComponentSpec/fileSource``, ``ComponentSpec/stdoutSink`` and ``ComponentSpec/fileSink``.
 extension ComponentRegistry {
+    /// Registers the core components: the `stdin` and `file` sources and the `stdout` and `file` sinks.
     public mutating func registerCoreComponents() {
         registerSource(.stdinSource) { config, _ in
             LineSource.standardInput(options: try LineSource.Options.configuration.options(config))

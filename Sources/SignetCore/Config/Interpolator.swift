@@ -89,6 +89,8 @@ package final class Interpolator {
 
 /// A `${VAR}` without default whose variable was not set when the file was linted.
 public struct UnsetVariable: Sendable, Hashable {
+    /// The variable's name.
     public var name: String
+    /// Where the file uses it.
     public var location: ConfigLocation
 }

@@ -59,6 +59,7 @@ public struct PipelineLoader: Sendable {
     public struct LintReport: Sendable {
         /// The built pipeline when the file is valid.
         public var pipeline: Pipeline?
+        /// Every error found, each with its line and column; empty when the file is valid.
         public var errors: [ConfigError]
         /// Variables without default that are unset here; `run` would fail on them.
         public var unsetVariables: [UnsetVariable]

@@ -21,6 +21,7 @@ public final class PipelineHealth: Sendable {
     /// Starting, not ready.
     public init() {}
 
+    /// Where the pipeline is now.
     public var phase: Phase { state.withLock { $0 } }
 
     /// Moves to `phase`; a stopped pipeline stays stopped and a draining one never runs again.

@@ -78,6 +78,7 @@ package enum OriginalInputLengthPart: RecordPartKey {
 /// record[TenantPart.self] = "acme"
 /// ```
 public protocol RecordPartKey {
+    /// The type of the value stored under this key.
     associatedtype Value: Sendable
 }
 
@@ -161,19 +162,24 @@ extension OutputMessage {
         public static let eventId = HeaderName(rawValue: "signet-event-id")
         /// An entitlement-change event's type (`signet_events_total` counts by it).
         public static let eventType = HeaderName(rawValue: "signet-event-type")
+        /// An entitlement-change event's environment (`Sandbox`, `Production`).
         public static let environment = HeaderName(rawValue: "signet-environment")
+        /// An entitlement-change event's product id.
         public static let productId = HeaderName(rawValue: "signet-product-id")
         /// A dead letter's reason code (docs/reason-codes.md).
         public static let reason = HeaderName(rawValue: "signet-reason")
+        /// A dead letter's human-readable detail (why, in words).
         public static let detail = HeaderName(rawValue: "signet-detail")
         /// The stage (or `sinks.<name>`) that rejected the record.
         public static let stage = HeaderName(rawValue: "signet-stage")
         /// The rejected record's source position.
         public static let source = HeaderName(rawValue: "signet-source")
+        /// A dead letter's stable id (the same input and reason give the same id, so retries collapse).
         public static let deadLetterId = HeaderName(rawValue: "signet-dead-letter-id")
     }
 }
 
 extension OutputMessage.Header {
+    /// A header under one of Signet's names.
     public init(_ name: OutputMessage.HeaderName, _ value: String) { self.init(name.rawValue, value) }
 }

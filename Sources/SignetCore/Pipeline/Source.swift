@@ -38,17 +38,21 @@ public protocol Sink: Sendable {
     /// What the sink is given: the records' output messages (events, documents) routed to
     /// it, or the raw bytes of every record a stage verified (``SinkInput/verifiedRaw``).
     var input: SinkInput { get }
+    /// Opens the destination (connections, files) before the first write; throwing stops the run before it reads.
     func open() async throws
     /// Delivers the messages and returns once the destination acknowledged them all
     /// (written and flushed, fsynced, or acked by the broker). Throwing means none of
     /// them may be considered delivered; the runner does not commit the batch.
     func write(_ messages: [OutputMessage]) async throws
+    /// Flushes and closes the destination after the last write.
     func close() async throws
 }
 
 extension Sink {
     public var input: SinkInput { .outputs }
+    /// Does nothing: a sink with nothing to open.
     public func open() async throws {}
+    /// Does nothing: a sink with nothing to close.
     public func close() async throws {}
 }
 
@@ -68,11 +72,13 @@ public enum SinkInput: Sendable, Hashable {
 /// Marks a record whose raw bytes are a signed payload a stage verified (the `verify` stage
 /// sets it on notifications), for sinks whose input is ``SinkInput/verifiedRaw``.
 public enum ForwardablePart: RecordPartKey {
+    /// Always `true` when set.
     public typealias Value = Bool
 }
 
 /// A sink that writes to a named file and can open it again: `signet run` calls
 /// ``reopen()`` on SIGHUP, after logrotate moved the file away (`postrotate`).
 public protocol ReopenableSink: Sink {
+    /// Closes the file and opens it again by name; writes wait meanwhile.
     func reopen() async throws
 }

@@ -12,6 +12,7 @@ public struct UncommittedPositions: Error, Sendable, CustomStringConvertible {
     /// Why they could not be committed (the last error).
     public var reason: String
 
+    /// The positions left uncommitted and why.
     public init(positions: [String: Int64], reason: String) {
         self.positions = positions
         self.reason = reason

@@ -7,16 +7,21 @@
 public struct UndeliverableMessages: Error, Sendable, CustomStringConvertible {
     /// One refused message: its index in the written array, and why.
     public struct Refusal: Sendable, Equatable {
+        /// The refused message's index in the batch written.
         public var index: Int
+        /// Why it was refused (a reason code and detail).
         public var rejection: RecordRejection
+        /// A refusal of the message at `index`.
         public init(index: Int, rejection: RecordRejection) {
             self.index = index
             self.rejection = rejection
         }
     }
 
+    /// The refused messages, by index.
     public var refusals: [Refusal]
 
+    /// An error for the messages `refusals` names.
     public init(_ refusals: [Refusal]) {
         self.refusals = refusals
     }

@@ -24,7 +24,7 @@ extension EntitlementAPI {
         }
         guard !unknown, subjects.count == 1, let subject = subjects.first else { return Self.json(.badRequest, Self.oneSubject) }
         return answer(notFound: #"{"error":"no consumption consent was recorded for this customer or purchase"}"#) {
-            try StateJSON.consumptionConsent(subject, in: try store.store())
+            try StateJSON.consumptionConsent(subject, in: try store.roles())
         }
     }
 
@@ -69,7 +69,7 @@ extension EntitlementAPI {
         let consent = ConsumptionConsent(
             subject, consented: consented, at: at ?? now, by: "api: " + (by ?? "backend"), refundPreference: preference)
         return answer {
-            try StateJSON.recordConsumptionConsent(consent, in: try store.store())
+            try StateJSON.recordConsumptionConsent(consent, in: try store.roles())
         }
     }
 
@@ -92,7 +92,7 @@ extension EntitlementAPI {
             }
         }
         return answer {
-            try StateJSON.consumptionRequests(since: since, limit: limit, in: try store.store(), at: now)
+            try StateJSON.consumptionRequests(since: since, limit: limit, in: try store.roles(), at: now)
         }
     }
 
@@ -112,7 +112,7 @@ extension EntitlementAPI {
             since = value
         }
         return answer {
-            try StateJSON.consumptionReport(since: since, in: try store.store(), at: now)
+            try StateJSON.consumptionReport(since: since, in: try store.roles(), at: now)
         }
     }
 
@@ -131,7 +131,7 @@ extension EntitlementAPI {
             return Self.json(.badRequest, #"{"error":"the only parameter is transactionId, once"}"#)
         }
         return answer(notFound: #"{"error":"nothing was recorded about this transaction's use"}"#) {
-            try StateJSON.consumptionUsage(transactionId: id, in: try store.store())
+            try StateJSON.consumptionUsage(transactionId: id, in: try store.roles())
         }
     }
 
@@ -169,7 +169,7 @@ extension EntitlementAPI {
             by: "api: " + (by ?? "backend"))
         if let problem = usage.problem { return Self.error(.badRequest, problem) }
         return answer {
-            try StateJSON.recordConsumptionUsage(usage, in: try store.store())
+            try StateJSON.recordConsumptionUsage(usage, in: try store.roles())
         }
     }
 

@@ -46,14 +46,14 @@ struct EntitlementAPI: Sendable {
         }
         return answer {
             try StateJSON.entitlements(
-                query, named: names.first, environment: environments.first, in: try store.store(), at: WallClock.milliseconds())
+                query, named: names.first, environment: environments.first, in: try store.roles(), at: WallClock.milliseconds())
         }
     }
 
     func subscription(_ request: Request, originalTransactionId: String) -> Response {
         if let refusal = authorize(request) { return refusal }
         return answer {
-            try StateJSON.subscription(originalTransactionId, in: try store.store())
+            try StateJSON.subscription(originalTransactionId, in: try store.roles())
         }
     }
 
@@ -69,7 +69,7 @@ struct EntitlementAPI: Sendable {
         }
         guard valid, seen <= 1 else { return Self.json(.badRequest, #"{"error":"the only parameter is limit, once, 1 to 1000"}"#) }
         return answer(notFound: #"{"error":"no state and no events for this originalTransactionId"}"#) {
-            try StateJSON.history(originalTransactionId, limit: limit, in: try store.store())
+            try StateJSON.history(originalTransactionId, limit: limit, in: try store.roles())
         }
     }
 
@@ -77,7 +77,7 @@ struct EntitlementAPI: Sendable {
     func consent(_ request: Request, appTransactionId: String) -> Response {
         if let refusal = authorize(request) { return refusal }
         return answer(notFound: Self.noConsentRecord) {
-            try StateJSON.consent(appTransactionId, in: try store.store(), at: WallClock.milliseconds())
+            try StateJSON.consent(appTransactionId, in: try store.roles(), at: WallClock.milliseconds())
         }
     }
 
@@ -97,7 +97,7 @@ struct EntitlementAPI: Sendable {
             by = "api: " + String(value)
         }
         return answer(notFound: Self.noConsentRecord) {
-            try StateJSON.consent(appTransactionId, clearingBy: by, in: try store.store(), at: WallClock.milliseconds())
+            try StateJSON.consent(appTransactionId, clearingBy: by, in: try store.roles(), at: WallClock.milliseconds())
         }
     }
 

@@ -9,14 +9,14 @@ import SignetCore
 ///   `expired` (still failing past `max_age`: dead-lettered);
 /// - `signet_forward_pending{sink,target}` and `signet_forward_oldest_pending_seconds{sink,target}`:
 ///   the queue's depth and the age of its oldest entry, as the deliverer last saw them.
-public final class ForwardMetrics: Sendable {
+package final class ForwardMetrics: Sendable {
     private let sink: String
     private let metrics: DimensionedMetrics
 
     /// Every `result` of `signet_forward_attempts_total`.
     static let results = ["delivered", "retry", "refused", "expired"]
 
-    public init(sink: String, factory: any MetricsFactory = MetricsSystem.factory) {
+    package init(sink: String, factory: any MetricsFactory = MetricsSystem.factory) {
         self.sink = sink
         metrics = DimensionedMetrics(factory: factory)
     }

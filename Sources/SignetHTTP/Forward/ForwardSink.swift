@@ -19,46 +19,46 @@ import Synchronization
 /// to the sink's dead-letter file. The pipeline is held back only when a receiver's queue
 /// already holds `max_pending` entries: then the write fails and the runner retries it (as
 /// for any failing sink), so even then nothing is lost.
-public final class ForwardSink: Sink {
+package final class ForwardSink: Sink {
     /// Where to forward and how hard to try.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The receivers, http:// or https:// URLs; each gets every body.
-        public var urls: [String] = []
+        package var urls: [String] = []
         /// The state store (by name in `stores:`) that holds the queue.
-        public var store = "default"
+        package var store = "default"
         /// Per request, from connect to the last byte of the answer.
-        public var timeout: Duration = .seconds(10)
+        package var timeout: Duration = .seconds(10)
         /// How long a body is retried before it is dead-lettered (Apple retries its own
         /// deliveries for about three days).
-        public var maxAge: Duration = .seconds(3 * 86_400)
+        package var maxAge: Duration = .seconds(3 * 86_400)
         /// Entries one receiver's queue may hold before writes fail (and the pipeline waits).
-        public var maxPending = 100_000
+        package var maxPending = 100_000
         /// First retry delay; doubles per attempt.
-        public var initialBackoff: Duration = .seconds(1)
+        package var initialBackoff: Duration = .seconds(1)
         /// Longest retry delay.
-        public var maxBackoff: Duration = .seconds(300)
+        package var maxBackoff: Duration = .seconds(300)
         /// Entries claimed per round.
-        public var batch = 32
+        package var batch = 32
         /// Requests in flight per receiver.
-        public var concurrency = 4
+        package var concurrency = 4
         /// The longest wait between looks at the queue (another instance's entries, retries).
-        public var pollInterval: Duration = .seconds(1)
+        package var pollInterval: Duration = .seconds(1)
         /// The dead-letter file; nil: `forward-dead-letters.ndjson` in the data directory.
-        public var deadLetterPath: String?
+        package var deadLetterPath: String?
         /// On close, how long to wait for the receivers that answer to get what is queued (a
         /// stdin run ends right after its last write); a failing receiver is not waited for.
-        public var drainTimeout: Duration = .seconds(5)
+        package var drainTimeout: Duration = .seconds(5)
 
         /// How long a claimed entry stays reserved for the instance sending it: past it, a
         /// crash's entries are sent again.
         var lease: Duration { max(timeout * 2, .seconds(30)) }
 
-        public init() {}
+        package init() {}
     }
 
-    public var input: SinkInput { .verifiedRaw }
+    package var input: SinkInput { .verifiedRaw }
 
-    public let options: Options
+    package let options: Options
     private let name: String
     private let storeProvider: @Sendable () throws -> any ForwardQueueStore
     private let deadLetters: ForwardDeadLetters
@@ -83,7 +83,7 @@ public final class ForwardSink: Sink {
     ///   - options: the component's settings (its `Options`); the defaults fit most uses.
     ///   - name: the sink's name in the pipeline, for metrics and logs.
     ///   - deadLetterPath: where refused and expired bodies go.
-    public init(
+    package init(
         options: Options, name: String = "forward", store: @escaping @Sendable () throws -> any ForwardQueueStore, deadLetterPath: String,
         logger: Logger = Logger(label: "signet.forward"), metrics: any MetricsFactory = MetricsSystem.factory
     ) {
@@ -96,7 +96,7 @@ public final class ForwardSink: Sink {
         self.executor = BlockingExecutor(label: "signet.sink.\(name)")
     }
 
-    public func open() async throws {
+    package func open() async throws {
         guard running.withLock({ $0 == nil }) else { return }
         let store = try storeProvider()
         // The queue must be usable before anything is acknowledged into it.
@@ -119,7 +119,7 @@ public final class ForwardSink: Sink {
         logger.info("forward '\(name)': \(options.urls.count) receivers (\(options.urls.joined(separator: ", "))), queue in store '\(options.store)'")
     }
 
-    public func write(_ messages: [OutputMessage]) async throws {
+    package func write(_ messages: [OutputMessage]) async throws {
         guard !messages.isEmpty else { return }
         guard let current = running.withLock({ $0 }) else { throw ForwardSinkError.notOpen }
         let (store, urls, limit) = (current.store, options.urls, options.maxPending)
@@ -139,7 +139,7 @@ public final class ForwardSink: Sink {
 
     /// Stops the deliverers (a request in flight is abandoned: its entry is sent again once its
     /// lease ran out, at least once) and closes the client and the dead-letter file.
-    public func close() async throws {
+    package func close() async throws {
         guard let current = running.withLock({ state in defer { state = nil }; return state }) else { return }
         await drain(current)
         for task in current.tasks { task.cancel() }
@@ -171,18 +171,18 @@ public final class ForwardSink: Sink {
     }
 
     /// The default dead-letter file in the data directory `environment` names.
-    public static func defaultDeadLetterPath(environment: [String: String]) -> String {
+    package static func defaultDeadLetterPath(environment: [String: String]) -> String {
         DataDirectory.file("forward-dead-letters.ndjson", environment: environment)
     }
 }
 
 /// Why a forward write failed.
-public enum ForwardSinkError: Error, CustomStringConvertible {
+package enum ForwardSinkError: Error, CustomStringConvertible {
     case notOpen
     /// A receiver's queue is full: the pipeline waits (the runner retries the write).
     case queueFull(target: String, pending: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notOpen: "the forward sink is not open"
         case .queueFull(let target, let pending, let limit):

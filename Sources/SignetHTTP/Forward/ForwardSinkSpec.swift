@@ -25,7 +25,7 @@ extension ComponentSpec {
 
 extension ForwardSink.Options {
     /// The options a validated `type: forward` mapping says.
-    public init(_ config: ParsedConfig) throws(ConfigError) {
+    package init(_ config: ParsedConfig) throws(ConfigError) {
         self = try Self.configuration.options(config)
         let urls = try config.stringList("urls") ?? []
         guard !urls.isEmpty else { throw config.error("'urls' needs at least one receiver", key: "urls") }
@@ -67,12 +67,12 @@ extension ForwardSink.Options {
 
 extension ComponentRegistry {
     /// Registers the `forward` sink.
-    public mutating func registerForwardComponents() {
+    package mutating func registerForwardComponents() {
         registerSink(.forwardSink) { config, context in
             let options = try ForwardSink.Options(config)
             let resource = try context.resource(named: options.store, as: StateStoreResource.self)
             return ForwardSink(
-                options: options, name: context.name ?? "forward", store: { try resource.store() },
+                options: options, name: context.name ?? "forward", store: { try resource.roles() },
                 deadLetterPath: options.deadLetterPath ?? ForwardSink.defaultDeadLetterPath(environment: context.environment),
                 logger: context.logger)
         }

@@ -67,7 +67,7 @@ struct PurchaseEndpoint: Sendable {
             let entitlements: [UInt8]
             do {
                 entitlements = try await executor.run {
-                    try StateJSON.entitlements(.originalTransactionId(purchase), in: try store.store(), at: WallClock.milliseconds())
+                    try StateJSON.entitlements(.originalTransactionId(purchase), in: try store.roles(), at: WallClock.milliseconds())
                 }
             } catch {
                 logger.error("http: state store read failed after a purchase was committed: \(error)")

@@ -19,7 +19,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+    package func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
         try withSession("refund question listing", waitingOutOutages: false) { session in
             var binds = PostgresBindings()
             binds.append(requestedSince)
@@ -32,7 +32,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func consumptionLedgerEntry(_ key: String) throws -> String? {
+    package func consumptionLedgerEntry(_ key: String) throws -> String? {
         try withSession("consumption ledger lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(
                 unsafeSQL: "SELECT record::text FROM signet_consumption_ledger WHERE key = $1", binds: Self.binds(key)))

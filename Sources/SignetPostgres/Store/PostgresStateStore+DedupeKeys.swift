@@ -12,7 +12,7 @@ import Synchronization
 extension PostgresStateStore {
     /// With no keys: throws the current outage, if a call is retrying one (readiness false
     /// while the pipeline is paused), without touching the server.
-    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+    package func containedKeys(_ keys: [String]) throws -> Set<String> {
         guard !keys.isEmpty else {
             if let error = outage.withLock({ $0 }) { throw error }
             return []
@@ -36,7 +36,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+    package func recordKeys(_ keys: [String], seenAt: Int64) throws {
         guard !keys.isEmpty else { return }
         _ = try withSession("record keys") { session in
             try session.query("""

@@ -10,7 +10,7 @@ import Synchronization
 
 /// The ``EventOutboxStore`` role.
 extension PostgresStateStore {
-    public func undeliveredEvents() throws -> [OutboxEntry] {
+    package func undeliveredEvents() throws -> [OutboxEntry] {
         try withSession("outbox redelivery") { session in
             let rows = try session.query(PostgresQuery(unsafeSQL: """
                 UPDATE signet_outbox o SET owner = $1
@@ -23,7 +23,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+    package func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
         guard !sequences.isEmpty else { return }
         let deleting = options.outboxRetention <= .zero
         try withSession("delivery mark") { session in
@@ -37,7 +37,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+    package func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
         try withSession("history lookup", waitingOutOutages: false) { session in
             let rows = try session.query("""
                 SELECT seq, created_at, delivered_at, payload FROM signet_outbox

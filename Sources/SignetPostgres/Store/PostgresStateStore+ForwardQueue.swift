@@ -10,7 +10,7 @@ import Synchronization
 
 /// The ``ForwardQueueStore`` role.
 extension PostgresStateStore {
-    public func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
+    package func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
         guard !bodies.isEmpty, !targets.isEmpty else { return }
         let encoded = bodies.map { Data($0).base64EncodedString() }
         try withSession("forward enqueue") { session in
@@ -25,7 +25,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
+    package func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
         let limit = Int64(max(0, limit))
         return try withSession("forward claim") { session in
             // SKIP LOCKED: instances claiming at the same moment take different entries.
@@ -45,7 +45,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
+    package func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
         guard !done.isEmpty || !retries.isEmpty else { return }
         try withSession("forward settlement") { session in
             if !done.isEmpty { try session.query("DELETE FROM signet_forward_queue WHERE id = ANY(\(done))") }
@@ -59,7 +59,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
+    package func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
         try withSession("forward queue status", waitingOutOutages: false) { session in
             let rows = try session.query(
                 "SELECT count(*), min(enqueued_at), min(due_at) FROM signet_forward_queue WHERE target = \(target)")

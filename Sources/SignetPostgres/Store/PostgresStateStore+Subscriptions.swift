@@ -31,7 +31,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+    package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         try withSession("purchase listing", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(
                 unsafeSQL: """
@@ -48,7 +48,7 @@ extension PostgresStateStore {
         }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
+    package func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         try withSession("stale purchases", waitingOutOutages: false) { session in
             // Keyset paging: the same order in the condition and the sort, so a page continues
             // exactly where the last ended.
@@ -68,7 +68,7 @@ extension PostgresStateStore {
 
     public var entitlementNames: EntitlementNames { names.withLock { $0 } }
 
-    public func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
+    package func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
         guard replacement != entitlementNames else { return }
         let pairs = replacement.pairs
         try withSession("entitlement names") { session in

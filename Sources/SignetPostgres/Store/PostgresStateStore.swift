@@ -22,7 +22,10 @@ import Synchronization
 /// source is committed only after delivery, so no position passes what was stored.
 /// Calls run on the sessions of a pool of `pool_size` connections (`PostgresSessionPool`),
 /// one call per session at a time; see `PostgresSession` for why waiting is safe.
-public final class PostgresStateStore: StateStore {
+public final class PostgresStateStore: StoreRoles {
+    /// This store's roles, for Signet's stages.
+    public var roles: StateStoreRoles { StateStoreRoles(self) }
+
     public let options: PostgresStoreOptions
     /// This instance's id (`signet_instances.id`, `signet_outbox.owner`).
     public let instanceId: String
@@ -105,7 +108,7 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
-    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+    package func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
         try withSession("batch") { session in
             let transaction = PostgresStateTransaction(session: session, instanceId: instanceId, inFlight: inFlight)
             try session.execute("BEGIN")
@@ -128,7 +131,7 @@ public final class PostgresStateStore: StateStore {
         }
     }
 
-    public func prune(keysBefore: Int64, now: Int64) throws {
+    package func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - options.outboxRetention.clampedMilliseconds
         let pruneEvents = options.outboxRetention > .zero
         try withSession("prune") { session in

@@ -8,16 +8,16 @@ public import AppStoreModels
 /// respond." Signet cannot ask the customer; the app can, and tells Signet here. An entry is
 /// kept per customer account (`appAccountToken`) or per purchase (`originalTransactionId`);
 /// a withdrawal replaces the consent and is kept (when, by whom). docs/consumption.md.
-public struct ConsumptionConsent: Sendable, Hashable, Codable {
+package struct ConsumptionConsent: Sendable, Hashable, Codable {
     /// Whom an entry is about.
-    public enum Subject: Sendable, Hashable {
+    package enum Subject: Sendable, Hashable {
         /// Every purchase made with this appAccountToken (the app's account id).
         case appAccountToken(AppAccountToken)
         /// One purchase and its renewals.
         case originalTransactionId(String)
 
         /// The ledger's key: `appAccountToken:<token>` or `originalTransactionId:<id>`.
-        public var key: String {
+        package var key: String {
             switch self {
             case .appAccountToken(let token): "appAccountToken:" + token.description
             case .originalTransactionId(let id): "originalTransactionId:" + id
@@ -25,19 +25,19 @@ public struct ConsumptionConsent: Sendable, Hashable, Codable {
         }
     }
 
-    public var appAccountToken: AppAccountToken?
-    public var originalTransactionId: String?
+    package var appAccountToken: AppAccountToken?
+    package var originalTransactionId: String?
     /// True: consented; false: withdrawn (or refused).
-    public var consented: Bool
+    package var consented: Bool
     /// When it was recorded (ms since 1970).
-    public var at: Int64
+    package var at: Int64
     /// Who recorded it: `api: <name>`, `cli: <name>`.
-    public var by: String
+    package var by: String
     /// The customer's own refund preference (`DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`), which
     /// wins over the pipeline's policy; nil: the policy decides.
-    public var refundPreference: String?
+    package var refundPreference: String?
 
-    public init(_ subject: Subject, consented: Bool, at: Int64, by: String, refundPreference: String? = nil) {
+    package init(_ subject: Subject, consented: Bool, at: Int64, by: String, refundPreference: String? = nil) {
         switch subject {
         case .appAccountToken(let token): appAccountToken = token
         case .originalTransactionId(let id): originalTransactionId = id
@@ -50,18 +50,18 @@ public struct ConsumptionConsent: Sendable, Hashable, Codable {
 
     /// Whom this entry is about (an entry decoded from elsewhere with neither id: an empty
     /// originalTransactionId, which no purchase has).
-    public var subject: Subject {
+    package var subject: Subject {
         if let originalTransactionId { return .originalTransactionId(originalTransactionId) }
         if let appAccountToken { return .appAccountToken(appAccountToken) }
         return .originalTransactionId("")
     }
 
     /// The refund preferences a customer override may name: Apple's `refundPreference` values.
-    public static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+    package static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
 
     /// The entry that decides for a purchase, of those kept for its purchase and its account:
     /// the newest; at the same instant a withdrawal wins. Nil: nothing known, so no consent.
-    public static func deciding(_ entries: [ConsumptionConsent?]) -> ConsumptionConsent? {
+    package static func deciding(_ entries: [ConsumptionConsent?]) -> ConsumptionConsent? {
         entries.compactMap { $0 }.max { lhs, rhs in
             if lhs.at != rhs.at { return lhs.at < rhs.at }
             return lhs.consented && !rhs.consented

@@ -1,34 +1,34 @@
 /// What became of the refund questions Apple asked in a window: how many were answered,
 /// skipped for lack of consent, late or failed, and how Apple decided, by the refund preference
 /// Signet sent, per product (`signet consumption report`, `GET /v1/consumption/report`).
-public struct ConsumptionReport: Sendable, Hashable, Encodable {
+package struct ConsumptionReport: Sendable, Hashable, Encodable {
     /// Requests by status, plus `overdue` (pending at or past the deadline: they will never
     /// be answered, and no responder is taking them).
-    public struct Statuses: Sendable, Hashable, Encodable {
-        public var requests = 0
-        public var answered = 0
-        public var skipped = 0
-        public var late = 0
-        public var failed = 0
-        public var pending = 0
-        public var overdue = 0
+    package struct Statuses: Sendable, Hashable, Encodable {
+        package var requests = 0
+        package var answered = 0
+        package var skipped = 0
+        package var late = 0
+        package var failed = 0
+        package var pending = 0
+        package var overdue = 0
         /// Requests Apple sent again within their window (answered once).
-        public var repeats = 0
+        package var repeats = 0
     }
 
     /// Apple's decisions on the requests answered with one refund preference.
-    public struct Outcomes: Sendable, Hashable, Encodable {
-        public var answered = 0
+    package struct Outcomes: Sendable, Hashable, Encodable {
+        package var answered = 0
         /// REFUND.
-        public var refunded = 0
+        package var refunded = 0
         /// REFUND_DECLINED.
-        public var declined = 0
+        package var declined = 0
         /// REFUND_REVERSED (a refund granted, then reversed).
-        public var reversed = 0
+        package var reversed = 0
         /// No decision received yet.
-        public var undecided = 0
+        package var undecided = 0
 
-        public init(answered: Int = 0, refunded: Int = 0, declined: Int = 0, reversed: Int = 0, undecided: Int = 0) {
+        package init(answered: Int = 0, refunded: Int = 0, declined: Int = 0, reversed: Int = 0, undecided: Int = 0) {
             self.answered = answered
             self.refunded = refunded
             self.declined = declined
@@ -38,26 +38,26 @@ public struct ConsumptionReport: Sendable, Hashable, Encodable {
     }
 
     /// One product's figures.
-    public struct Product: Sendable, Hashable, Encodable {
-        public var statuses = Statuses()
+    package struct Product: Sendable, Hashable, Encodable {
+        package var statuses = Statuses()
         /// By the `refundPreference` sent (`NONE`: answered without one).
-        public var outcomesByPreference: [String: Outcomes] = [:]
+        package var outcomesByPreference: [String: Outcomes] = [:]
         /// Apple's decisions on requests Signet did not answer (skipped, late, failed, pending).
-        public var outcomesUnanswered = Outcomes()
+        package var outcomesUnanswered = Outcomes()
     }
 
     /// The start of the window (ms since 1970): requests Apple signed at or after it.
-    public var since: Int64
+    package var since: Int64
     /// When the report was made (ms since 1970).
-    public var asOf: Int64
-    public var total = Product()
+    package var asOf: Int64
+    package var total = Product()
     /// By product id (`unknown` when the request named none).
-    public var products: [String: Product] = [:]
+    package var products: [String: Product] = [:]
     /// Whether the window held more requests than were read (the figures are a lower bound).
-    public var truncated = false
+    package var truncated = false
 
     /// The report of `requests` as of `instant`.
-    public init(_ requests: [ConsumptionRequestRecord], since: Int64, asOf instant: Int64, truncated: Bool = false) {
+    package init(_ requests: [ConsumptionRequestRecord], since: Int64, asOf instant: Int64, truncated: Bool = false) {
         self.since = since
         self.asOf = instant
         self.truncated = truncated

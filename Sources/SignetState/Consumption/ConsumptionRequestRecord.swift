@@ -10,9 +10,9 @@ public import AppStoreModels
 /// Keyed by (`transactionId`, `requestedAt`): a request Apple sends again within the first
 /// one's 12 hours is the same request (``repeats`` counts it); one signed after that deadline
 /// is a new request (the customer asked again).
-public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
+package struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
     /// Where the request stands.
-    public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum Status: String, Sendable, Hashable, Codable, CaseIterable {
         /// Not answered yet; ``dueAt`` says when the responder acts next.
         case pending
         /// Apple accepted the answer (202).
@@ -27,7 +27,7 @@ public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
     }
 
     /// How Apple decided the refund, from the notification that followed.
-    public enum Outcome: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum Outcome: String, Sendable, Hashable, Codable, CaseIterable {
         /// REFUND: Apple refunded.
         case refunded = "REFUND"
         /// REFUND_DECLINED: Apple declined the refund.
@@ -38,51 +38,51 @@ public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
 
     /// The transaction the customer asked a refund for (the notification's signed transaction),
     /// the id the answer is sent for.
-    public var transactionId: String
-    public var originalTransactionId: String?
-    public var productId: String?
+    package var transactionId: String
+    package var originalTransactionId: String?
+    package var productId: String?
     /// Apple's transaction `type` (`Consumable`, `Non-Consumable`, `Non-Renewing Subscription`,
     /// `Auto-Renewable Subscription`): it decides what the answer may say.
-    public var productType: String?
-    public var appAccountToken: AppAccountToken?
-    public var bundleId: String?
-    public var environment: String?
+    package var productType: String?
+    package var appAccountToken: AppAccountToken?
+    package var bundleId: String?
+    package var environment: String?
     /// Apple's `consumptionRequestReason` (`UNINTENDED_PURCHASE`, `FULFILLMENT_ISSUE`, ...).
-    public var reason: String?
+    package var reason: String?
     /// Whether the purchase was made through the Advanced Commerce API (answered with v1).
-    public var advancedCommerce: Bool
-    public var notificationUUID: String?
+    package var advancedCommerce: Bool
+    package var notificationUUID: String?
     /// The request's signedDate (ms since 1970).
-    public var requestedAt: Int64
+    package var requestedAt: Int64
     /// The last instant an answer may be sent: 12 hours after ``requestedAt``.
-    public var deadline: Int64
+    package var deadline: Int64
     /// When Signet stored the request (ms since 1970).
-    public var receivedAt: Int64
+    package var receivedAt: Int64
     /// How many more times Apple sent the same request (a new notificationUUID within the window).
-    public var repeats: Int
-    public var status: Status
+    package var repeats: Int
+    package var status: Status
     /// When the responder acts on it next (ms since 1970); nil once the status is final.
-    public var dueAt: Int64?
+    package var dueAt: Int64?
     /// Attempts to send the answer so far.
-    public var attempts: Int
+    package var attempts: Int
     /// Why it was skipped, failed or late, or the last error of a retried attempt.
-    public var detail: String?
+    package var detail: String?
     /// When Apple accepted the answer (ms since 1970).
-    public var answeredAt: Int64?
+    package var answeredAt: Int64?
     /// The answer's JSON body, as sent (or as it would have been sent, for a late one).
-    public var answer: String?
+    package var answer: String?
     /// The `refundPreference` the answer carried (nil: none).
-    public var refundPreference: String?
-    public var outcome: Outcome?
+    package var refundPreference: String?
+    package var outcome: Outcome?
     /// The signedDate of the notification that told the outcome (ms since 1970).
-    public var outcomeAt: Int64?
-    public var outcomeNotificationUUID: String?
+    package var outcomeAt: Int64?
+    package var outcomeNotificationUUID: String?
 
     /// Apple's window: "Respond within 12 hours of receiving the CONSUMPTION_REQUEST notification."
-    public static let answerWindow: Int64 = 12 * 3_600_000
+    package static let answerWindow: Int64 = 12 * 3_600_000
 
     /// A pending request, due now.
-    public init(
+    package init(
         transactionId: String, originalTransactionId: String? = nil, productId: String? = nil, productType: String? = nil,
         appAccountToken: AppAccountToken? = nil, bundleId: String? = nil, environment: String? = nil, reason: String? = nil,
         advancedCommerce: Bool = false, notificationUUID: String? = nil, requestedAt: Int64, receivedAt: Int64
@@ -109,10 +109,10 @@ public struct ConsumptionRequestRecord: Sendable, Hashable, Codable {
 
     /// Whether a request signed at `instant` for the same transaction is this one again:
     /// signed at or after this one and before its deadline.
-    public func covers(requestSignedAt instant: Int64) -> Bool {
+    package func covers(requestSignedAt instant: Int64) -> Bool {
         instant >= requestedAt && instant < deadline
     }
 
     /// Whether the answer can no longer be sent at `instant` without being late.
-    public func isPastDeadline(at instant: Int64) -> Bool { instant >= deadline }
+    package func isPastDeadline(at instant: Int64) -> Bool { instant >= deadline }
 }

@@ -3,22 +3,22 @@
 /// whether it was delivered when the app knows better than Signet's state (a server outage, the
 /// wrong item). Written by the app's backend (`POST /v1/consumption/usage`) or an operator
 /// (`signet consumption usage set`); the newest replaces the earlier one. docs/consumption.md.
-public struct ConsumptionUsage: Sendable, Hashable, Codable {
+package struct ConsumptionUsage: Sendable, Hashable, Codable {
     /// The transaction (the id a CONSUMPTION_REQUEST names).
-    public var transactionId: String
+    package var transactionId: String
     /// Consumed share in milliunits, 0...100000 (50000 = 50%); nil: not known.
-    public var consumptionPercentage: Int?
+    package var consumptionPercentage: Int?
     /// `DELIVERED` or one of Apple's `UNDELIVERED_*` values; nil: Signet's state decides.
-    public var deliveryStatus: String?
+    package var deliveryStatus: String?
     /// Whether this customer was offered a sample, trial or preview before the purchase; nil:
     /// the pipeline's `sample_content_provided` settings decide.
-    public var sampleContentProvided: Bool?
+    package var sampleContentProvided: Bool?
     /// When it was recorded (ms since 1970).
-    public var at: Int64
+    package var at: Int64
     /// Who recorded it: `api: <name>`, `cli: <name>`.
-    public var by: String
+    package var by: String
 
-    public init(
+    package init(
         transactionId: String, consumptionPercentage: Int?, deliveryStatus: String? = nil, sampleContentProvided: Bool? = nil,
         at: Int64, by: String
     ) {
@@ -31,16 +31,16 @@ public struct ConsumptionUsage: Sendable, Hashable, Codable {
     }
 
     /// Apple's `deliveryStatus` values.
-    public static let deliveryStatuses: Set<String> = [
+    package static let deliveryStatuses: Set<String> = [
         "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
     ]
 
     /// The consumption ledger's key of a transaction's usage.
-    public static func key(transactionId: String) -> String { "usage:" + transactionId }
+    package static func key(transactionId: String) -> String { "usage:" + transactionId }
 
     /// Why Apple would refuse an answer carrying these facts, nil when it would not (checked when
     /// they are recorded, so a bad value is refused to the backend, not sent to Apple later).
-    public var problem: String? {
+    package var problem: String? {
         if transactionId.isEmpty { return "transactionId is empty" }
         if let percentage = consumptionPercentage, !(0...100_000).contains(percentage) {
             return "consumptionPercentage is in milliunits, 0 to 100000 (100000 = 100%), not \(percentage)"

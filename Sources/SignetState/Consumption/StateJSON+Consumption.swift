@@ -9,7 +9,7 @@ extension StateJSON {
 
     /// Records `consent` (`StateStore/recordConsumptionConsent(_:)`) and answers with the entry
     /// that stands (the one kept when it is newer than `consent`).
-    package static func recordConsumptionConsent(_ consent: ConsumptionConsent, in store: any StateStore) throws -> [UInt8] {
+    package static func recordConsumptionConsent(_ consent: ConsumptionConsent, in store: any StoreRoles) throws -> [UInt8] {
         try encode(try store.recordConsumptionConsent(consent))
     }
 
@@ -21,7 +21,7 @@ extension StateJSON {
 
     /// Records `usage` (`StateStore/recordConsumptionUsage(_:)`) and answers with the record
     /// that stands.
-    package static func recordConsumptionUsage(_ usage: ConsumptionUsage, in store: any StateStore) throws -> [UInt8] {
+    package static func recordConsumptionUsage(_ usage: ConsumptionUsage, in store: any StoreRoles) throws -> [UInt8] {
         try encode(try store.recordConsumptionUsage(usage))
     }
 

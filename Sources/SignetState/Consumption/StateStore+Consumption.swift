@@ -1,11 +1,11 @@
 extension ConsumptionStore {
     /// The consent ledger's entry for `subject`, nil when none was recorded.
-    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+    package func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
         try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))
     }
 
     /// What the app recorded about the use of transaction `transactionId`, nil when nothing.
-    public func consumptionUsage(transactionId: String) throws -> ConsumptionUsage? {
+    package func consumptionUsage(transactionId: String) throws -> ConsumptionUsage? {
         try ConsumptionRecordCoding.decode(
             ConsumptionUsage.self, orNil: try consumptionLedgerEntry(ConsumptionUsage.key(transactionId: transactionId)))
     }
@@ -13,7 +13,7 @@ extension ConsumptionStore {
     /// The ledger entry that decides whether `request` may be answered, read outside any
     /// transaction (no row is locked): the newest of those kept for its purchase and its
     /// account (``ConsumptionConsent/deciding(_:)``); nil: no consent known.
-    public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
+    package func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
         ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
     }
 }
@@ -24,7 +24,7 @@ extension ConsumptionStore where Self: TransactionalStore {
     /// the one kept (`at` before it: a retried or reordered call) changes nothing. Returns the
     /// entry that stands.
     @discardableResult
-    public func recordConsumptionConsent(_ consent: ConsumptionConsent) throws -> ConsumptionConsent {
+    package func recordConsumptionConsent(_ consent: ConsumptionConsent) throws -> ConsumptionConsent {
         try withTransaction { transaction in
             if let kept = try transaction.consumptionConsent(consent.subject), kept.at > consent.at { return kept }
             try transaction.save(consent)
@@ -35,7 +35,7 @@ extension ConsumptionStore where Self: TransactionalStore {
     /// Records what the app says of a transaction's use, replacing the earlier record unless
     /// that one is newer. Returns the record that stands.
     @discardableResult
-    public func recordConsumptionUsage(_ usage: ConsumptionUsage) throws -> ConsumptionUsage {
+    package func recordConsumptionUsage(_ usage: ConsumptionUsage) throws -> ConsumptionUsage {
         try withTransaction { transaction in
             let key = ConsumptionUsage.key(transactionId: usage.transactionId)
             if let kept = try ConsumptionRecordCoding.decode(ConsumptionUsage.self, orNil: try transaction.consumptionLedgerEntry(key)),
@@ -52,17 +52,17 @@ extension ConsumptionStore where Self: TransactionalStore {
 
 extension ConsumptionTransaction {
     /// The consent ledger's entry for `subject` as of this transaction.
-    public func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
+    package func consumptionConsent(_ subject: ConsumptionConsent.Subject) throws -> ConsumptionConsent? {
         try ConsumptionRecordCoding.decode(ConsumptionConsent.self, orNil: try consumptionLedgerEntry(subject.key))
     }
 
     /// Inserts or replaces the ledger's entry for the consent's subject.
-    public func save(_ consent: ConsumptionConsent) throws {
+    package func save(_ consent: ConsumptionConsent) throws {
         try saveConsumptionLedgerEntry(consent.subject.key, try ConsumptionRecordCoding.encode(consent))
     }
 
     /// As `StateStore/consumptionConsent(for:)`, as of this transaction.
-    public func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
+    package func consumptionConsent(for request: ConsumptionRequestRecord) throws -> ConsumptionConsent? {
         ConsumptionConsent.deciding(try request.consentSubjects.map { try consumptionConsent($0) })
     }
 }
@@ -70,7 +70,7 @@ extension ConsumptionTransaction {
 extension ConsumptionRequestRecord {
     /// The ledger subjects whose entries may decide this request's consent: its purchase and
     /// its customer account.
-    public var consentSubjects: [ConsumptionConsent.Subject] {
+    package var consentSubjects: [ConsumptionConsent.Subject] {
         var subjects: [ConsumptionConsent.Subject] = []
         if let id = originalTransactionId, !id.isEmpty { subjects.append(.originalTransactionId(id)) }
         if let appAccountToken { subjects.append(.appAccountToken(appAccountToken)) }

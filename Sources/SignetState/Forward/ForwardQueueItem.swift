@@ -1,20 +1,20 @@
 /// One body waiting to be forwarded to one target: an entry of the `forward` sink's durable
 /// queue in the state store.
-public struct ForwardQueueItem: Sendable, Hashable {
+package struct ForwardQueueItem: Sendable, Hashable {
     /// The queue's identity of the entry (ascending in enqueue order).
-    public var id: Int64
+    package var id: Int64
     /// The receiver's URL.
-    public var target: String
+    package var target: String
     /// The exact bytes to send (the verified notification's raw body).
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// When it was queued, milliseconds since 1970.
-    public var enqueuedAt: Int64
+    package var enqueuedAt: Int64
     /// Attempts made, this claim's included.
-    public var attempts: Int
+    package var attempts: Int
     /// Why the previous attempt failed; nil before the first retry.
-    public var lastError: String?
+    package var lastError: String?
 
-    public init(id: Int64, target: String, body: [UInt8], enqueuedAt: Int64, attempts: Int, lastError: String?) {
+    package init(id: Int64, target: String, body: [UInt8], enqueuedAt: Int64, attempts: Int, lastError: String?) {
         self.id = id
         self.target = target
         self.body = body
@@ -25,13 +25,13 @@ public struct ForwardQueueItem: Sendable, Hashable {
 }
 
 /// An entry to try again later (`StateStore/settleForwards(done:retries:)`).
-public struct ForwardRetry: Sendable, Hashable {
-    public var id: Int64
+package struct ForwardRetry: Sendable, Hashable {
+    package var id: Int64
     /// Not claimed again before this instant, milliseconds since 1970.
-    public var at: Int64
-    public var error: String
+    package var at: Int64
+    package var error: String
 
-    public init(id: Int64, at: Int64, error: String) {
+    package init(id: Int64, at: Int64, error: String) {
         self.id = id
         self.at = at
         self.error = error
@@ -39,15 +39,15 @@ public struct ForwardRetry: Sendable, Hashable {
 }
 
 /// How one target's part of the forward queue stands.
-public struct ForwardQueueStatus: Sendable, Hashable {
+package struct ForwardQueueStatus: Sendable, Hashable {
     /// Entries waiting (claimed ones included).
-    public var pending: Int
+    package var pending: Int
     /// When the oldest of them was queued, milliseconds since 1970; nil when none waits.
-    public var oldestEnqueuedAt: Int64?
+    package var oldestEnqueuedAt: Int64?
     /// The earliest instant an entry may be claimed; nil when none waits.
-    public var nextDueAt: Int64?
+    package var nextDueAt: Int64?
 
-    public init(pending: Int, oldestEnqueuedAt: Int64?, nextDueAt: Int64?) {
+    package init(pending: Int, oldestEnqueuedAt: Int64?, nextDueAt: Int64?) {
         self.pending = pending
         self.oldestEnqueuedAt = oldestEnqueuedAt
         self.nextDueAt = nextDueAt

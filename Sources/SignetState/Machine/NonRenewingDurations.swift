@@ -10,6 +10,7 @@ public struct NonRenewingDurations: Sendable, Hashable {
     /// (prefix without `*`, milliseconds), longest prefix first.
     private var prefixes: [(prefix: String, milliseconds: Int64)] = []
 
+    /// No durations: every non-renewing purchase without an `expiresDate` has no known end.
     public init() {}
 
     /// Sets the duration for a product id, or for a prefix written with a trailing `*`.
@@ -33,6 +34,7 @@ public struct NonRenewingDurations: Sendable, Hashable {
         return prefixes.first { productId.hasPrefix($0.prefix) }?.milliseconds
     }
 
+    /// Whether no product has a duration.
     public var isEmpty: Bool { exact.isEmpty && prefixes.isEmpty }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {

@@ -7,15 +7,23 @@ public import SignetJWS
 /// An immutable class: `dedupe` derives it once and `transition` reads it from the record,
 /// so passing it on is one reference, not a copy of every field of the decoded payloads.
 public final class TransitionInput: Sendable {
+    /// Where the input came from (a notification, a status answer, reconcile), written on its events.
     public let source: EntitlementEvent.Source
+    /// The notification's type; nil for an input that is not a notification.
     public let notificationType: NotificationType?
+    /// The notification's subtype, when it has one.
     public let subtype: Subtype?
+    /// The notification's id (a dedupe key and the events' cause).
     public let notificationUUID: String?
     /// The notification's signedDate; for a forwarded transaction or renewal info, its own.
     public let signedDate: AppleTimestamp?
+    /// The environment the payload was signed for.
     public let environment: AppStoreEnvironment?
+    /// The app's bundle id from the payload.
     public let bundleId: String?
+    /// The verified transaction it carries, if any.
     public let transaction: JWSTransactionDecodedPayload?
+    /// The verified renewal information it carries, if any.
     public let renewalInfo: JWSRenewalInfoDecodedPayload?
     /// The notification's `data.status`: the subscription's status when Apple signed it.
     public let status: SubscriptionStatus?
@@ -24,6 +32,7 @@ public final class TransitionInput: Sendable {
     /// Why the customer asked for a refund (CONSUMPTION_REQUEST's `data.consumptionRequestReason`).
     public let consumptionRequestReason: ConsumptionRequestReason?
 
+    /// An input from its parts (tests, fuzzing, and sources that are not notifications).
     public init(
         source: EntitlementEvent.Source,
         notificationType: NotificationType? = nil,

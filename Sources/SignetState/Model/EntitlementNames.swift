@@ -41,6 +41,7 @@ public struct EntitlementNames: Sendable, Hashable {
         grants.keys.sorted().flatMap { name in grants[name, default: []].map { (name, $0) } }
     }
 
+    /// Whether no product or group grants a name (events and answers then carry none).
     public var isEmpty: Bool { grants.isEmpty }
 
     /// The names a purchase of `productId` in the subscription group `subscriptionGroupId`

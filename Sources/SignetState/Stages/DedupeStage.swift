@@ -41,7 +41,7 @@ public final class DedupeStage: Stage {
 
     /// A stage over a store the caller owns (embedding, tests).
     public init(store: any StateStore, options: Options = Options()) {
-        self.handle = StoreHandle(.instance(store))
+        self.handle = StoreHandle(.instance(store.roles.store))
         self.options = options
     }
 

@@ -17,6 +17,7 @@ package enum StateAppliedPart: RecordPartKey {
 /// (`record[EntitlementEventsPart.self]`). Events redelivered from the outbox after a crash
 /// carry only their JSON; a sink reads every event with ``EntitlementEventSink``.
 public enum EntitlementEventsPart: RecordPartKey {
+    /// The events, in the order the stage emitted them.
     public typealias Value = [EntitlementEvent]
 }
 

@@ -54,7 +54,7 @@ public final class TransitionStage: TickingStage {
 
     /// A stage over a store the caller owns (embedding, tests).
     public init(store: any StateStore, options: Options = Options()) {
-        self.handle = StoreHandle(.instance(store))
+        self.handle = StoreHandle(.instance(store.roles.store))
         self.options = options
     }
 
@@ -214,7 +214,7 @@ public final class TransitionStage: TickingStage {
 
     /// The message for an outbox row; first delivery and redelivery both build it here,
     /// so a redelivered event is the same bytes with the same headers.
-    public static func message(for entry: OutboxEntry) -> OutputMessage {
+    package static func message(for entry: OutboxEntry) -> OutputMessage {
         var headers = [
             OutputMessage.Header(.eventId, entry.eventId),
             OutputMessage.Header(.eventType, entry.eventType),

@@ -67,7 +67,7 @@ package enum StateJSON {
     /// `rescindedAt`, `notificationUUID`, `clearedAt`, `clearedBy`, ...), nil when none was ever
     /// recorded. With `clearingBy`, clears it first (`StateStore/clearConsentRestriction(appTransactionId:by:at:)`).
     package static func consent(
-        _ appTransactionId: String, clearingBy who: String? = nil, in store: any StateStore, at instant: Int64
+        _ appTransactionId: String, clearingBy who: String? = nil, in store: any StoreRoles, at instant: Int64
     ) throws -> [UInt8]? {
         let restriction = if let who {
             try store.clearConsentRestriction(appTransactionId: appTransactionId, by: who, at: instant)

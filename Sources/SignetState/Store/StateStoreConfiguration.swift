@@ -24,7 +24,7 @@ public enum StateStoreConfiguration: Sendable, Hashable {
     }
 
     /// Opens the store it describes.
-    public func open() throws -> any StateStore {
+    package func open() throws -> any StoreRoles {
         switch self {
         case .sqlite(let path, let options):
             try SQLiteStateStore(path: path, options: options)

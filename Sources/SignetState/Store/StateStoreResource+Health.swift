@@ -4,7 +4,7 @@ public import SignetCore
 extension StateStoreResource: HealthReporting {
     public func readiness() async -> HealthCheck {
         do {
-            _ = try store().containedKeys([])
+            _ = try roles().containedKeys([])
             return .ready("store")
         } catch {
             return .notReady("store", "\(error)")

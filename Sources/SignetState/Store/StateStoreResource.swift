@@ -14,7 +14,7 @@ public final class StateStoreResource: PipelineResource {
     /// the store has.
     public let entitlementNames: EntitlementNames?
     private let opener: (@Sendable () async throws -> any StateStore)?
-    private let opened = Mutex<(any StateStore)?>(nil)
+    private let opened = Mutex<(any StoreRoles)?>(nil)
 
     /// A store opened by ``open()`` from `configuration` (`sqlite` or `memory`).
     public convenience init(_ configuration: StateStoreConfiguration, entitlementNames: EntitlementNames? = nil) {
@@ -36,12 +36,12 @@ public final class StateStoreResource: PipelineResource {
         self.identity = nil
         self.entitlementNames = nil
         self.opener = nil
-        opened.withLock { $0 = store }
+        opened.withLock { $0 = store.roles.store }
     }
 
     public func open() async throws {
         guard let opener else { return }
-        let store = try await opener()
+        let store = try await opener().roles.store
         do {
             if let entitlementNames {
                 // A write to the store, which may block (a server store): off the cooperative pool.
@@ -73,6 +73,11 @@ public final class StateStoreResource: PipelineResource {
 
     /// The opened store; throws when the runner has not opened it.
     public func store() throws -> any StateStore {
+        try roles()
+    }
+
+    /// The opened store's roles; throws when the runner has not opened it.
+    package func roles() throws -> any StoreRoles {
         guard let store = opened.withLock({ $0 }) else {
             throw StateStoreError("the state store '\(identity ?? "store")' is not open (was the pipeline's resource opened?)")
         }

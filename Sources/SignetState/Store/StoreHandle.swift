@@ -6,7 +6,7 @@ import Synchronization
 /// test, or a pipeline resource (`stores:`) that the runner opens before the stages.
 final class StoreHandle: Sendable {
     enum Origin: Sendable {
-        case instance(any StateStore)
+        case instance(any StoreRoles)
         case resource(StateStoreResource)
     }
 
@@ -26,10 +26,10 @@ final class StoreHandle: Sendable {
     }
 
     /// The opened store; throws when its resource is not open.
-    func store() throws -> any StateStore {
+    func store() throws -> any StoreRoles {
         switch origin {
         case .instance(let store): store
-        case .resource(let resource): try resource.store()
+        case .resource(let resource): try resource.roles()
         }
     }
 

@@ -10,14 +10,14 @@ extension InMemoryStateStore {
         contents.withLock { $0.consentRestrictions[appTransactionId] }
     }
 
-    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+    package func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
         contents.withLock { contents in
             let since = contents.consumptionRequests.values.joined().filter { $0.requestedAt >= requestedSince }
             return Array(since.sorted { ($0.requestedAt, $0.transactionId) < ($1.requestedAt, $1.transactionId) }.prefix(max(0, limit)))
         }
     }
 
-    public func consumptionLedgerEntry(_ key: String) throws -> String? {
+    package func consumptionLedgerEntry(_ key: String) throws -> String? {
         contents.withLock { $0.consumptionLedger[key] }
     }
 }

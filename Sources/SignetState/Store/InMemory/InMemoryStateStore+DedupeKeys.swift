@@ -6,12 +6,12 @@ import Synchronization
 
 /// The ``DedupeKeyStore`` role.
 extension InMemoryStateStore {
-    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+    package func containedKeys(_ keys: [String]) throws -> Set<String> {
         // Undelivered rows are all in flight in this process (see `undeliveredEvents(inputKey:)`).
         contents.withLock { contents in Set(keys.filter { contents.keys[$0] != nil }) }
     }
 
-    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+    package func recordKeys(_ keys: [String], seenAt: Int64) throws {
         try withTransaction { transaction in
             for key in keys { try transaction.recordKey(key, seenAt: seenAt) }
         }

@@ -6,14 +6,14 @@ import Synchronization
 
 /// The ``EventOutboxStore`` role.
 extension InMemoryStateStore {
-    public func undeliveredEvents() throws -> [OutboxEntry] {
+    package func undeliveredEvents() throws -> [OutboxEntry] {
         contents.withLock { contents in
             let delivered = Set(contents.delivered.map(\.sequence))
             return contents.outbox.filter { !delivered.contains($0.sequence) }
         }
     }
 
-    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+    package func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
         let deleting = outboxRetention <= .zero
         contents.withLock { contents in
             let marked = Set(sequences)
@@ -25,7 +25,7 @@ extension InMemoryStateStore {
         }
     }
 
-    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+    package func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
         contents.withLock { contents in
             let delivered = Dictionary(contents.delivered.map { ($0.sequence, $0.at) }, uniquingKeysWith: { first, _ in first })
             return contents.outbox.filter { $0.key == originalTransactionId }.suffix(max(0, limit)).map { entry in

@@ -6,7 +6,7 @@ import Synchronization
 
 /// The ``ForwardQueueStore`` role.
 extension InMemoryStateStore {
-    public func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
+    package func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
         contents.withLock { contents in
             for body in bodies {
                 for target in targets {
@@ -19,7 +19,7 @@ extension InMemoryStateStore {
         }
     }
 
-    public func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
+    package func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
         contents.withLock { contents in
             // A scan: the memory store serves embedding and tests.
             let due = contents.forwards.values.filter { $0.item.target == target && $0.dueAt <= now }.map(\.item.id).sorted()
@@ -33,7 +33,7 @@ extension InMemoryStateStore {
         }
     }
 
-    public func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
+    package func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
         contents.withLock { contents in
             for id in done { contents.forwards[id] = nil }
             for retry in retries {
@@ -45,7 +45,7 @@ extension InMemoryStateStore {
         }
     }
 
-    public func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
+    package func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
         contents.withLock { contents in
             let entries = contents.forwards.values.filter { $0.item.target == target }
             return ForwardQueueStatus(

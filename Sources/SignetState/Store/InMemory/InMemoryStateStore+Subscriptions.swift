@@ -16,14 +16,14 @@ extension InMemoryStateStore {
         }
     }
 
-    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+    package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         contents.withLock { contents in
             // Sorted per call: the memory store serves embedding and tests, not millions of purchases.
             Array(contents.subscriptions.keys.filter { $0 > (after ?? "") }.sorted().prefix(max(0, limit)))
         }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
+    package func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         contents.withLock { contents in
             // A scan: the memory store serves embedding and tests.
             let stale = contents.subscriptions.values.compactMap { snapshot -> StalePurchase? in
@@ -38,7 +38,7 @@ extension InMemoryStateStore {
 
     public var entitlementNames: EntitlementNames { contents.withLock { $0.entitlementNames } }
 
-    public func replaceEntitlementNames(_ names: EntitlementNames) throws {
+    package func replaceEntitlementNames(_ names: EntitlementNames) throws {
         contents.withLock { $0.entitlementNames = names }
     }
 }

@@ -8,7 +8,10 @@ import Synchronization
 /// Dedupe keys are bounded: beyond `maxKeys` the oldest are forgotten first (as they
 /// would be by retention), so memory stays flat on an endless stream. Snapshots are
 /// one per purchase and are not bounded.
-public final class InMemoryStateStore: StateStore {
+public final class InMemoryStateStore: StoreRoles {
+    /// This store's roles, for Signet's stages.
+    public var roles: StateStoreRoles { StateStoreRoles(self) }
+
     struct Contents {
         var subscriptions: [String: SubscriptionSnapshot] = [:]
         var byToken: [AppAccountToken: Set<String>] = [:]
@@ -81,7 +84,7 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
-    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+    package func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
         try contents.withLock { contents in
             // `base` shares storage with `contents` (copy on write); it is dropped before
             // `contents` is mutated, so the dictionaries are never copied.
@@ -124,7 +127,7 @@ public final class InMemoryStateStore: StateStore {
         }
     }
 
-    public func prune(keysBefore: Int64, now: Int64) throws {
+    package func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - outboxRetention.clampedMilliseconds
         contents.withLock { contents in
             while contents.keyHead < contents.keyOrder.count {

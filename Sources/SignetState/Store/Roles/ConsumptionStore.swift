@@ -1,10 +1,7 @@
 /// Consent and refund questions: consent restrictions (RESCIND_CONSENT), Apple's
 /// CONSUMPTION_REQUESTs with their answers, and the consumption ledger (the app's consent and
 /// usage records).
-public protocol ConsumptionStore: AnyObject, Sendable {
-    /// The consent restriction of one app transaction (RESCIND_CONSENT), in force or cleared.
-    func consentRestriction(appTransactionId: String) throws -> ConsentRestriction?
-
+package protocol ConsumptionStore: StateStore {
     /// The refund questions (CONSUMPTION_REQUEST) signed at or after `requestedSince` (ms since
     /// 1970), oldest first, at most `limit`: `signet consumption requests` and the report.
     func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord]
@@ -15,7 +12,7 @@ public protocol ConsumptionStore: AnyObject, Sendable {
 }
 
 /// Consent and refund questions inside a transaction.
-public protocol ConsumptionTransaction {
+package protocol ConsumptionTransaction {
     /// Announces the app transactions a batch's inputs name, before ``DedupeKeyTransaction/prefetch(keys:originalTransactionIds:)``
     /// and their ``consentRestriction(appTransactionId:)`` calls: a shared store reads them with
     /// the dedupe keys, in one round trip. Optional, like the prefetch.
@@ -40,5 +37,5 @@ public protocol ConsumptionTransaction {
 }
 
 extension ConsumptionTransaction {
-    public func prefetchConsentRestrictions(appTransactionIds: [String]) throws {}
+    package func prefetchConsentRestrictions(appTransactionIds: [String]) throws {}
 }

@@ -1,5 +1,5 @@
 /// The dedupe keys of the inputs already handled (`dedupe`, `transition`, delivery health).
-public protocol DedupeKeyStore: AnyObject, Sendable {
+package protocol DedupeKeyStore: AnyObject, Sendable {
     /// Which of `keys` were recorded (and not yet expired by retention) and are handled:
     /// their outbox rows were delivered, or are being delivered by this process. A key whose
     /// events another process committed but never delivered (it crashed) is not handled;
@@ -10,7 +10,7 @@ public protocol DedupeKeyStore: AnyObject, Sendable {
 }
 
 /// Dedupe keys inside a transaction.
-public protocol DedupeKeyTransaction {
+package protocol DedupeKeyTransaction {
     /// Announces, before anything else in the transaction, every dedupe key and purchase
     /// (originalTransactionId) a batch may read or write. A store may read them all at once
     /// instead of one round trip each, and a shared store locks the purchases here in one
@@ -25,5 +25,5 @@ public protocol DedupeKeyTransaction {
 }
 
 extension DedupeKeyTransaction {
-    public func prefetch(keys: [String], originalTransactionIds: [String]) throws {}
+    package func prefetch(keys: [String], originalTransactionIds: [String]) throws {}
 }

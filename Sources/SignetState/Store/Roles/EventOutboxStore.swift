@@ -1,6 +1,6 @@
 /// The transactional outbox: every entitlement event committed with the state change that
 /// caused it, delivered after it, and kept for a purchase's history.
-public protocol EventOutboxStore: AnyObject, Sendable {
+package protocol EventOutboxStore: AnyObject, Sendable {
     /// Outbox rows committed but never marked delivered, oldest first. The caller is
     /// expected to deliver them: from now on they count as in flight in this process.
     func undeliveredEvents() throws -> [OutboxEntry]
@@ -12,7 +12,7 @@ public protocol EventOutboxStore: AnyObject, Sendable {
 }
 
 /// The outbox inside a transaction.
-public protocol EventOutboxTransaction {
+package protocol EventOutboxTransaction {
     /// Appends an event to the outbox; returns its sequence number. `inputKey` is the dedupe
     /// key of the input that caused it.
     func appendEvent(_ event: EntitlementEvent, payload: [UInt8], inputKey: String, createdAt: Int64) throws -> Int64
@@ -23,23 +23,23 @@ public protocol EventOutboxTransaction {
 }
 
 /// One row of the transactional outbox: an event exactly as first serialised.
-public struct OutboxEntry: Sendable, Hashable {
+package struct OutboxEntry: Sendable, Hashable {
     /// Monotonic sequence number (delivery order).
-    public var sequence: Int64
-    public var eventId: String
-    public var eventType: String
+    package var sequence: Int64
+    package var eventId: String
+    package var eventType: String
     /// The message key (the originalTransactionId).
-    public var key: String
-    public var environment: String?
-    public var productId: String?
+    package var key: String
+    package var environment: String?
+    package var productId: String?
     /// The event JSON, byte for byte as first emitted.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
     /// The dedupe key of the input that caused the event.
-    public var inputKey: String?
+    package var inputKey: String?
     /// When the event was committed (ms since 1970), where the store reads it back.
-    public var createdAt: Int64?
+    package var createdAt: Int64?
 
-    public init(
+    package init(
         sequence: Int64, eventId: String, eventType: String, key: String, environment: String?, productId: String?,
         payload: [UInt8], inputKey: String? = nil, createdAt: Int64? = nil
     ) {

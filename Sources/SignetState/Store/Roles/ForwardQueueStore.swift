@@ -1,5 +1,5 @@
 /// The `forward` sink's durable queue: Apple's bodies kept until each target accepted them.
-public protocol ForwardQueueStore: AnyObject, Sendable {
+package protocol ForwardQueueStore: AnyObject, Sendable {
     /// Queues every body for every target (one entry each), in one transaction, at `instant`
     /// (milliseconds since 1970), due at once.
     func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws

@@ -1,12 +1,9 @@
 public import AppStoreModels
 
-/// Purchases: one snapshot each, found by originalTransactionId or appAccountToken, and the
-/// entitlement names every answer carries.
-public protocol SubscriptionStore: AnyObject, Sendable {
-    /// The stored snapshot of one purchase.
-    func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
-    /// The stored snapshots of every purchase carrying this appAccountToken.
-    func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot]
+/// Purchases: one snapshot each, found by originalTransactionId or appAccountToken (the
+/// public queries of ``StateStore``), paged through, and the entitlement names every answer
+/// carries.
+package protocol SubscriptionStore: StateStore {
     /// Up to `limit` original transaction ids of stored purchases, in ascending order, after
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
@@ -19,16 +16,13 @@ public protocol SubscriptionStore: AnyObject, Sendable {
     /// asks Apple about, paging with `after` past those it asked already.
     func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase]
 
-    /// Which entitlement names each product or subscription group grants, as stored (what the
-    /// store had at open, or the last ``replaceEntitlementNames(_:)``); on every event and answer.
-    var entitlementNames: EntitlementNames { get }
     /// Stores `names` in place of the mapping kept so far (a pipeline's `entitlements:`,
     /// applied when its store opens), for this process and every later reader of the store.
     func replaceEntitlementNames(_ names: EntitlementNames) throws
 }
 
 /// Purchases inside a transaction.
-public protocol SubscriptionTransaction {
+package protocol SubscriptionTransaction {
     /// The snapshot as of this transaction (its own writes included).
     func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot?
     /// Inserts or replaces a snapshot.

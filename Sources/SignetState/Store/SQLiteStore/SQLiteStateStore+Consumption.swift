@@ -15,7 +15,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
+    package func consumptionRequests(requestedSince: Int64, limit: Int) throws -> [ConsumptionRequestRecord] {
         guard hasConsumptionTables else { return [] }
         return try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectConsumptionRequestsSince)
@@ -26,7 +26,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func consumptionLedgerEntry(_ key: String) throws -> String? {
+    package func consumptionLedgerEntry(_ key: String) throws -> String? {
         guard hasConsumptionTables else { return nil }
         return try withConnection { connection in
             try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: []).consumptionLedgerEntry(key)

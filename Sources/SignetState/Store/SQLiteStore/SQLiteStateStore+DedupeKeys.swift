@@ -7,7 +7,7 @@ import Synchronization
 
 /// The ``DedupeKeyStore`` role.
 extension SQLiteStateStore {
-    public func containedKeys(_ keys: [String]) throws -> Set<String> {
+    package func containedKeys(_ keys: [String]) throws -> Set<String> {
         try withConnection { connection in try connection.database.readTransaction {
             let known = try connection.database.statement(SQLiteSchema.selectKey)
             let pending = try connection.database.statement(SQLiteSchema.selectUndeliveredSequencesByInput)
@@ -35,7 +35,7 @@ extension SQLiteStateStore {
         } }
     }
 
-    public func recordKeys(_ keys: [String], seenAt: Int64) throws {
+    package func recordKeys(_ keys: [String], seenAt: Int64) throws {
         guard !keys.isEmpty else { return }
         try withTransaction { transaction in
             for key in keys { try transaction.recordKey(key, seenAt: seenAt) }

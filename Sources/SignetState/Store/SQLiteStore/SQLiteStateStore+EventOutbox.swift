@@ -7,7 +7,7 @@ import Synchronization
 
 /// The ``EventOutboxStore`` role.
 extension SQLiteStateStore {
-    public func undeliveredEvents() throws -> [OutboxEntry] {
+    package func undeliveredEvents() throws -> [OutboxEntry] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectUndelivered)
             defer { statement.reset() }
@@ -18,7 +18,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
+    package func markDelivered(_ sequences: [Int64], at instant: Int64) throws {
         guard !sequences.isEmpty else { return }
         let deleting = options.outboxRetention <= .zero
         let relaxed = options.durability == .full
@@ -43,7 +43,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
+    package func eventHistory(originalTransactionId: String, limit: Int) throws -> [EventHistoryEntry] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectHistory)
             defer { statement.reset() }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// The ``ForwardQueueStore`` role.
 extension SQLiteStateStore {
-    public func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
+    package func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
         guard !bodies.isEmpty, !targets.isEmpty else { return }
         try withConnection { connection in
             try connection.database.transaction {
@@ -25,7 +25,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
+    package func claimForwards(target: String, dueAtOrBefore now: Int64, leaseUntil: Int64, limit: Int) throws -> [ForwardQueueItem] {
         try withConnection { connection in
             // A write transaction: a second process on the same file claims after this one committed its leases.
             try connection.database.transaction {
@@ -54,7 +54,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
+    package func settleForwards(done: [Int64], retries: [ForwardRetry]) throws {
         guard !done.isEmpty || !retries.isEmpty else { return }
         try withConnection { connection in
             try connection.database.transaction {
@@ -76,7 +76,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
+    package func forwardQueueStatus(target: String) throws -> ForwardQueueStatus {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectForwardStatus)
             defer { statement.reset() }

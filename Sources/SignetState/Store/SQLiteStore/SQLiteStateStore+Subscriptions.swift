@@ -25,7 +25,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
+    package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectIdsAfter)
             defer { statement.reset() }
@@ -37,7 +37,7 @@ extension SQLiteStateStore {
         }
     }
 
-    public func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
+    package func staleSubscriptions(endedAfter: Int64, endedBefore: Int64, after: String?, limit: Int) throws -> [StalePurchase] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectStale)
             defer { statement.reset() }
@@ -58,7 +58,7 @@ extension SQLiteStateStore {
 
     public var entitlementNames: EntitlementNames { names.withLock { $0 } }
 
-    public func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
+    package func replaceEntitlementNames(_ replacement: EntitlementNames) throws {
         try withConnection { connection in
             guard replacement != names.withLock({ $0 }) else { return }
             try connection.database.transaction {

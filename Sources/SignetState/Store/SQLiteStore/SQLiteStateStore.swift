@@ -12,7 +12,10 @@ import Metrics
 /// `synchronous: full`), prepared statements reused, and optionally a bounded cache of
 /// snapshots (``Options/cacheCapacity``). One process writes a database at a time; readers
 /// (the CLI) may open it read-only meanwhile.
-public final class SQLiteStateStore: StateStore {
+public final class SQLiteStateStore: StoreRoles {
+    /// This store's roles, for Signet's stages.
+    public var roles: StateStoreRoles { StateStoreRoles(self) }
+
     /// How much a commit waits for the disk.
     public enum Durability: String, Sendable, CaseIterable {
         /// fsync at every commit: a committed batch survives power loss (default).
@@ -174,7 +177,7 @@ public final class SQLiteStateStore: StateStore {
         }
     }
 
-    public func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
+    package func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
         try withConnection { connection in
             let transaction = SQLiteStateTransaction(
                 database: connection.database, cache: connection.cacheEnabled ? connection.cache : nil,
@@ -225,7 +228,7 @@ public final class SQLiteStateStore: StateStore {
         return runs
     }
 
-    public func prune(keysBefore: Int64, now: Int64) throws {
+    package func prune(keysBefore: Int64, now: Int64) throws {
         let deliveredBefore = now - options.outboxRetention.clampedMilliseconds
         try withConnection { connection in
             let database = connection.database
