@@ -18,6 +18,11 @@ import PackageDescription
 /// - `SignetAppStorePipeline` the client's sources (history, statuses) and stages (catch-up, reconcile), their checkpoints
 /// - `SignetTesting`   `signet test`: a pipeline's test cases run against in-memory stores and capturing sinks
 /// - `Signet`          everything registered in one registry (what the CLI runs)
+extension TargetDependencyCondition {
+    /// A dependency of the service modules only: left out of an embedder's resolution with `traits: []`.
+    static let whenService = TargetDependencyCondition.when(traits: ["Service"])
+}
+
 let package = Package(
     name: "Signet",
     platforms: [.macOS(.v15)],
@@ -36,6 +41,16 @@ let package = Package(
         .library(name: "SignetTesting", targets: ["SignetTesting"]),
         .library(name: "Signet", targets: ["Signet"]),
         .executable(name: "signet", targets: ["signet"]),
+    ],
+    // The service's own dependencies (Kafka and HTTP are C and NIO; PostgreSQL; the App Store
+    // API client; the CLI) are used under the `Service` trait only, on by default. An embedder of
+    // the verify or state libraries alone depends with `traits: []` and resolves three packages
+    // (swift-log, swift-metrics, Yams) instead of 28 (docs/embedding.md).
+    traits: [
+        .trait(
+            name: "Service",
+            description: "The service modules' dependencies: SignetHTTP, SignetKafka, SignetPostgres, SignetAppStoreAPI and the signet CLI build with it"),
+        .default(enabledTraits: ["Service"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -99,10 +114,10 @@ let package = Package(
             name: "SignetPostgres",
             dependencies: [
                 "SignetCore", "SignetState",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .whenService),
+                .product(name: "NIOCore", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // HTTP: the webhook source, the http sink, the admin listener (metrics, health,
@@ -113,16 +128,16 @@ let package = Package(
                 "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .whenService),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .whenService),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .whenService),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .whenService),
+                .product(name: "NIOCore", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .whenService),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .whenService),
             ]),
         // The App Store Server API client: JWT auth, paging, retries, client-side rate limits.
         // Nothing of the state store: an embedder asking Apple needs no pipeline.
@@ -130,9 +145,9 @@ let package = Package(
             name: "SignetAppStoreAPI",
             dependencies: [
                 "SignetCore", "SignetOpenSSL", "SignetJWS", "AppStoreModels",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .whenService),
+                .product(name: "NIOCore", package: "swift-nio", condition: .whenService),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The client's pipeline components: the appstore_history and appstore_statuses sources,
@@ -158,14 +173,17 @@ let package = Package(
         // The HTTP floor of scripts/bench_http.py: the same Hummingbird answering a POST with no pipeline.
         .executableTarget(
             name: "signet-http-floor",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
+                .product(name: "NIOCore", package: "swift-nio", condition: .whenService),
+            ],
             path: "Benchmarks/HTTPFloor"),
         .executableTarget(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
                 "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "SignetTesting", "CMalloc", "CBuildInfo",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -174,10 +192,10 @@ let package = Package(
             name: "SignetTestSupport",
             dependencies: [
                 "SignetCore", "SignetFixtures", "SignetOpenSSL", "AppStoreModels",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .whenService),
             ],
             path: "Tests/SignetTestSupport"),
         .testTarget(name: "AppStoreModelsTests", dependencies: ["AppStoreModels", "SignetTestSupport"]),
@@ -215,8 +233,8 @@ let package = Package(
             dependencies: [
                 "SignetHTTP", "Signet", "SignetAppStorePipeline", "SignetCore", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .whenService),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .whenService),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         // The App Store client's test bed (an API key, the fake's matching JWT check, a client of
@@ -233,7 +251,7 @@ let package = Package(
             dependencies: [
                 "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetJWS", "SignetOpenSSL", "SignetFixtures",
                 "AppStoreModels", "SignetTestSupport", "SignetCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
@@ -242,7 +260,7 @@ let package = Package(
                 "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetState", "SignetCore",
                 "SignetFixtures", "AppStoreModels", "SignetTestSupport", "SignetStateTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .whenService),
             ]),
         .testTarget(name: "SignetCLITests", dependencies: ["Signet", "SignetTestSupport"]),
         // Whole-system tests: the `signet` binary killed mid-batch, Kafka through the mock broker and kcat.

@@ -78,4 +78,28 @@ expect "$work/webhook.out" '^stopped cleanly$' "WebhookService did not stop clea
 # 5. The acceptance tests of the embedding use case (Examples/Tests/EmbeddingAcceptanceTests): the
 # public API as another package sees it, on fixtures made in-process.
 swift test --package-path Examples --scratch-path .build --skip-build
-echo "examples: the four embedding examples built and ran as documented"
+# 6. An embedder of the verify and state libraries alone (`traits: []`, docs/embedding.md)
+# resolves Signet's three core dependencies, not the service's 28, and builds: a dependency added
+# to Package.swift without `.whenService` fails here.
+light="$work/light"
+mkdir -p "$light/Sources/VerifyNotification" "$light/Sources/EntitlementQuery"
+cp Examples/Sources/VerifyNotification/*.swift "$light/Sources/VerifyNotification/"
+cp Examples/Sources/EntitlementQuery/*.swift "$light/Sources/EntitlementQuery/"
+cat > "$light/Package.swift" <<SWIFT
+// swift-tools-version:6.1
+import PackageDescription
+let package = Package(
+    name: "LightEmbedder", platforms: [.macOS(.v15)],
+    dependencies: [.package(name: "Signet", path: "$PWD", traits: [])],
+    targets: [
+        .executableTarget(name: "VerifyNotification", dependencies: [.product(name: "SignetJWS", package: "Signet")]),
+        .executableTarget(name: "EntitlementQuery", dependencies: [.product(name: "SignetState", package: "Signet")]),
+    ])
+SWIFT
+swift package --package-path "$light" resolve >/dev/null 2>&1 || fail "an embedder with traits: [] could not resolve"
+resolved=$(LC_ALL=C ls "$light/.build/checkouts" | LC_ALL=C sort | tr '\n' ' ')
+[ "$resolved" = "Yams swift-log swift-metrics " ] || fail "an embedder with traits: [] resolved $resolved(expected Yams swift-log swift-metrics)"
+swift build --package-path "$light" >/dev/null || fail "the verify and state libraries do not build with traits: []"
+head -1 "$work/fx/notifications.ndjson" | "$light/.build/debug/VerifyNotification" "${trust[@]}" > "$work/light.out"
+expect "$work/light.out" '^verified [A-Z_]+' "VerifyNotification built with traits: [] did not verify"
+echo "examples: the four embedding examples built and ran as documented; traits: [] resolves 3 packages"

@@ -1,5 +1,5 @@
 import COpenSSL
-public import Foundation
+package import Foundation
 
 /// Issues X.509 v3 certificates with EC keys, for test PKIs and fixtures.
 ///

@@ -1,5 +1,5 @@
 import COpenSSL
-public import Foundation
+package import Foundation
 
 /// Verifies a leaf certificate plus untrusted intermediates against a ``TrustStore``
 /// at a chosen time, with OpenSSL's RFC 5280 path validation (`X509_verify_cert`).

@@ -144,7 +144,7 @@ struct PurchaseEndpointTests {
         defer { directory.remove() }
         let fixtures = try await SignetProcess.output(["fixtures", "--out", directory.path("fixtures"), "--count", "3"], timeout: 120)
         try #require(fixtures.exitCode == 0, "\(fixtures.stderr)")
-        var environment = try FixturesEnvironment.read(directory.path("fixtures"))
+        let environment = try FixturesEnvironment.read(directory.path("fixtures"))
         let transactionLine = try #require(
             try String(contentsOfFile: directory.path("fixtures/transactions.ndjson"), encoding: .utf8).split(separator: "\n").first)
         let notificationLine = try #require(

@@ -59,7 +59,7 @@ server.serve_forever()
     /// `current` and `previous`; returns what it judged of each request.
     static func judged(sink: String, current: String, previous: String, bed: ServiceTestBed) async throws -> [[String: Any]] {
         let log = bed.directory.appendingPathComponent("judged-\(UUID().uuidString.prefix(6)).jsonl")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let child = try ChildProcess(
             ChildProcess.env, ["python3", "-c", receiverScript, try documentedCheck(), log.path, current, previous], stdin: false)
         defer { child.stop() }

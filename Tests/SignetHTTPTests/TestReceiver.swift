@@ -53,7 +53,7 @@ server.serve_forever()
     init(plan: [String], secret: String = "", directory: URL) throws {
         log = directory.appendingPathComponent("receiver-\(UUID().uuidString.prefix(6)).jsonl")
         releaseFile = directory.appendingPathComponent("release-\(UUID().uuidString.prefix(6))")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let planJSON = String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)
         let child = try ChildProcess(
             ChildProcess.env, ["python3", "-c", Self.script, planJSON, log.path, releaseFile.path, secret], stdin: false)

@@ -1,7 +1,7 @@
-public import AppStoreModels
+package import AppStoreModels
 import Foundation
-public import SignetCore
-public import SignetJWS
+package import SignetCore
+package import SignetJWS
 
 /// Builders for verified payloads without crypto (SignetJWS's package initialisers), shared by
 /// the state tests and the PostgreSQL store's.

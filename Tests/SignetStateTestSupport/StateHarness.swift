@@ -1,7 +1,7 @@
 import Foundation
-public import SignetCore
-public import SignetJWS
-public import SignetState
+package import SignetCore
+package import SignetJWS
+package import SignetState
 import SignetTestSupport
 
 /// A decoded event as published (from the output bytes, not the typed value).

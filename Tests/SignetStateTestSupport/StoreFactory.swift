@@ -1,6 +1,6 @@
-public import SignetState
+package import SignetState
 import SignetTestSupport
-public import Testing
+import Testing
 
 /// A store the behaviour tests run against. Every parameterised test takes each of
 /// ``all``: memory, SQLite and a real PostgreSQL (a fresh database per store on the

@@ -1,6 +1,6 @@
 import Foundation
-public import SignetPostgres
-public import SignetState
+package import SignetPostgres
+package import SignetState
 import SignetTestSupport
 
 /// The state stores every contract test runs against: in-memory, SQLite and a real

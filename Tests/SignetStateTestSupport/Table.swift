@@ -1,5 +1,5 @@
-public import AppStoreModels
-public import SignetJWS
+package import AppStoreModels
+package import SignetJWS
 
 /// One purchase's notifications (otid 1000, SUBSCRIBED at t0 for 30 days) from the table in
 /// docs/state-machine.md: the table's rows (SignetStateTests) are built from them, and the

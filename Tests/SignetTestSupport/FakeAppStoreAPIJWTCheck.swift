@@ -1,5 +1,5 @@
 public import Foundation
-public import SignetOpenSSL
+package import SignetOpenSSL
 
 /// The fake App Store Server API's check of a request's `Authorization: Bearer <JWT>`, as
 /// Apple documents it: three base64url segments; header `alg` ES256, `kid` the key's id,

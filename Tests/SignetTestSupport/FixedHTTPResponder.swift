@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An HTTP server on 127.0.0.1 (python3's http.server) answering every POST and GET with the
 /// same status and body: the OCSP responses `openssl ocsp` never sends (tryLater,

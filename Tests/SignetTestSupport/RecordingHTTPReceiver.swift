@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An HTTP receiver on 127.0.0.1 (python3's http.server) that answers every POST with one
 /// status and records each body as a line of its standard output: a `forward` or `http`

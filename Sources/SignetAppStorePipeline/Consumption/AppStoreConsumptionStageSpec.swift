@@ -1,4 +1,4 @@
-public import SignetCore
+package import SignetCore
 import SignetAppStoreAPI
 
 extension ComponentSpec {

@@ -1,6 +1,6 @@
 import AppStoreModels
-public import SignetAppStoreAPI
-public import SignetState
+package import SignetAppStoreAPI
+package import SignetState
 import Foundation
 
 /// What Signet answers to a refund question (docs/consumption.md): whether it may answer at

@@ -1,7 +1,7 @@
-public import Logging
-public import SignetAppStoreAPI
+package import Logging
+package import SignetAppStoreAPI
 import SignetCore
-public import SignetState
+package import SignetState
 import AppStoreModels
 import Foundation
 

@@ -1,5 +1,5 @@
 import Foundation
-public import SignetAppStoreAPI
+package import SignetAppStoreAPI
 import SignetCore
 
 /// What the `appstore_history` source (a `signet backfill`) has committed: its window and, per

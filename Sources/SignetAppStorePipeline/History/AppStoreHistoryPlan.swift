@@ -1,6 +1,6 @@
 import AppStoreModels
 import Foundation
-public import SignetAppStoreAPI
+package import SignetAppStoreAPI
 import SignetCore
 
 /// What the `appstore_history` source will fetch: the unfinished checkpoint to resume, or a new window clamped to

@@ -1,4 +1,4 @@
-public import CoreMetrics
+package import CoreMetrics
 import Synchronization
 
 /// Counters and gauges made on first use, one per label and dimension values, then reused:

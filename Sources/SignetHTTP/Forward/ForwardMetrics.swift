@@ -1,4 +1,4 @@
-public import CoreMetrics
+package import CoreMetrics
 import SignetCore
 
 /// What a `forward` sink did, per receiver (`target`, its URL), through whatever swift-metrics

@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import Foundation
-public import Logging
+package import Logging
 import NIOCore
-public import CoreMetrics
-public import SignetCore
-public import SignetState
+package import CoreMetrics
+package import SignetCore
+package import SignetState
 import Synchronization
 
 /// Passes the raw signed body of every verified notification on to other receivers

@@ -1,4 +1,4 @@
-public import SignetCore
+package import SignetCore
 
 /// The codes a `forward` sink dead-letters a body with (docs/reason-codes.md).
 extension ReasonCode {

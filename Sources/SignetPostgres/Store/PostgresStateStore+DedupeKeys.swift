@@ -1,9 +1,9 @@
-public import AppStoreModels
+import AppStoreModels
 import Foundation
 import NIOCore
 import PostgresNIO
 import SignetCore
-public import SignetState
+import SignetState
 import Synchronization
 
 // PostgresStateStore: dedupe keys (DedupeKeyStore, DedupeKeyTransaction).

@@ -1,4 +1,4 @@
-public import AppStoreModels
+package import AppStoreModels
 
 /// One entry of the consent ledger: whether a customer agreed that the app shares
 /// consumption data with Apple when they ask for a refund, recorded by the app's backend

@@ -1,4 +1,4 @@
-public import AppStoreModels
+package import AppStoreModels
 
 /// One refund question Apple asked (`CONSUMPTION_REQUEST`), as the store keeps it: what was
 /// asked, by when the answer is due, what Signet did about it, and how Apple decided.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import AppStoreModels
 
 /// The event's JSON document (`Schemas/entitlement-event.schema.json`), read and written

@@ -1,4 +1,4 @@
-public import AppStoreModels
+package import AppStoreModels
 import Foundation
 
 /// The JSON that `signet entitlements`, `signet state show` and the admin listener's

@@ -1,4 +1,4 @@
-public import AppStoreModels
+import AppStoreModels
 import SignetCore
 import Synchronization
 

@@ -1,4 +1,4 @@
-public import AppStoreModels
+import AppStoreModels
 
 /// Purchases: one snapshot each, found by originalTransactionId or appAccountToken (the
 /// public queries of ``StateStore``), paged through, and the entitlement names every answer
