@@ -7,7 +7,7 @@
 /// control characters in strings, no `NaN`/`Infinity`, no leading zeros, `+` or bare `.5`,
 /// nothing after the value but whitespace, nesting at most ``AppStoreJSON/maximumDepth``.
 /// docs/json.md lists what it does with the cases RFC 8259 leaves to implementations.
-public enum JSONElement: Hashable, Sendable {
+package enum JSONElement: Hashable, Sendable {
     /// Members in document order (duplicates kept only under ``DuplicateKeys/allow``).
     case object([Member])
     case array([JSONElement])
@@ -19,11 +19,11 @@ public enum JSONElement: Hashable, Sendable {
     case null
 
     /// One `"name": value` pair of an object.
-    public struct Member: Hashable, Sendable {
-        public let key: String
-        public let value: JSONElement
+    package struct Member: Hashable, Sendable {
+        package let key: String
+        package let value: JSONElement
 
-        public init(key: String, value: JSONElement) {
+        package init(key: String, value: JSONElement) {
             self.key = key
             self.value = value
         }
@@ -31,7 +31,7 @@ public enum JSONElement: Hashable, Sendable {
 
     /// What to do when an object names the same member twice. RFC 8259 §4 only says names
     /// SHOULD be unique; RFC 7515 §4 lets a JWS reader reject duplicates.
-    public enum DuplicateKeys: Sendable {
+    package enum DuplicateKeys: Sendable {
         /// Throw ``AppStoreJSONError/Kind/duplicateKey``: two parsers must never disagree on
         /// which duplicate counts. Signet uses this for every untrusted input.
         case reject
@@ -41,7 +41,7 @@ public enum JSONElement: Hashable, Sendable {
 
     /// Parses one JSON text (any value at top level). Throws ``AppStoreJSONError`` with the
     /// byte offset and what was expected.
-    public static func parse(_ bytes: some Collection<UInt8>, duplicateKeys: DuplicateKeys = .reject) throws -> JSONElement {
+    package static func parse(_ bytes: some Collection<UInt8>, duplicateKeys: DuplicateKeys = .reject) throws -> JSONElement {
         if let value = try bytes.withContiguousStorageIfAvailable({ try parse(buffer: $0, duplicateKeys: duplicateKeys) }) {
             return value
         }
@@ -58,25 +58,25 @@ public enum JSONElement: Hashable, Sendable {
 
     /// The value of the first member named `key`, or nil when this is not an object or has no
     /// such member.
-    public subscript(key: String) -> JSONElement? {
+    package subscript(key: String) -> JSONElement? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
     /// The text of a string value; nil for any other value.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
     /// The elements of an array value; nil for any other value.
-    public var arrayValue: [JSONElement]? {
+    package var arrayValue: [JSONElement]? {
         if case .array(let elements) = self { return elements }
         return nil
     }
 
     /// Whether this is an object.
-    public var isObject: Bool {
+    package var isObject: Bool {
         if case .object = self { return true }
         return false
     }
