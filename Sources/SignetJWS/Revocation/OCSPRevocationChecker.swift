@@ -98,6 +98,8 @@ public final class OCSPRevocationChecker: Sendable {
     /// Good OCSP answers kept in ``Options/answersFile`` (read at start, not believed until
     /// verified again), and the file.
     private let kept: Mutex<[Key: RevocationAnswerFile.Entry]>
+    /// Held while the answers file is written, so writes never overtake each other.
+    private let fileWrites = Mutex<Void>(())
     private let answerFile: RevocationAnswerFile?
 
     /// - Parameters:
@@ -259,21 +261,28 @@ public final class OCSPRevocationChecker: Sendable {
     /// Rare (once per certificate per refresh), so the whole file is written each time.
     private func keep(_ answer: RevocationAnswer, evidence: [UInt8]?, for key: Key) {
         guard let answerFile else { return }
-        let snapshot: [RevocationAnswerFile.Entry]? = kept.withLock { kept in
+        let changed = kept.withLock { kept in
             switch answer {
             case .good:
-                guard let evidence else { return nil }
+                guard let evidence else { return false }
                 kept[key] = RevocationAnswerFile.Entry(
                     issuer: Self.hex(key.issuerFingerprint), serial: key.serialNumberHex,
                     fetchedAt: Int64(clock().timeIntervalSince1970.rounded(.down)), response: Data(evidence).base64EncodedString())
             case .revoked:
-                guard kept.removeValue(forKey: key) != nil else { return nil }
+                guard kept.removeValue(forKey: key) != nil else { return false }
             case .failed:
-                return nil
+                return false
             }
-            return Array(kept.values)
+            return true
         }
-        if let snapshot { try? answerFile.save(snapshot) }
+        guard changed else { return }
+        // One write at a time, each of the answers as they stand when it starts: a snapshot
+        // taken before another certificate's answer can no longer be written after it (the
+        // leaf's and the intermediate's answers arrive together, and on a loaded machine the
+        // file kept one of them).
+        fileWrites.withLock { _ in
+            try? answerFile.save(kept.withLock { Array($0.values) })
+        }
     }
 
     private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
