@@ -7,8 +7,9 @@ set -euo pipefail
 # wrk: the HTTP benchmark; prometheus (promtool and prometheus): the tests check and unit-test
 # packaging/prometheus/signet-alerts.yml and scrape a running signet to evaluate the Grafana
 # dashboard's queries; tmux: the test of `signet top` drives it in a real terminal; sqlite3: the
-# alerts test ages a running store's forward queue and refund question with the sqlite3 shell.
-packages=(libssl-dev openssl librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml postgresql curl wrk prometheus tmux sqlite3)
+# alerts test ages a running store's forward queue and refund question with the sqlite3 shell;
+# python3-cryptography: the offer signature tests verify Signet's signatures with it.
+packages=(libssl-dev openssl librdkafka-dev libsqlite3-dev pkg-config kcat python3-jsonschema python3-yaml python3-cryptography postgresql curl wrk prometheus tmux sqlite3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

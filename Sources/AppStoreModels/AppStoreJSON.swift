@@ -9,7 +9,7 @@ import Foundation
 /// key the model reads may appear only once per object, and only RFC 8259 JSON is accepted
 /// (docs/json.md). Any other `Decodable` goes through one consistently configured `JSONDecoder`,
 /// which is more lenient: use it only for trusted input (untrusted JSON without a model goes
-/// through ``JSONElement/parse(_:duplicateKeys:)``).
+/// through the same strict parser, `JSONElement`, inside Signet).
 public enum AppStoreJSON {
     /// Deepest allowed nesting of objects and arrays. Apple's payloads nest at most five levels;
     /// the cap bounds stack use on hostile input.

@@ -50,23 +50,12 @@ public final class AppStoreAPITokenSigner: Sendable {
 
     /// A token with exactly these instants (tests forge expired ones with it).
     public func sign(issuedAt: Date, expires: Date, audience: String = AppStoreAPITokenSigner.audience) throws(OpenSSLError) -> String {
-        var header = JSONText(reserving: 64)
-        header.beginObject()
-        header.field("alg", "ES256")
-        header.field("kid", credentials.keyId)
-        header.field("typ", "JWT")
-        header.endObject()
-        var claims = JSONText(reserving: 192)
-        claims.beginObject()
-        claims.field("iss", credentials.issuerId)
-        claims.field("iat", Int64(issuedAt.timeIntervalSince1970.rounded(.down)))
-        claims.field("exp", Int64(expires.timeIntervalSince1970.rounded(.down)))
-        claims.field("aud", audience)
-        claims.field("bid", credentials.bundleId)
-        claims.endObject()
-        let signingInput = Base64.encodeURL(header.bytes) + "." + Base64.encodeURL(claims.bytes)
-        // signES256 returns the raw r || s a JWS carries (64 bytes on P-256), not DER.
-        let signature = try credentials.privateKey.signES256(Array(signingInput.utf8))
-        return signingInput + "." + Base64.encodeURL(signature)
+        try ES256JWT.sign(with: credentials) { claims in
+            claims.field("iss", credentials.issuerId)
+            claims.field("iat", Int64(issuedAt.timeIntervalSince1970.rounded(.down)))
+            claims.field("exp", Int64(expires.timeIntervalSince1970.rounded(.down)))
+            claims.field("aud", audience)
+            claims.field("bid", credentials.bundleId)
+        }
     }
 }
