@@ -11,6 +11,10 @@ import SignetOpenSSL
 ///   transaction and (for subscriptions) a signed renewal info;
 /// - `transactions.ndjson` — `{"signedTransaction": ...}` lines, as an app forwards them after a purchase;
 /// - `forged.ndjson` — lines that must be rejected, one per kind of attack, to see the dead-letter sink work;
+/// - `realtime-requests.ndjson` — a real-time retention request body per subscription, signed after
+///   its notifications (the set's app Apple id, else ``RealtimeRequestFixtures/defaultAppAppleId``);
+/// - `realtime-refused.ndjson` — request bodies a Get Retention Message endpoint must refuse (another
+///   app's, the other environment's, forged, a foreign chain, a missing field, a notification, not JSON);
 /// - `fixtures.env` — `export` lines for the default pipeline's variables;
 /// - `pki/` — the keys and certificates, so a later call can sign more with the same root.
 public struct FixtureSet {
@@ -56,6 +60,8 @@ public struct FixtureSet {
         public var notifications: Int
         public var transactions: Int
         public var forged: Int
+        /// Real-time retention requests written (one per subscription).
+        public var realtimeRequests: Int
         public var rootPath: String
     }
 
@@ -102,8 +108,20 @@ public struct FixtureSet {
         let notifications = try LineFile(directory.appendingPathComponent("notifications.ndjson"))
         let transactions = try LineFile(directory.appendingPathComponent("transactions.ndjson"))
         var transactionCount = 0
+        var subscriptions: [RealtimeRequestFixtures.Subscription] = []
+        var seen = Set<String>()
+        var lastNotification: [UInt8]?
+        var lastSignedDate: Int64 = 0
         try streamNotifications(count: count, pki: pki) { line, sample, signedTransaction in
             try notifications.append(line)
+            lastNotification = line
+            lastSignedDate = max(lastSignedDate, sample.signedDate.millisecondsSince1970)
+            // Auto-renewable purchases (they expire) are what a retention request asks about.
+            if sample.expiresDate != nil, let purchase = sample.originalTransactionId, let product = sample.productId,
+                seen.insert(purchase).inserted
+            {
+                subscriptions.append(.init(originalTransactionId: purchase, productId: product))
+            }
             // Every tenth purchase is also forwarded by the app, before Apple's notification.
             if let signedTransaction, sample.combination.notificationType == .subscribed || sample.combination.notificationType == .oneTimeCharge,
                 transactionCount * 10 < count
@@ -120,13 +138,31 @@ public struct FixtureSet {
         for line in forgedLines { try forged.append(line) }
         try forged.close()
 
+        // A real-time retention request for every subscription, signed after its notifications,
+        // and the requests a Get Retention Message endpoint must refuse (docs/retention.md).
+        let realtime = RealtimeRequestFixtures(pki: pki, environment: environment, appAppleId: appAppleId)
+        let requests = try LineFile(directory.appendingPathComponent("realtime-requests.ndjson"))
+        for (index, subscription) in subscriptions.enumerated() {
+            try requests.append(try realtime.body(for: subscription, requestIdentifier: UUID(), signedDate: lastSignedDate + Int64(index + 1) * 1000))
+        }
+        try requests.close()
+        let refused = try LineFile(directory.appendingPathComponent("realtime-refused.ndjson"))
+        if let subscription = subscriptions.first, let lastNotification {
+            for (body, _) in try realtime.refused(for: subscription, signedDate: lastSignedDate + 1000, notification: lastNotification) {
+                try refused.append(body)
+            }
+        }
+        try refused.close()
+
         var env = "# Settings for the default pipeline (source this file).\n"
         env += "export SIGNET_ROOT_CERTS=\(rootPath.standardizedFileURL.path)\n"
         env += "export SIGNET_ENVIRONMENT=\(environment.rawValue)\n"
         env += "export SIGNET_BUNDLE_ID=\(bundleId)\n"
         if let appAppleId { env += "export SIGNET_APP_APPLE_ID=\(appAppleId)\n" }
         try env.write(to: directory.appendingPathComponent("fixtures.env"), atomically: true, encoding: .utf8)
-        return Summary(notifications: count, transactions: transactionCount, forged: forgedLines.count, rootPath: rootPath.path)
+        return Summary(
+            notifications: count, transactions: transactionCount, forged: forgedLines.count, realtimeRequests: subscriptions.count,
+            rootPath: rootPath.path)
     }
 
     /// Signs `count` notifications and hands each line to `body` (no file needed: a

@@ -49,6 +49,7 @@ public final class AppStoreVerifier: Sendable {
     private let transactionClaims: ClaimsPolicy<JWSTransactionDecodedPayload>
     private let renewalInfoClaims: ClaimsPolicy<JWSRenewalInfoDecodedPayload>
     private let appTransactionClaims: ClaimsPolicy<JWSAppTransactionDecodedPayload>
+    private let realtimeRequestClaims: ClaimsPolicy<DecodedRealtimeRequestBody>
 
     /// Validates `configuration` and builds the trust store.
     ///
@@ -104,6 +105,7 @@ public final class AppStoreVerifier: Sendable {
         self.transactionClaims = ClaimsPolicy(configuration: configuration)
         self.renewalInfoClaims = ClaimsPolicy(configuration: configuration)
         self.appTransactionClaims = ClaimsPolicy(configuration: configuration)
+        self.realtimeRequestClaims = ClaimsPolicy(configuration: configuration)
     }
 
     // MARK: - Public entry points
@@ -130,6 +132,17 @@ public final class AppStoreVerifier: Sendable {
     public func verifyAppTransaction(_ jws: String) throws(RecordRejection) -> VerifiedAppTransaction {
         var jws = jws
         return try jws.withUTF8 { raw in Result { () throws(RecordRejection) in try appTransaction(UnsafeRawBufferPointer(raw)) } }.get()
+    }
+
+    /// Verifies a real-time retention request's `signedPayload` (the body the App Store POSTs to
+    /// the Get Retention Message endpoint is `{"signedPayload": …}`): steps 1–6 as a
+    /// notification, then every field Apple documents must be present (`malformed_payload`
+    /// names the missing ones). It carries no bundle id: a configured `appAppleId` is compared
+    /// in every environment, not only in Production, since Apple says never to answer another
+    /// app's request and nothing else in it names the app.
+    public func verifyRealtimeRequest(_ jws: String) throws(RecordRejection) -> VerifiedRealtimeRequest {
+        var jws = jws
+        return try jws.withUTF8 { raw in Result { () throws(RecordRejection) in try realtimeRequest(UnsafeRawBufferPointer(raw)) } }.get()
     }
 
     /// Verifies a `signedTransactionInfo` (from a notification, the App Store Server API or a device).
@@ -285,6 +298,21 @@ public final class AppStoreVerifier: Sendable {
             raw, as: JWSAppTransactionDecodedPayload.self, role: .appTransaction, claims: appTransactionClaims,
             fallback: { $0.receiptCreationDate.map { ValidationInstant(milliseconds: $0.millisecondsSince1970, source: .signedDate) } })
         return VerifiedAppTransaction(
+            payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date, signingCertificate: jws.header.leaf,
+            certificateChain: chain)
+    }
+
+    private func realtimeRequest(_ raw: UnsafeRawBufferPointer) throws(RecordRejection) -> VerifiedRealtimeRequest {
+        let (jws, payload, instant, chain) = try verified(
+            raw, as: DecodedRealtimeRequestBody.self, role: .realtimeRequest, claims: realtimeRequestClaims,
+            shape: { payload in
+                // A notification or a transaction decodes as this model too (every field is
+                // optional): it lacks the request's own fields.
+                let missing = payload.missingFields
+                return missing.isEmpty
+                    ? nil : "not a real-time retention request: \(missing.joined(separator: ", ")) missing (Apple sends all seven)"
+            })
+        return VerifiedRealtimeRequest(
             payload: payload, payloadJSON: jws.payloadJSON, effectiveDate: instant.date, signingCertificate: jws.header.leaf,
             certificateChain: chain)
     }

@@ -129,6 +129,8 @@ enum JWSRole: Sendable {
     case transaction
     case renewalInfo
     case appTransaction
+    /// A real-time retention request (`RealtimeRequestBody.signedPayload`).
+    case realtimeRequest
     /// A chain checked on its own (``AppStoreVerifier/checkCertificateChain(leaf:intermediate:at:)``).
     case certificateChain
 
@@ -138,6 +140,7 @@ enum JWSRole: Sendable {
         case .transaction: "signedTransactionInfo"
         case .renewalInfo: "signedRenewalInfo"
         case .appTransaction: "signedAppTransactionInfo"
+        case .realtimeRequest: "signedPayload (realtime request)"
         case .certificateChain: "certificate chain"
         }
     }

@@ -14,6 +14,10 @@ struct FixturesCommand: ParsableCommand {
               DIR/transactions.ndjson   {"signedTransaction": ...}, as apps send them
               DIR/forged.ndjson         lines that must be rejected (tampered, rogue
                                         root, other app, alg none, ...)
+              DIR/realtime-requests.ndjson  a retention request per
+                                        subscription, as Apple POSTs it
+              DIR/realtime-refused.ndjson   requests to refuse (other app,
+                                        forged, other environment, ...)
               DIR/fixtures.env          export lines for the default pipeline: source it
               DIR/pki/                  keys and certificates, reused by later calls
 
@@ -137,7 +141,8 @@ struct FixturesCommand: ParsableCommand {
         }
         let summary = try fixtures.write(count: count)
         Terminal.note(
-            "wrote \(summary.notifications) notifications, \(summary.transactions) forwarded transactions and "
-                + "\(summary.forged) forged lines to \(out); trust \(summary.rootPath) (source \(out)/fixtures.env)")
+            "wrote \(summary.notifications) notifications, \(summary.transactions) forwarded transactions, "
+                + "\(summary.forged) forged lines and \(summary.realtimeRequests) real-time retention requests to \(out); "
+                + "trust \(summary.rootPath) (source \(out)/fixtures.env)")
     }
 }

@@ -8,6 +8,10 @@ protocol ClaimedPayload: Decodable, Sendable {
     static var carriesBundleId: Bool { get }
     /// Whether the kind carries an app Apple id (notifications only).
     static var carriesAppAppleId: Bool { get }
+    /// Whether a configured app Apple id is compared in every environment, not in Production
+    /// only (a real-time retention request: Apple says never to answer another app's, and it
+    /// names the app by nothing else).
+    static var comparesAppAppleIdInEveryEnvironment: Bool { get }
     var signedDate: AppleTimestamp? { get }
     var claimedBundleId: String? { get }
     var claimedAppAppleId: Int64? { get }
@@ -15,6 +19,10 @@ protocol ClaimedPayload: Decodable, Sendable {
     /// Names the record and where its claims come from, e.g. `DID_RENEW <uuid>: data.`;
     /// built only for a rejection's detail.
     func claimContext() -> String
+}
+
+extension ClaimedPayload {
+    static var comparesAppAppleIdInEveryEnvironment: Bool { false }
 }
 
 extension ResponseBodyV2DecodedPayload: ClaimedPayload {
@@ -69,5 +77,18 @@ extension JWSRenewalInfoDecodedPayload: ClaimedPayload {
 
     func claimContext() -> String {
         "renewal info for \(originalTransactionId.map { "originalTransactionId \"\($0)\"" } ?? "(no originalTransactionId)"): "
+    }
+}
+
+extension DecodedRealtimeRequestBody: ClaimedPayload {
+    static var carriesBundleId: Bool { false }
+    static var carriesAppAppleId: Bool { true }
+    static var comparesAppAppleIdInEveryEnvironment: Bool { true }
+    var claimedBundleId: String? { nil }
+    var claimedAppAppleId: Int64? { appAppleId }
+    var claimedEnvironment: AppStoreEnvironment? { environment }
+
+    func claimContext() -> String {
+        "realtime request \(requestIdentifier.map { "\"\($0)\"" } ?? "(no requestIdentifier)"): "
     }
 }

@@ -30,12 +30,14 @@ struct ClaimsPolicy<Payload: ClaimedPayload>: JWSVerificationPolicy {
         // One configured environment decides; with several (or none) the payload's own claim
         // says whose rules apply.
         if Payload.carriesAppAppleId, let expected = appAppleId,
-           (environments.count == 1 ? environments.first : payload.claimedEnvironment) == .production,
+           Payload.comparesAppAppleIdInEveryEnvironment
+               || (environments.count == 1 ? environments.first : payload.claimedEnvironment) == .production,
            payload.claimedAppAppleId != expected
         {
+            let scope = Payload.comparesAppAppleIdInEveryEnvironment ? "compared in every environment" : "compared in Production only"
             throw RecordRejection(
                 .appAppleIdMismatch,
-                "\(payload.claimContext())appAppleId is \(payload.claimedAppAppleId.map(String.init) ?? "absent"), this verifier expects \(expected) (compared in Production only)")
+                "\(payload.claimContext())appAppleId is \(payload.claimedAppAppleId.map(String.init) ?? "absent"), this verifier expects \(expected) (\(scope))")
         }
         if !environments.isEmpty, !(payload.claimedEnvironment.map(environments.contains) ?? false) {
             throw RecordRejection(
