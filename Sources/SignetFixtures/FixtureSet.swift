@@ -142,13 +142,15 @@ public struct FixtureSet {
         // and the requests a Get Retention Message endpoint must refuse (docs/retention.md).
         let realtime = RealtimeRequestFixtures(pki: pki, environment: environment, appAppleId: appAppleId)
         let requests = try LineFile(directory.appendingPathComponent("realtime-requests.ndjson"))
-        for (index, subscription) in subscriptions.enumerated() {
-            try requests.append(try realtime.body(for: subscription, requestIdentifier: UUID(), signedDate: lastSignedDate + Int64(index + 1) * 1000))
+        // One millisecond after the last notification: a `--now` set ends just before now, and a
+        // request dated later (one second apart each, say) would be in the future for a large set.
+        for subscription in subscriptions {
+            try requests.append(try realtime.body(for: subscription, requestIdentifier: UUID(), signedDate: lastSignedDate + 1))
         }
         try requests.close()
         let refused = try LineFile(directory.appendingPathComponent("realtime-refused.ndjson"))
         if let subscription = subscriptions.first, let lastNotification {
-            for (body, _) in try realtime.refused(for: subscription, signedDate: lastSignedDate + 1000, notification: lastNotification) {
+            for (body, _) in try realtime.refused(for: subscription, signedDate: lastSignedDate + 1, notification: lastNotification) {
                 try refused.append(body)
             }
         }

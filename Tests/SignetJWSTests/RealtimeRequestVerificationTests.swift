@@ -161,4 +161,30 @@ struct RealtimeRequestVerificationTests {
             }
         }
     }
+
+    @Test("a set made to end now (signet fixtures --now) has requests a verifier on the real clock accepts: none dated in the future")
+    func fixtureSetEndingNow() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signet-realtime-now-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let count = 700
+        let set = FixtureSet(
+            directory: directory, bundleId: "com.example.signet", environment: .sandbox,
+            start: FixtureSet.start(endingBefore: Int64(Date().timeIntervalSince1970 * 1000), count: count))
+        let summary = try set.write(count: count)
+        // Enough subscriptions that requests spaced even a second apart would reach past the
+        // verifier's five minutes of allowed skew.
+        try #require(summary.realtimeRequests > 300, "\(summary.realtimeRequests) subscriptions")
+        let verifier = try AppStoreVerifier(configuration: VerifierConfiguration(
+            roots: [try X509Certificate(pemEncoded: String(contentsOfFile: summary.rootPath, encoding: .utf8))], environment: .sandbox,
+            bundleId: "com.example.signet", appAppleId: RealtimeRequestFixtures.defaultAppAppleId))
+        let lines = try String(contentsOf: directory.appendingPathComponent("realtime-requests.ndjson"), encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+        let written = Int64(Date().timeIntervalSince1970 * 1000)
+        for line in lines {
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+            let request = try verifier.verifyRealtimeRequest(try #require(body["signedPayload"]))
+            #expect((request.payload.signedDate?.millisecondsSince1970 ?? .max) <= written, "a request dated after the set was written")
+        }
+    }
 }
+
