@@ -115,6 +115,7 @@ public final class SQLiteStateStore: StoreRoles {
         let database = try SQLiteDatabase(
             path: path, readOnly: options.readOnly, synchronous: synchronous, busyTimeoutMilliseconds: milliseconds)
         if !options.readOnly {
+            _ = StateStoreMetrics.sqliteCommit
             try database.execute(SQLiteSchema.create)
             // Databases created before outbox.input_key existed get the column added.
             if try !database.columnExists(table: "outbox", column: "input_key") {
