@@ -125,7 +125,7 @@ let package = Package(
         .target(
             name: "SignetHTTP",
             dependencies: [
-                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL",
+                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStorePipeline",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
@@ -258,7 +258,7 @@ let package = Package(
             name: "SignetAppStorePipelineTests",
             dependencies: [
                 "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport", "SignetState", "SignetCore",
-                "SignetFixtures", "AppStoreModels", "SignetTestSupport", "SignetStateTestSupport",
+                "SignetFixtures", "AppStoreModels", "SignetTestSupport", "SignetStateTestSupport", "SignetJWS", "SignetOpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .whenService),
             ]),

@@ -13,6 +13,8 @@ import SignetState
 /// so `signet lint` and `signet components` work on a machine without the key.
 extension ComponentRegistry {
     public mutating func registerAppStoreAPIComponents() {
+        // Served by the webhook's listener (SignetHTTP attaches it when the pipeline runs).
+        registerSection(.retentionSection)
         registerSource(.appStoreHistorySource) { config, context in
             let now = WallClock.milliseconds()
             for key in ["start", "end"] {

@@ -8,7 +8,9 @@ struct ComponentsCommand: ParsableCommand {
         commandName: "components",
         abstract: "Lists the source, stage, sink and store types a pipeline file can name, with their keys.",
         discussion: """
-            Without options, prints every component with its keys, types, defaults and required keys. \
+            Without options, prints every component with its keys, types, defaults and required keys; \
+            with a NAME (for example `signet components retention`), that component with its description \
+            and examples. \
             --json prints the same as a stable JSON document for tools (its structure is described in \
             docs/pipelines.md). --markdown prints the reference tables of docs/pipelines.md and \
             --json-schema the JSON Schema of pipeline files (Schemas/pipeline.schema.json); \
@@ -29,8 +31,18 @@ struct ComponentsCommand: ParsableCommand {
 
     @Flag var format: Format?
 
+    @Argument(help: "A component's type or section name (http, verify, retention, ...): show only it.")
+    var name: String?
+
     func run() throws {
         let catalog = ComponentCatalog(registry: Signet.makeRegistry())
+        if let name {
+            guard let text = catalog.text(named: name) else {
+                throw ValidationError("no component is called '\(name)'" + ConfigWording.suggestion(for: name, among: catalog.names))
+            }
+            try Terminal.printLine(Array(text.dropLast().utf8))
+            return
+        }
         let text: String =
             switch format {
             case nil: catalog.text

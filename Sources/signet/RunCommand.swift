@@ -61,6 +61,7 @@ struct RunCommand: AsyncParsableCommand {
             built = try PipelineLoader.loadForCommand(source)
             runner = PipelineRunner(pipeline: built)
             do {
+                try HTTPSource.serveRetention(of: built, environment: Terminal.environment, logger: Logger(label: "signet.retention"))
                 admin = try AdminServer.make(for: runner, environment: Terminal.environment)
             } catch {
                 throw ConfigurationFailure(description: "\(error)")

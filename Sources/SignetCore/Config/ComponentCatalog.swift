@@ -52,6 +52,32 @@ package struct ComponentCatalog: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// What `signet components NAME` prints: every component called `name` (a source and a sink
+    /// may share one), with its description, keys and examples; nil when none is.
+    package func text(named name: String) -> String? {
+        var lines: [String] = []
+        for (kind, specs) in registry.catalog {
+            for spec in specs where spec.name == name {
+                lines.append("\(kind.plural): \(spec.name) - \(spec.summary)")
+                if !spec.description.isEmpty { lines.append("  \(spec.description)") }
+                if spec.acceptsAnyKeys { lines.append("      (keys not declared)") }
+                lines += Self.keyLines(spec.fields)
+                if !spec.requiresBefore.isEmpty {
+                    lines.append("      needs before it: \(spec.requiresBefore.joined(separator: ", "))")
+                }
+                for example in spec.examples {
+                    lines.append("  example:")
+                    lines += example.split(separator: "\n", omittingEmptySubsequences: false).map { "    \($0)" }
+                }
+                lines.append("")
+            }
+        }
+        return lines.isEmpty ? nil : lines.joined(separator: "\n")
+    }
+
+    /// Every component's name, for a "did you mean".
+    package var names: [String] { registry.catalog.flatMap { $0.specs.map(\.name) } }
+
     /// `      key   type, default: x` with the types aligned.
     static func keyLines(_ fields: [ConfigField]) -> [String] {
         let rows = rows(fields)

@@ -35,9 +35,11 @@ struct PipelineBuild {
             let node = top.node(name) ?? ConfigNode(value: .null, location: root.location, path: name)
             var validator = ConfigValidator(storeNames: [])
             let parsed = validator.validate(node, fields: spec.fields, retiredKeys: spec.retiredKeys)
-            errors += validator.errors
             let wanted = top.node(name) != nil || name == PipelineSettings.spec.name
-            if wanted, validator.errors.isEmpty { sections[name] = parsed }
+            // A section not written has nothing wrong with it, even if it has required keys.
+            guard wanted else { continue }
+            errors += validator.errors
+            if validator.errors.isEmpty { sections[name] = parsed }
         }
         var settings = PipelineSettings()
         if let parsed = sections.removeValue(forKey: PipelineSettings.spec.name) {

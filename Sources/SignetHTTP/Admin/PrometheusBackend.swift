@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 public import Prometheus
+import SignetAppStorePipeline
 import SignetJWS
 
 /// The process's Prometheus registry and the swift-metrics bootstrap that feeds it.
@@ -20,6 +21,7 @@ public enum PrometheusBackend {
             .seconds(1), .seconds(5), .seconds(15), .seconds(60), .seconds(300), .seconds(900), .seconds(3_600),
             .seconds(6 * 3_600), .seconds(86_400), .seconds(3 * 86_400), .seconds(7 * 86_400), .seconds(30 * 86_400),
         ]
+        factory.durationHistogramBuckets[RetentionMetrics.decisionLabel] = RetentionMetrics.decisionBuckets
         MetricsSystem.bootstrap(factory)
         return true
     }()

@@ -4,6 +4,7 @@ import HummingbirdCore
 public import Logging
 import NIOCore
 import ServiceLifecycle
+package import SignetAppStorePipeline
 public import SignetCore
 public import SignetState
 import Synchronization
@@ -73,6 +74,14 @@ public final class HTTPSource: Source, PushSource {
     /// The store the app's own call reads entitlements from (``Options/purchasesPath``).
     private let store: StateStoreResource?
 
+    /// Apple's Get Retention Message requests, when the pipeline has a `retention:` section.
+    private let retention = Mutex<RetentionResponder?>(nil)
+
+    /// Serves `responder` at its policy's path from the next ``open()`` on.
+    package func serve(retention responder: RetentionResponder) {
+        retention.withLock { $0 = responder }
+    }
+
     /// - Parameters:
     ///   - options: the listener's address, path, limits and timeouts; the defaults fit most uses.
     ///   - store: the pipeline's state store, for ``Options/purchasesPath``.
@@ -106,7 +115,7 @@ public final class HTTPSource: Source, PushSource {
             purchases = PurchaseEndpoint(path: path, store: store, token: options.apiToken.map(BearerToken.init), logger: logger)
         }
         let responder = WebhookResponder(
-            intake: intake, options: options, purchases: purchases, logger: logger)
+            intake: intake, options: options, purchases: purchases, retention: retention.withLock { $0 }, logger: logger)
         // One per listener: its connections' guards and its connection limit share it.
         let idle = IdleConnections(listener: "webhook")
         let application = Application(
@@ -141,6 +150,9 @@ public final class HTTPSource: Source, PushSource {
         }
         guard let address = try await started.wait()?.get() else { throw CancellationError() }
         logger.notice("webhook listening on http://\(address)\(options.path)")
+        if let path = retention.withLock({ $0?.policy.path }) {
+            logger.notice("retention requests answered on http://\(address)\(path)")
+        }
     }
 
     public func nextBatch(maxRecords: Int) async throws -> [Record]? {

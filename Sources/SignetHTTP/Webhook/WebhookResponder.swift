@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import SignetAppStorePipeline
 import SignetCore
 import SignetJWS
 
@@ -17,6 +18,10 @@ import SignetJWS
 /// | 415 | a `Content-Type` that is not JSON |
 /// | 503 + Retry-After | backpressure, draining, a sink or store failing, no commit within `response_timeout`, or (with `retry_misconfigured`) dead-lettered for another app or environment |
 ///
+/// On the `retention:` section's path, Apple's Get Retention Message requests pass the same
+/// checks up to the body, then `RetentionResponder` answers: 200 with a retention answer, or
+/// 403 without a body for anything that is not a verified request of this app.
+///
 /// Bodies are never logged, only their size.
 struct WebhookResponder: HTTPResponder {
     typealias Context = WebhookRequestContext
@@ -25,14 +30,21 @@ struct WebhookResponder: HTTPResponder {
     let options: HTTPSource.Options
     /// The app's own call (`purchases_path`), when configured.
     let purchases: PurchaseEndpoint?
+    /// Apple's Get Retention Message requests (`retention.path`), when configured: answered
+    /// from the store at once, never through the pipeline.
+    let retention: RetentionResponder?
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let purchase: PurchaseEndpoint?
+        var retention: RetentionResponder?
         if request.uri.path == options.path {
             purchase = nil
         } else if let purchases, request.uri.path == purchases.path {
             purchase = purchases
+        } else if let responder = self.retention, request.uri.path == responder.policy.path {
+            purchase = nil
+            retention = responder
         } else {
             return Self.reply(.notFound, ["error": "not_found", "detail": "notifications are posted to \(options.path)"])
         }
@@ -54,6 +66,15 @@ struct WebhookResponder: HTTPResponder {
         switch try await readBody(request.body, channel: context.channel) {
         case .complete(let bytes): body = bytes
         case .tooLarge(let seen): return tooLarge(seen)
+        }
+        if let retention {
+            // Verified, looked up and answered here; a refusal (403) carries no body: Apple's
+            // rule is not to answer a request that is not this app's.
+            let reply = await retention.respond(to: body)
+            var headers = HTTPFields()
+            if !reply.body.isEmpty { headers[.contentType] = "application/json" }
+            return Response(
+                status: HTTPResponse.Status(code: reply.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
         }
         guard Self.isJSONObject(body) else {
             logger.info("webhook: refused a body that is not a JSON object", metadata: ["bytes": "\(body.count)"])

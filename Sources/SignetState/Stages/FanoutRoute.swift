@@ -30,10 +30,14 @@ public struct FanoutRoute: Sendable, Hashable {
         if let environments, !(environment.map(environments.contains) ?? false) { return false }
         if let products {
             guard let product else { return false }
-            return products.contains { pattern in
-                pattern.hasSuffix("*") ? product.hasPrefix(pattern.dropLast()) : product == pattern
-            }
+            return products.contains { Self.product(product, matches: $0) }
         }
         return true
+    }
+
+    /// Whether `product` matches `pattern`: equal, or with a pattern ending in `*`, by prefix
+    /// (`retention:` rules match products the same way).
+    package static func product(_ product: String, matches pattern: String) -> Bool {
+        pattern.hasSuffix("*") ? product.hasPrefix(pattern.dropLast()) : product == pattern
     }
 }
