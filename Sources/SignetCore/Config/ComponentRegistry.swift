@@ -52,6 +52,11 @@ public struct ComponentRegistry: Sendable {
     public private(set) var stores: [String: Entry<StoreFactory>] = [:]
     /// Top-level sections without `type:` (`settings:`, and any an embedding service adds).
     public private(set) var sections: [String: ComponentSpec] = [:]
+    /// Checks of a whole pipeline once built, for what no single component can judge (a
+    /// section served by the source, needing a stage): the loader runs them, so `signet lint`
+    /// reports what `signet run` would refuse. Each throws a ``ConfigError`` at what is wrong.
+    package private(set) var pipelineChecks: [@Sendable (Pipeline) throws -> Void] = []
+
     /// The store type behind the implicit store named `default` (set by whoever
     /// registers the state stores); nil means a pipeline must declare every store.
     public var defaultStoreType: String?
@@ -82,6 +87,11 @@ public struct ComponentRegistry: Sendable {
     /// Registers (or replaces) a store type for the top-level `stores:`.
     public mutating func registerStore(_ spec: ComponentSpec, factory: @escaping StoreFactory) {
         stores[spec.name] = Entry(spec: spec, factory: factory)
+    }
+
+    /// Adds a check of the built pipeline (``pipelineChecks``).
+    package mutating func registerPipelineCheck(_ check: @escaping @Sendable (Pipeline) throws -> Void) {
+        pipelineChecks.append(check)
     }
 
     /// Registers (or replaces) a top-level section; the loader validates it and keeps the

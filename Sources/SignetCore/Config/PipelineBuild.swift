@@ -124,8 +124,9 @@ struct PipelineBuild {
         guard errors.isEmpty, let source, let deadLetter else {
             throw ConfigErrors(PipelineLoader.sorted(errors))
         }
+        let pipeline: Pipeline
         do {
-            return try Pipeline(
+            pipeline = try Pipeline(
                 source: source, stages: stages, sinks: sinks, deadLetter: deadLetter, settings: settings,
                 resources: resources, sections: sections, reasonCodes: reasonCodes)
         } catch {
@@ -133,6 +134,18 @@ struct PipelineBuild {
             // ask their context); said at the stage, like every other error of the file.
             throw ConfigErrors([ConfigError("'stages[\(error.index)]' (\(error.stage)): \(error.message)", at: stageLocations[error.index])])
         }
+        var failed: [ConfigError] = []
+        for check in registry.pipelineChecks {
+            do {
+                try check(pipeline)
+            } catch let error as ConfigError {
+                failed.append(error)
+            } catch {
+                failed.append(ConfigError("\(error)", at: root.location))
+            }
+        }
+        guard failed.isEmpty else { throw ConfigErrors(PipelineLoader.sorted(failed)) }
+        return pipeline
     }
 
     // MARK: - Components

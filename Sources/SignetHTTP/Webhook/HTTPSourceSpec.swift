@@ -23,6 +23,8 @@ extension ComponentSpec {
 extension ComponentRegistry {
     /// Registers the `http` source (keys: `ComponentSpec/httpSource`).
     public mutating func registerWebhookComponents() {
+        // The `retention:` section (SignetAppStorePipeline) is served by this source.
+        registerPipelineCheck(HTTPSource.checkRetention)
         registerSource(.httpSource) { config, context in
             var options = try HTTPSource.Options(config)
             var store: StateStoreResource?
