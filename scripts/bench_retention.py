@@ -22,7 +22,7 @@ Apple does not publish the performance test's concurrency (it is returned in its
 library's fixtures use 10. The default runs 10 and 100.
 
 Usage: scripts/bench_retention.py [--purchases N] [--requests N] [--concurrency 10,100] [--seconds S]
-                                  [--no-build | --binary PATH] [--no-postgres] [--keep DIR]
+                                  [--no-build | --binary PATH] [--no-postgres] [--pool-size N] [--keep DIR]
 Needs wrk, sqlite3, Python's cryptography (scripts/install-deps.sh installs them) and, for
 PostgreSQL, Debian's postgresql.
 """
@@ -176,8 +176,13 @@ def sign_requests(signer, count, purchases, templates, products, path):
             file.write(signer.body(payload) + "\n")
 
 
-def retention_pipeline(work, port, admin):
+def retention_pipeline(work, pool_size):
     text = open(os.path.join(ROOT, "Pipelines", "webhook.yaml")).read()
+    if pool_size:
+        store = "    url: ${SIGNET_DATABASE_URL:}\n"
+        if store not in text:
+            sys.exit("scripts/bench_retention.py: could not find the store's url in Pipelines/webhook.yaml")
+        text = text.replace(store, store + f"    pool_size: {pool_size}\n")
     path = os.path.join(work, "retention.yaml")
     with open(path, "w") as file:
         file.write(text + RETENTION)
@@ -201,11 +206,11 @@ def peak_rss(pid):
     return 0.0
 
 
-def measure(binary, work, name, env, bodies, concurrencies, seconds):
+def measure(binary, work, name, env, bodies, concurrencies, seconds, pool_size):
     port, admin = free_port(), free_port()
     env = dict(env, SIGNET_HTTP_ADDRESS=f"127.0.0.1:{port}", SIGNET_ADMIN_ADDRESS=f"127.0.0.1:{admin}",
                SIGNET_APP_APPLE_ID=str(APP_APPLE_ID))
-    pipeline = retention_pipeline(work, port, admin)
+    pipeline = retention_pipeline(work, pool_size)
     log = open(os.path.join(work, f"signet-{name}.log"), "wb")
     process = subprocess.Popen([binary, "run", "--pipeline", pipeline], env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=log)
@@ -249,6 +254,7 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing release build")
     parser.add_argument("--binary", help="measure this signet binary instead of building .build/release/signet")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    parser.add_argument("--pool-size", type=int, help="PostgreSQL connections (the store's pool_size; default the store's own, 2)")
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
     binary = args.binary or os.path.join(ROOT, ".build", "release", "signet")
@@ -292,7 +298,7 @@ def main():
             sign_requests(signer, args.requests, total, templates, products, bodies)
             print(f"{name}: {total:,} purchases ({templates} applied, the rest copied in {seeded:.1f} s); "
                   f"{args.requests:,} signed requests", flush=True)
-            results, rss = measure(binary, work, name, env, bodies, concurrencies, args.seconds)
+            results, rss = measure(binary, work, name, env, bodies, concurrencies, args.seconds, args.pool_size if kind else None)
             for concurrency, rate, p50, p99, p999, worst, non200, decided in results:
                 verdict = "PASS" if p99 < 50 and non200 == 0 else "FAIL"
                 print(f"  {concurrency:>4} connections: {rate:8.0f} answers/s, p50 {p50:6.2f} ms, p99 {p99:6.2f} ms, "

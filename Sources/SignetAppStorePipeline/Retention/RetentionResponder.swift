@@ -49,6 +49,8 @@ public final class RetentionResponder: Sendable {
     /// verification (or another executor's lookups) behind it.
     private let lookups: [BlockingExecutor]
     private let nextExecutor = Atomic<Int>(0)
+    /// Lookup executors: each runs one blocking lookup at a time.
+    static let lookupExecutors = 16
     private let pending = Atomic<Int>(0)
 
     /// - Parameters:
@@ -79,7 +81,9 @@ public final class RetentionResponder: Sendable {
         metrics = RetentionMetrics(rules: policy.rules.map(\.name))
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         verifying = (0..<cores).map { BlockingExecutor(label: "signet.retention.verify.\($0)") }
-        lookups = (0..<4).map { BlockingExecutor(label: "signet.retention.lookup.\($0)") }
+        // As many lookups in flight as a PostgreSQL pool may serve at once (its pool_size is at
+        // most 64; an SQLite store serializes them on its connection anyway).
+        lookups = (0..<Self.lookupExecutors).map { BlockingExecutor(label: "signet.retention.lookup.\($0)") }
     }
 
     /// The reply to one request body.
