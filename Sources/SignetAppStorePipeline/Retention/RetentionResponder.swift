@@ -58,6 +58,7 @@ public final class RetentionResponder: Sendable {
     ///   - verifier: the pipeline's verifier (its roots, environments, bundle id and app Apple ID).
     ///   - store: where purchases and consent restrictions are read.
     ///   - signer: signs promotional offers; needed when a rule answers one.
+    ///   - logger: where refusals and defaults for a slow or failing store are logged.
     public convenience init(policy: RetentionPolicy, verifier: AppStoreVerifier, store: any StateStore, signer: OfferSigner?, logger: Logger) {
         self.init(policy: policy, verifier: verifier, store: { store }, signer: signer, logger: logger)
     }
