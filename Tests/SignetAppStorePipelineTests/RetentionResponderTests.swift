@@ -2,7 +2,7 @@ import AppStoreModels
 import Foundation
 import Logging
 import SignetAppStoreAPI
-import SignetAppStorePipeline
+@testable import SignetAppStorePipeline
 import SignetCore
 import SignetFixtures
 import SignetJWS
@@ -210,5 +210,22 @@ struct RetentionResponderTests {
             let reply = await responder.respond(to: body)
             #expect(reply.status == 403 && reply.body.isEmpty && reply.result == "refused" && reply.reason == reason, "\(reply)")
         }
+    }
+}
+
+@Suite("retention: repeated log lines held back")
+struct RetentionLogThrottleTests {
+    @Test("one line per key per interval, saying how many were held back; other keys are not held back by it")
+    func throttles() {
+        let throttle = RetentionLogThrottle(interval: .seconds(10))
+        let start = ContinuousClock.now
+        #expect(throttle.admit("default/timeout", now: start) == 0)
+        for second in 1...99 {
+            #expect(throttle.admit("default/timeout", now: start + .milliseconds(second * 50)) == nil)
+        }
+        #expect(throttle.admit("refused/invalid_signature", now: start + .seconds(1)) == 0)
+        #expect(throttle.admit("default/timeout", now: start + .seconds(10)) == 99)
+        #expect(throttle.admit("default/timeout", now: start + .seconds(11)) == nil)
+        #expect(throttle.suffix(0).isEmpty && throttle.suffix(99).contains("99 more"))
     }
 }

@@ -43,6 +43,9 @@ public final class RetentionResponder: Sendable {
     private let signer: OfferSigner?
     private let logger: Logger
     private let metrics: RetentionMetrics
+    /// Refusals and defaults come in floods (a stalled store, a scanner): one line per reason
+    /// per 10 s.
+    private let logThrottle = RetentionLogThrottle()
     /// Verification is CPU work: one executor per core, off the event loops.
     private let verifying: [BlockingExecutor]
     /// Lookups block on the store: executors of their own, so a stalled store never holds a
@@ -103,7 +106,11 @@ public final class RetentionResponder: Sendable {
                 try verifier.verifyRealtimeRequest(try Self.signedPayload(body))
             }
         } catch let rejection as RecordRejection {
-            logger.info("retention: request refused", metadata: ["reason": "\(rejection.reason)", "detail": "\(rejection.detail)"])
+            if let heldBack = logThrottle.admit("refused/\(rejection.reason)") {
+                logger.info(
+                    "retention: request refused\(logThrottle.suffix(heldBack))",
+                    metadata: ["reason": "\(rejection.reason)", "detail": "\(rejection.detail)"])
+            }
             return Reply(status: 403, body: [], result: "refused", reason: rejection.reason.rawValue)
         } catch {
             return Reply(status: 403, body: [], result: "refused", reason: ReasonCode.malformedJSON.rawValue)
@@ -113,8 +120,10 @@ public final class RetentionResponder: Sendable {
         case .rule(let rule, let signature):
             return Reply(status: 200, body: rule.answer.responseBody(signature: signature), result: "answered", reason: rule.name)
         case .fallback(let reason):
-            if reason != .noRule && reason != .unknownPurchase {
-                logger.notice("retention: answered the default message", metadata: ["reason": "\(reason.rawValue)", "request": "\(verified.requestIdentifier)"])
+            if reason != .noRule && reason != .unknownPurchase, let heldBack = logThrottle.admit("default/\(reason.rawValue)") {
+                logger.notice(
+                    "retention: answered the default message\(logThrottle.suffix(heldBack))",
+                    metadata: ["reason": "\(reason.rawValue)", "request": "\(verified.requestIdentifier)"])
             }
             return Reply(
                 status: 200, body: RetentionAnswer.message(messageIdentifier: policy.defaultMessage).responseBody(signature: nil),
@@ -136,7 +145,9 @@ public final class RetentionResponder: Sendable {
             do {
                 decision = try await executor.run { [self] in try decideNow(request) }
             } catch {
-                logger.warning("retention: the store failed the lookup: \(error)")
+                if let heldBack = logThrottle.admit("store_error") {
+                    logger.warning("retention: the store failed the lookup: \(error)\(logThrottle.suffix(heldBack))")
+                }
                 decision = .fallback(.storeError)
             }
             pending.wrappingSubtract(1, ordering: .relaxed)
