@@ -2,6 +2,7 @@ import AppStoreModels
 import ArgumentParser
 import Foundation
 import SignetAppStoreAPI
+import SignetOpenSSL
 
 /// `signet offers sign ...`: the signatures an app asks its server for before StoreKit shows an
 /// offer, made with the In-App Purchase key (docs/offers.md). For trying a key and an offer by
@@ -142,9 +143,7 @@ struct SignOfferCommand: ParsableCommand {
             token = inner
         }
         for (name, segment) in zip(["header", "claims"], token.split(separator: ".").prefix(2)) {
-            var base64 = segment.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-            let text = Data(base64Encoded: base64).map { String(decoding: $0, as: UTF8.self) } ?? "(not base64url)"
+            let text = (try? Base64.decodeURL(segment.utf8)).map { String(decoding: $0, as: UTF8.self) } ?? "(not base64url)"
             Terminal.note("\(name): \(text)")
         }
     }
