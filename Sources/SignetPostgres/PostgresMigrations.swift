@@ -225,6 +225,19 @@ public enum PostgresMigrations {
             """,
             "DELETE FROM signet_consumption_ledger WHERE key LIKE 'appAccountToken:%' AND key <> 'appAccountToken:' || lower(substr(key, 17))",
         ]),
+        Migration(version: 10, summary: "answers to Apple's retention requests and their outcomes (signet_retention_offers)", statements: [
+            """
+            CREATE TABLE signet_retention_offers (
+                request_id TEXT PRIMARY KEY,
+                original_transaction_id TEXT NOT NULL,
+                answered_at BIGINT NOT NULL,
+                outcome_at BIGINT,
+                record JSONB NOT NULL
+            )
+            """,
+            "CREATE INDEX signet_retention_offers_purchase ON signet_retention_offers (original_transaction_id, answered_at)",
+            "CREATE INDEX signet_retention_offers_answered_at ON signet_retention_offers (answered_at)",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

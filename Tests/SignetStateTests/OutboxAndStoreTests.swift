@@ -51,6 +51,9 @@ import Testing
             }
             func consumptionLedgerEntry(_ key: String) throws -> String? { try inner.consumptionLedgerEntry(key) }
             func saveConsumptionLedgerEntry(_ key: String, _ document: String) throws { try inner.saveConsumptionLedgerEntry(key, document) }
+            func settleRetentionOffers(originalTransactionId: String, outcome: RetentionOutcome) throws {
+                try inner.settleRetentionOffers(originalTransactionId: originalTransactionId, outcome: outcome)
+            }
         }
 
         func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -72,6 +75,14 @@ import Testing
         var entitlementNames: EntitlementNames { inner.entitlementNames }
         func replaceEntitlementNames(_ names: EntitlementNames) throws { try inner.replaceEntitlementNames(names) }
         func prune(keysBefore: Int64, now: Int64) throws { try inner.prune(keysBefore: keysBefore, now: now) }
+        func retentionOffer(requestIdentifier: String) throws -> RetentionOfferRecord? { try inner.retentionOffer(requestIdentifier: requestIdentifier) }
+        func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord] {
+            try inner.retentionOffers(originalTransactionId: originalTransactionId, answeredSince: answeredSince)
+        }
+        func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord { try inner.recordRetentionOffer(record) }
+        func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord] {
+            try inner.retentionOffers(answeredSince: answeredSince, limit: limit)
+        }
         func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
             try inner.enqueueForwards(bodies, targets: targets, at: instant)
         }

@@ -36,6 +36,31 @@ import Testing
         #expect(try await harness.sweep(at: end + Fixture.day).map(\.type) == ["expired"])
     }
 
+    @Test("a database from before retention answers: a reader reports none, a writer adds the table and keeps them")
+    func olderDatabasesGetTheRetentionTable() async throws {
+        let path = Fixture.temporaryDatabase()
+        try SQLiteStateStore(path: path).close()
+        let database = try SQLiteDatabase(path: path)
+        try database.execute("DROP TABLE retention_offers")
+        database.close()
+
+        var options = SQLiteStateStore.Options()
+        options.readOnly = true
+        let reader = try SQLiteStateStore(path: path, options: options)
+        #expect(try reader.retentionOffers(answeredSince: 0, limit: 10).isEmpty)
+        #expect(try reader.retentionOffer(requestIdentifier: "r") == nil)
+        #expect(try reader.retentionOffers(originalTransactionId: "o", answeredSince: 0).isEmpty)
+        try reader.close()
+
+        let writer = try SQLiteStateStore(path: path)
+        defer { try? writer.close() }
+        let record = RetentionOfferRecord(
+            requestIdentifier: "r", originalTransactionId: "o", environment: "Sandbox", productId: "p", result: "default",
+            reason: "no_rule", kind: "message", answeredAt: 1, response: "{}")
+        #expect(try writer.recordRetentionOffer(record) == record)
+        #expect(try writer.retentionOffers(answeredSince: 0, limit: 10) == [record])
+    }
+
     /// Ledger rows as an earlier Signet wrote them: keyed by the token as the backend spelled it.
     static func legacyConsent(_ spelled: String, consented: Bool, at: Int64) throws -> String {
         let canonical = try #require(AppAccountToken(spelled))

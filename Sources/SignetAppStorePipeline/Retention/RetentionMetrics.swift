@@ -4,7 +4,8 @@ import SignetJWS
 
 /// The retention endpoint's figures on /metrics:
 /// `signet_retention_requests_total{result, reason}` (result `answered` with the rule's name,
-/// `default` with its reason, `refused` with the reason code) and
+/// `default` with its reason, `refused` with the reason code, `replayed` with what the first
+/// answer was) and
 /// `signet_retention_decision_seconds`, from the body read to the answer ready. Every series
 /// the configuration can produce exists at 0 from the start, so `rate()` sees the first one.
 package struct RetentionMetrics: Sendable {
@@ -29,6 +30,7 @@ package struct RetentionMetrics: Sendable {
         for rule in rules { add("answered", rule) }
         for reason in RetentionDefaultReason.allCases { add("default", reason.rawValue) }
         for reason in Self.refusals { add("refused", reason.rawValue) }
+        for first in ["answered", "default"] { add("replayed", first) }
         self.counters = counters
         decision = Timer(label: Self.decisionLabel, preferredDisplayUnit: .seconds, factory: factory)
     }

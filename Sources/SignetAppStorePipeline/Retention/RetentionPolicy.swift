@@ -44,6 +44,12 @@ public struct RetentionPolicy: Sendable {
         rules.first { $0.matches(facts) }
     }
 
+    /// The widest frequency cap's window: how far back a purchase's answers are read; nil
+    /// when no rule has a cap (then none are read).
+    var capWindow: Duration? {
+        rules.compactMap(\.frequencyCap?.within).max()
+    }
+
     /// Whether any rule answers a promotional offer (then the In-App Purchase key is needed).
     var signsOffers: Bool {
         rules.contains { if case .promotionalOffer = $0.answer { true } else { false } }

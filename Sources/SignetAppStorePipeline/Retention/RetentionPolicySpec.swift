@@ -46,6 +46,7 @@ extension ComponentSpec {
                 - name: win-back
                   when: { state: [billing_retry, grace_period] }
                   promotional_offer: { message: 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d, offer: stay.50 }
+                  frequency_cap: { max: 1, within: 180d }
             """,
         ])
 }
@@ -67,6 +68,13 @@ extension RetentionRule {
             ConfigField("locale", .stringList(allowed: nil), .optional, "App Store locales as Apple sends them (en-US, case-sensitive)"),
             ConfigField("environment", .stringList(allowed: ["Production", "Sandbox"]), .optional, "Production, Sandbox"),
         ]), .optional, "conditions, all of which must hold (none: every known purchase)"),
+        ConfigField("frequency_cap", .object([
+            ConfigField("max", .int(1...1_000), .default("1"), "answers allowed to one purchase within the window"),
+            ConfigField("within", .duration(.seconds(1)...(.seconds(3 * 366 * 86_400))), .default("30d"), "the window, back from the request"),
+            ConfigField(
+                "across_rules", .bool, .default("false"),
+                "count every rule's answers to the purchase, not only this rule's (the default message never counts)"),
+        ]), .optional, "stop matching a purchase once it was answered this often (Signet's record of answers)"),
         ConfigField("message", .string, .optional, "answer a text message: its UUID"),
         ConfigField("alternate_product", .object([
             ConfigField("message", .string, .optional, "the switch-plan message's UUID (no image); required"),
@@ -105,12 +113,17 @@ extension RetentionRule {
                 "'\(config.path)' must answer exactly one of message, alternate_product or promotional_offer (Apple takes one)")
         }
         let when = try config.object("when")
+        var frequencyCap: RetentionFrequencyCap?
+        if config.contains("frequency_cap"), let cap = try config.object("frequency_cap") {
+            frequencyCap = RetentionFrequencyCap(
+                max: try cap.int("max"), within: try cap.duration("within"), acrossRules: try cap.bool("across_rules"))
+        }
         self.init(
             name: name, products: try when?.stringList("product"), entitlements: try when?.stringList("entitlement").map(Set.init),
             states: try when?.stringList("state").map { Set($0.compactMap(SubscriptionState.init(rawValue:))) },
             refunded: try when?.optionalBool("refunded"), consentRestricted: try when?.optionalBool("consent_restricted") ?? false,
             locales: try when?.stringList("locale").map(Set.init), environments: try when?.stringList("environment").map(Set.init),
-            answer: answer)
+            frequencyCap: frequencyCap, answer: answer)
     }
 
     /// A key the answer needs (the spec cannot require it: an absent answer object would need it too).

@@ -15,6 +15,10 @@ import Synchronization
 /// | 200, a `RealtimeResponseBody` | verified: a rule's answer, or the default message (no rule, an unknown purchase, the store slow or failing, an offer that could not be signed) |
 /// | 403, no body | not a verified request of this app and environment (forged, another app's, malformed): Apple's rule is not to answer |
 ///
+/// Every answer is kept in the store (``RetentionOfferRecord``, written after the reply, off
+/// its path): a request Apple sends again is answered the same body, frequency caps count
+/// them, and the transition stage records what the customer did next.
+///
 /// Transport-agnostic: the webhook's listener serves it at the policy's path; an embedder may
 /// call ``respond(to:)`` from its own server.
 public final class RetentionResponder: Sendable {
@@ -24,9 +28,11 @@ public final class RetentionResponder: Sendable {
         public var status: Int
         /// The `RealtimeResponseBody` JSON; empty for a refusal.
         public var body: [UInt8]
-        /// What happened, as metrics and logs name it: `answered` (a rule), `default` or `refused`.
+        /// What happened, as metrics and logs name it: `answered` (a rule), `default`,
+        /// `replayed` (a request answered before, given the same body) or `refused`.
         public var result: String
-        /// The rule's name, the default's reason or the refusal's reason code.
+        /// The rule's name, the default's reason, the refusal's reason code, or for a replay
+        /// what the first answer was (`answered`, `default`).
         public var reason: String
     }
 
@@ -34,6 +40,8 @@ public final class RetentionResponder: Sendable {
     enum Decision: Sendable {
         case rule(RetentionRule, RetentionOfferSignature?)
         case fallback(RetentionDefaultReason)
+        /// The request was answered before: the same body again.
+        case replay(RetentionOfferRecord)
     }
 
     public let policy: RetentionPolicy
@@ -55,6 +63,9 @@ public final class RetentionResponder: Sendable {
     /// Lookup executors: each runs one blocking lookup at a time.
     static let lookupExecutors = 16
     private let pending = Atomic<Int>(0)
+    /// Answers waiting to be recorded (behind a slow lookup, on its executor): bounded like
+    /// the lookups, and apart from them, so records never turn requests away.
+    private let pendingRecords = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - policy: the rules and the default message.
@@ -115,19 +126,56 @@ public final class RetentionResponder: Sendable {
         } catch {
             return Reply(status: 403, body: [], result: "refused", reason: ReasonCode.malformedJSON.rawValue)
         }
-        let decision = await lookUp(verified, executor: lookups[turn % lookups.count])
+        let executor = lookups[turn % lookups.count]
+        let decision = await lookUp(verified, executor: executor)
+        let reply: Reply, kind: String
         switch decision {
+        case .replay(let record):
+            return Reply(status: 200, body: Array(record.response.utf8), result: "replayed", reason: record.result)
         case .rule(let rule, let signature):
-            return Reply(status: 200, body: rule.answer.responseBody(signature: signature), result: "answered", reason: rule.name)
+            reply = Reply(status: 200, body: rule.answer.responseBody(signature: signature), result: "answered", reason: rule.name)
+            kind = rule.answer.kind
         case .fallback(let reason):
             if reason != .noRule && reason != .unknownPurchase, let heldBack = logThrottle.admit("default/\(reason.rawValue)") {
                 logger.notice(
                     "retention: answered the default message\(logThrottle.suffix(heldBack))",
                     metadata: ["reason": "\(reason.rawValue)", "request": "\(verified.requestIdentifier)"])
             }
-            return Reply(
-                status: 200, body: RetentionAnswer.message(messageIdentifier: policy.defaultMessage).responseBody(signature: nil),
-                result: "default", reason: reason.rawValue)
+            let answer = RetentionAnswer.message(messageIdentifier: policy.defaultMessage)
+            reply = Reply(status: 200, body: answer.responseBody(signature: nil), result: "default", reason: reason.rawValue)
+            kind = answer.kind
+        }
+        keep(reply, kind: kind, of: verified, on: executor)
+        return reply
+    }
+
+    /// Records the answer, after the reply and off its path, on the lookup's executor (behind
+    /// a lookup that timed out: never beside it). Bounded, so a stalled store never queues
+    /// records without end: past `max_pending_lookups` waiting records one is dropped (the
+    /// answer stands; a repeat of the request is decided again).
+    private func keep(_ reply: Reply, kind: String, of request: VerifiedRealtimeRequest, on executor: BlockingExecutor) {
+        guard !request.requestIdentifier.isEmpty else { return }
+        guard pendingRecords.wrappingAdd(1, ordering: .relaxed).newValue <= policy.maxPendingLookups else {
+            pendingRecords.wrappingSubtract(1, ordering: .relaxed)
+            if let heldBack = logThrottle.admit("record_dropped") {
+                logger.warning(
+                    "retention: an answer was not recorded: \(policy.maxPendingLookups) records waiting on the store\(logThrottle.suffix(heldBack))")
+            }
+            return
+        }
+        let record = RetentionOfferRecord(
+            requestIdentifier: request.requestIdentifier, originalTransactionId: request.originalTransactionId,
+            environment: request.payload.environment?.rawValue ?? "", productId: request.payload.productId ?? "", result: reply.result,
+            reason: reply.reason, kind: kind, answeredAt: WallClock.milliseconds(), response: String(decoding: reply.body, as: UTF8.self))
+        Task { [self] in
+            do {
+                _ = try await executor.run { [self] in try store().roles.store.recordRetentionOffer(record) }
+            } catch {
+                if let heldBack = logThrottle.admit("record_failed") {
+                    logger.warning("retention: could not record an answer: \(error)\(logThrottle.suffix(heldBack))")
+                }
+            }
+            pendingRecords.wrappingSubtract(1, ordering: .relaxed)
         }
     }
 
@@ -164,15 +212,25 @@ public final class RetentionResponder: Sendable {
     /// Reads the purchase and its consent, then applies the rules (blocking: on a lookup executor).
     private func decideNow(_ request: VerifiedRealtimeRequest) throws -> Decision {
         let store = try self.store()
+        // Answers are kept in the store's own role (Signet's stores all play it).
+        let answers = store.roles.store
+        if !request.requestIdentifier.isEmpty, let answered = try answers.retentionOffer(requestIdentifier: request.requestIdentifier) {
+            return .replay(answered)
+        }
         let payload = request.payload
         let environment = payload.environment?.rawValue ?? ""
         guard let snapshot = try store.subscription(originalTransactionId: request.originalTransactionId),
             snapshot.environment == nil || snapshot.environment == environment
         else { return .fallback(.unknownPurchase) }
         let restricted = try snapshot.appTransactionId.map { try store.consentRestriction(appTransactionId: $0)?.isInForce ?? false } ?? false
-        let facts = RetentionFacts(
+        var facts = RetentionFacts(
             request: payload.productId ?? "", locale: payload.userLocale ?? "", environment: environment, snapshot: snapshot,
             consentRestricted: restricted, names: store.entitlementNames)
+        facts.now = WallClock.milliseconds()
+        if let window = policy.capWindow {
+            facts.shown = try answers.retentionOffers(
+                originalTransactionId: request.originalTransactionId, answeredSince: facts.now - window.clampedMilliseconds)
+        }
         guard let rule = policy.firstMatch(facts) else { return .fallback(.noRule) }
         guard case .promotionalOffer(_, let offerIdentifier, let product) = rule.answer else { return .rule(rule, nil) }
         guard let signer else { return .fallback(.signingFailed) }

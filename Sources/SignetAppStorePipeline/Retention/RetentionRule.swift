@@ -1,3 +1,4 @@
+import SignetCore
 public import SignetState
 
 /// One rule of the `retention:` policy: when every condition holds for the customer's
@@ -25,6 +26,8 @@ public struct RetentionRule: Sendable, Hashable {
     public var locales: Set<String>?
     /// `Production`, `Sandbox`; nil: any.
     public var environments: Set<String>?
+    /// At most this many answers to one purchase in a window; nil: no cap.
+    public var frequencyCap: RetentionFrequencyCap?
     /// What Apple is answered with when the rule matches.
     public var answer: RetentionAnswer
 
@@ -32,7 +35,7 @@ public struct RetentionRule: Sendable, Hashable {
     public init(
         name: String, products: [String]? = nil, entitlements: Set<String>? = nil, states: Set<SubscriptionState>? = nil,
         refunded: Bool? = nil, consentRestricted: Bool = false, locales: Set<String>? = nil, environments: Set<String>? = nil,
-        answer: RetentionAnswer
+        frequencyCap: RetentionFrequencyCap? = nil, answer: RetentionAnswer
     ) {
         self.name = name
         self.products = products
@@ -42,6 +45,7 @@ public struct RetentionRule: Sendable, Hashable {
         self.consentRestricted = consentRestricted
         self.locales = locales
         self.environments = environments
+        self.frequencyCap = frequencyCap
         self.answer = answer
     }
 
@@ -56,7 +60,37 @@ public struct RetentionRule: Sendable, Hashable {
         if let states, !states.contains(facts.state) { return false }
         if let refunded, refunded != facts.refunded { return false }
         if let entitlements, entitlements.isDisjoint(with: facts.entitlements) { return false }
+        if let frequencyCap, frequencyCap.reached(by: facts.shown, rule: name, at: facts.now) { return false }
         return true
+    }
+}
+
+/// A rule's frequency cap: the rule stops matching a purchase once `max` answers were given
+/// to it within `within` (answers of this rule, or of any rule with `acrossRules`). The
+/// default message never counts: it offers nothing.
+public struct RetentionFrequencyCap: Sendable, Hashable {
+    /// Answers allowed in the window.
+    public var max: Int
+    /// The window, back from the request.
+    public var within: Duration
+    /// Count every rule's answers, not only this rule's.
+    public var acrossRules: Bool
+
+    /// At most `max` answers within `within`, of this rule or (`acrossRules`) of any.
+    public init(max: Int, within: Duration, acrossRules: Bool = false) {
+        self.max = max
+        self.within = within
+        self.acrossRules = acrossRules
+    }
+
+    /// Whether `shown` (the purchase's earlier answers) reaches the cap at `now` (ms since 1970).
+    func reached(by shown: [RetentionOfferRecord], rule: String, at now: Int64) -> Bool {
+        let since = now - within.clampedMilliseconds
+        let count = shown.lazy.filter { record in
+            guard let answered = record.rule, record.answeredAt >= since else { return false }
+            return acrossRules || answered == rule
+        }.count
+        return count >= max
     }
 }
 
@@ -71,6 +105,10 @@ struct RetentionFacts: Sendable {
     var consentRestricted: Bool
     /// The entitlement names the purchase's product grants.
     var entitlements: Set<String>
+    /// The purchase's earlier answers within the policy's widest frequency cap (else none).
+    var shown: [RetentionOfferRecord] = []
+    /// When the request is decided (ms since 1970).
+    var now: Int64 = 0
 
     init(request productId: String, locale: String, environment: String, snapshot: SubscriptionSnapshot,
          consentRestricted: Bool, names: EntitlementNames) {

@@ -112,6 +112,9 @@ public final class AdminServer: Service {
             router.get("/v1/consumption/report") { request, _ in
                 await withTaskExecutorPreference(reads) { api.consumptionReport(request) }
             }
+            router.get("/v1/retention/report") { request, _ in
+                await withTaskExecutorPreference(reads) { api.retentionReport(request) }
+            }
         }
         let idle = IdleConnections(listener: "http")
         let app = Application(

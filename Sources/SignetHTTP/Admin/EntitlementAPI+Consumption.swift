@@ -102,18 +102,39 @@ extension EntitlementAPI {
     func consumptionReport(_ request: Request) -> Response {
         if let refusal = authorize(request) { return refusal }
         let now = WallClock.milliseconds()
-        var since = now - 30 * 86_400_000
-        var seen = 0
-        for (name, value) in request.uri.queryParameters {
-            seen += 1
-            guard name == "since", seen == 1, let value = Int64(String(value)), value >= 0 else {
-                return Self.json(.badRequest, #"{"error":"the only parameter is since (ms since 1970), once"}"#)
-            }
-            since = value
+        guard let since = Self.since(request, now: now) else {
+            return Self.json(.badRequest, #"{"error":"the only parameter is since (ms since 1970), once"}"#)
         }
         return answer {
             try StateJSON.consumptionReport(since: since, in: try store.roles(), at: now)
         }
+    }
+
+    /// `GET /v1/retention/report[?since=MS]`: the answers given to Apple's retention requests
+    /// since `since` (default: 30 days ago), by rule and kind, with what the customers did
+    /// (``RetentionReport``).
+    func retentionReport(_ request: Request) -> Response {
+        if let refusal = authorize(request) { return refusal }
+        let now = WallClock.milliseconds()
+        guard let since = Self.since(request, now: now) else {
+            return Self.json(.badRequest, #"{"error":"the only parameter is since (ms since 1970), once"}"#)
+        }
+        return answer {
+            try StateJSON.retentionReport(since: since, in: try store.roles(), at: now)
+        }
+    }
+
+    /// A report's `since` (ms since 1970; default 30 days before `now`); nil when the query
+    /// has anything else, or it twice.
+    private static func since(_ request: Request, now: Int64) -> Int64? {
+        var since = now - 30 * 86_400_000
+        var seen = 0
+        for (name, value) in request.uri.queryParameters {
+            seen += 1
+            guard name == "since", seen == 1, let value = Int64(String(value)), value >= 0 else { return nil }
+            since = value
+        }
+        return since
     }
 
     /// `GET /v1/consumption/usage?transactionId=…`: what the app recorded of a transaction's

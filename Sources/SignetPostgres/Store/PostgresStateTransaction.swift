@@ -42,6 +42,8 @@ final class PostgresStateTransaction: StateTransaction {
     var announcedAppTransactions: [String] = []
     /// Outbox rows queued by ``appendEvent(_:payload:inputKey:createdAt:)`` (JSON objects).
     var pendingEvents: [[UInt8]] = []
+    /// Retention outcomes queued by ``settleRetentionOffers(originalTransactionId:outcome:)``.
+    var pendingOutcomes: [(originalTransactionId: String, outcome: RetentionOutcome)] = []
     /// Sequence numbers reserved for this transaction's outbox rows, last one next.
     var reservedSequences: [Int64] = []
     /// Outbox rows this transaction added or claimed (in flight from just before its commit).
@@ -57,13 +59,14 @@ final class PostgresStateTransaction: StateTransaction {
         self.inFlight = inFlight
     }
 
-    /// Writes what the batch queued, just before the commit, in at most four statements:
-    /// dedupe keys, updated purchases, new purchases, outbox rows. A key or new purchase
+    /// Writes what the batch queued, just before the commit, in at most five statements:
+    /// dedupe keys, updated purchases, new purchases, outbox rows, retention outcomes. A key or new purchase
     /// another instance inserted meanwhile, or a purchase whose version moved, reruns the batch.
     func flush() throws {
         try flushKeys()
         try flushSubscriptions()
         try flushEvents()
+        try flushRetentionOutcomes()
     }
 
     /// Inserts the queued dedupe keys, each only if absent. One already there means another

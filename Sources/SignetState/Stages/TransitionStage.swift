@@ -144,6 +144,7 @@ public final class TransitionStage: TickingStage {
                 case .ignored:
                     if let consent { try transaction.save(consent.restriction) }
                     try Self.recordRefundQuestion(of: input, now: now, in: transaction)
+                    try Self.settleRetentionOffers(of: input, in: transaction)
                     try transaction.recordKey(key, seenAt: now)
                     let events = names.annotated(consent.map { [$0.event] } ?? [])
                     outcomes.append(.applied(events, try Self.append(events, inputKey: key, createdAt: now, to: transaction)))
@@ -156,6 +157,7 @@ public final class TransitionStage: TickingStage {
                     }
                     if let snapshot { try transaction.save(snapshot) }
                     try Self.recordRefundQuestion(of: input, now: now, in: transaction)
+                    try Self.settleRetentionOffers(of: input, in: transaction)
                     if let current = snapshot ?? previous {
                         events += try Self.endMigratedPurchase(of: current, input: input, policy: policy, in: transaction)
                     }
@@ -195,6 +197,13 @@ public final class TransitionStage: TickingStage {
         guard let transactionId = ConsumptionRequestRule.transactionId(concernedBy: input) else { return }
         let kept = try transaction.consumptionRequests(transactionId: transactionId)
         if let changed = ConsumptionRequestRule.apply(input, to: kept, now: now) { try transaction.save(changed) }
+    }
+
+    /// What the customer did after a retention answer, when `input` tells it
+    /// (``RetentionOutcomeRule``), given to the purchase's answers in the input's transaction.
+    private static func settleRetentionOffers(of input: TransitionInput, in transaction: any StateTransaction) throws {
+        guard let outcome = RetentionOutcomeRule.outcome(of: input), let id = input.originalTransactionId else { return }
+        try transaction.settleRetentionOffers(originalTransactionId: id, outcome: outcome)
     }
 
     /// When `purchase` was migrated from another one (its transaction's

@@ -51,6 +51,7 @@ public struct StateStoreRoles: Sendable {
 /// | purchases (snapshots, entitlement names) | `SubscriptionStore` | `SubscriptionTransaction` |
 /// | the event outbox and history | `EventOutboxStore` | `EventOutboxTransaction` |
 /// | consent and refund questions | `ConsumptionStore` | `ConsumptionTransaction` |
+/// | retention answers and their outcomes | `RetentionOfferStore` | `RetentionOfferTransaction` |
 /// | the forward sink's queue | `ForwardQueueStore` | |
 /// | the App Store API's budget | `SharedRateBudget` (SignetCore; SQLite and PostgreSQL) | |
 ///
@@ -59,7 +60,7 @@ public struct StateStoreRoles: Sendable {
 /// spans every role (`TransactionalStore`): `transition` records a key, saves a purchase,
 /// appends its events and stores a refund question atomically.
 package protocol StoreRoles: StateStore, TransactionalStore, DedupeKeyStore, SubscriptionStore, EventOutboxStore,
-    ConsumptionStore, ForwardQueueStore
+    ConsumptionStore, RetentionOfferStore, ForwardQueueStore
 {
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).
@@ -74,7 +75,8 @@ package protocol TransactionalStore: AnyObject, Sendable {
 }
 
 /// The operations available inside ``TransactionalStore/withTransaction(_:)``: every role's.
-package protocol StateTransaction: DedupeKeyTransaction, SubscriptionTransaction, EventOutboxTransaction, ConsumptionTransaction {}
+package protocol StateTransaction: DedupeKeyTransaction, SubscriptionTransaction, EventOutboxTransaction, ConsumptionTransaction,
+    RetentionOfferTransaction {}
 
 extension StateStore {
     /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.

@@ -28,6 +28,8 @@ public final class InMemoryStateStore: StoreRoles {
         var consumptionRequests: [String: [ConsumptionRequestRecord]] = [:]
         /// The consumption ledger's documents by key.
         var consumptionLedger: [String: String] = [:]
+        /// Retention answers by request identifier.
+        var retentionOffers: [String: RetentionOfferRecord] = [:]
         /// The forward queue by id (ascending in enqueue order), each with the instant it is due.
         var forwards: [Int64: (item: ForwardQueueItem, dueAt: Int64)] = [:]
         var nextForwardID: Int64 = 1
@@ -76,6 +78,8 @@ public final class InMemoryStateStore: StoreRoles {
         var restrictions: [String: ConsentRestriction] = [:]
         var requests: [String: [ConsumptionRequestRecord]] = [:]
         var ledger: [String: String] = [:]
+        /// Outcomes settled here, applied to the answers at commit (in order).
+        var settled: [(originalTransactionId: String, outcome: RetentionOutcome)] = []
         var nextSequence: Int64
 
         init(base: Contents) {
@@ -108,6 +112,7 @@ public final class InMemoryStateStore: StoreRoles {
             contents.consentRestrictions.merge(transaction.restrictions) { $1 }
             contents.consumptionRequests.merge(transaction.requests) { $1 }
             contents.consumptionLedger.merge(transaction.ledger) { $1 }
+            for (id, outcome) in transaction.settled { Self.settle(&contents.retentionOffers, originalTransactionId: id, outcome: outcome) }
             return result
         }
     }

@@ -71,6 +71,15 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS consumption_requests_due ON consumption_requests (due_at) WHERE due_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS consumption_requests_requested_at ON consumption_requests (requested_at);
         CREATE TABLE IF NOT EXISTS consumption_ledger (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS retention_offers (
+            request_id TEXT PRIMARY KEY,
+            original_transaction_id TEXT NOT NULL,
+            answered_at INTEGER NOT NULL,
+            outcome_at INTEGER,
+            record TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS retention_offers_purchase ON retention_offers (original_transaction_id, answered_at);
+        CREATE INDEX IF NOT EXISTS retention_offers_answered_at ON retention_offers (answered_at);
         CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
         CREATE TABLE IF NOT EXISTS outbox (
@@ -264,6 +273,21 @@ enum SQLiteSchema {
         "SELECT record FROM consumption_requests WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at, transaction_id LIMIT ?2")
     static let selectConsumptionRequestsSince = SQLiteQuery(
         "SELECT record FROM consumption_requests WHERE requested_at >= ?1 ORDER BY requested_at, transaction_id LIMIT ?2")
+    static let selectRetentionOffer = SQLiteQuery("SELECT record FROM retention_offers WHERE request_id = ?1")
+    static let selectRetentionOffersOfPurchase = SQLiteQuery(
+        "SELECT record FROM retention_offers WHERE original_transaction_id = ?1 AND answered_at >= ?2 ORDER BY answered_at, request_id")
+    static let selectRetentionOffersSince = SQLiteQuery(
+        "SELECT record FROM retention_offers WHERE answered_at >= ?1 ORDER BY answered_at, request_id LIMIT ?2")
+    static let insertRetentionOffer = SQLiteQuery("""
+        INSERT INTO retention_offers (request_id, original_transaction_id, answered_at, record) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (request_id) DO NOTHING
+        """)
+    /// The earliest deciding notification wins: answers given before it (`?2`, Apple's
+    /// signing instant) with no outcome, or one signed later.
+    static let settleRetentionOffers = SQLiteQuery("""
+        UPDATE retention_offers SET outcome_at = ?2, record = json_set(record, '$.outcome', json(?3))
+            WHERE original_transaction_id = ?1 AND answered_at <= ?2 AND (outcome_at IS NULL OR outcome_at > ?2)
+        """)
     static let selectConsumptionLedgerEntry = SQLiteQuery("SELECT record FROM consumption_ledger WHERE key = ?1")
     static let upsertConsumptionLedgerEntry = SQLiteQuery(
         "INSERT INTO consumption_ledger (key, record) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET record = excluded.record")

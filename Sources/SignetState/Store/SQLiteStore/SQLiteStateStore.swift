@@ -84,6 +84,8 @@ public final class SQLiteStateStore: StoreRoles {
     let hasConsentRestrictions: Bool
     /// Whether the database has the refund-question tables (as `hasConsentRestrictions`).
     let hasConsumptionTables: Bool
+    /// Whether the database has the retention answers' table (as `hasConsentRestrictions`).
+    let hasRetentionOffers: Bool
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -140,6 +142,7 @@ public final class SQLiteStateStore: StoreRoles {
         names = Mutex(try Self.readEntitlementNames(from: database))
         hasConsentRestrictions = try database.columnExists(table: "consent_restrictions", column: "app_transaction_id")
         hasConsumptionTables = try database.columnExists(table: "consumption_ledger", column: "key")
+        hasRetentionOffers = try database.columnExists(table: "retention_offers", column: "request_id")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
     }
 

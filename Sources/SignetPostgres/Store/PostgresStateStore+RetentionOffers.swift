@@ -1,0 +1,101 @@
+import PostgresNIO
+import SignetCore
+package import SignetState
+
+// PostgresStateStore: retention answers and their outcomes (RetentionOfferStore, RetentionOfferTransaction).
+
+/// The ``RetentionOfferStore`` role: one JSONB document per answer, beside the columns it is
+/// looked up by. Reads do not wait out an outage: the retention responder answers the
+/// default rather than keep Apple waiting.
+extension PostgresStateStore {
+    package func retentionOffer(requestIdentifier: String) throws -> RetentionOfferRecord? {
+        try withSession("retention answer lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: "SELECT record::text FROM signet_retention_offers WHERE request_id = $1", binds: Self.binds(requestIdentifier)))
+            return try PostgresSchema.records(RetentionOfferRecord.self, from: rows).first
+        }
+    }
+
+    package func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord] {
+        try withSession("retention answers of a purchase", waitingOutOutages: false) { session in
+            var binds = Self.binds(originalTransactionId)
+            binds.append(answeredSince)
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                SELECT record::text FROM signet_retention_offers WHERE original_transaction_id = $1 AND answered_at >= $2
+                ORDER BY answered_at, request_id
+                """, binds: binds))
+            return try PostgresSchema.records(RetentionOfferRecord.self, from: rows)
+        }
+    }
+
+    /// One statement: inserted unless the request has an answer, and the answer that stands
+    /// either way (another instance's, when Apple's repeated request raced the first).
+    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
+        let document = try ConsumptionRecordCoding.encode(record)
+        return try withSession("retention answer record", waitingOutOutages: false) { session in
+            var binds = Self.binds(record.requestIdentifier)
+            binds.append(record.originalTransactionId)
+            binds.append(record.answeredAt)
+            binds.append(document)
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                WITH inserted AS (
+                    INSERT INTO signet_retention_offers (request_id, original_transaction_id, answered_at, record)
+                    VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (request_id) DO NOTHING RETURNING record
+                )
+                SELECT record::text FROM inserted
+                UNION ALL SELECT record::text FROM signet_retention_offers WHERE request_id = $1 AND NOT EXISTS (SELECT 1 FROM inserted)
+                """, binds: binds))
+            return try PostgresSchema.records(RetentionOfferRecord.self, from: rows).first ?? record
+        }
+    }
+
+    package func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord] {
+        try withSession("retention answer listing", waitingOutOutages: false) { session in
+            var binds = PostgresBindings()
+            binds.append(answeredSince)
+            binds.append(Int64(max(0, limit)))
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                SELECT record::text FROM signet_retention_offers WHERE answered_at >= $1 ORDER BY answered_at, request_id LIMIT $2
+                """, binds: binds))
+            return try PostgresSchema.records(RetentionOfferRecord.self, from: rows)
+        }
+    }
+}
+
+extension PostgresStateTransaction: RetentionOfferTransaction {
+    /// Queued for ``flush()``: a batch of renewals costs one statement, not one per notification.
+    func settleRetentionOffers(originalTransactionId: String, outcome: RetentionOutcome) throws {
+        pendingOutcomes.append((originalTransactionId, outcome))
+    }
+
+    /// One UPDATE for the batch's outcomes: each answer takes the earliest outcome signed at or
+    /// after it (and before any it has), as one notification at a time would have given it.
+    func flushRetentionOutcomes() throws {
+        guard !pendingOutcomes.isEmpty else { return }
+        var rows = JSONText()
+        rows.beginArray()
+        for (id, outcome) in pendingOutcomes {
+            rows.beginObject()
+            rows.field("id", id)
+            rows.field("at", outcome.signedAt)
+            rows.key("outcome")
+            rows.raw(Array(try ConsumptionRecordCoding.encode(outcome).utf8))
+            rows.endObject()
+        }
+        rows.endArray()
+        var binds = PostgresBindings()
+        binds.append(String(decoding: rows.bytes, as: UTF8.self))
+        try session.query(PostgresQuery(unsafeSQL: """
+            UPDATE signet_retention_offers o SET outcome_at = d.at, record = jsonb_set(o.record, '{outcome}', d.outcome)
+            FROM (
+                SELECT DISTINCT ON (r.request_id) r.request_id, v.at, v.outcome
+                FROM signet_retention_offers r
+                JOIN jsonb_to_recordset($1::jsonb) AS v(id text, at bigint, outcome jsonb)
+                    ON r.original_transaction_id = v.id AND r.answered_at <= v.at AND (r.outcome_at IS NULL OR r.outcome_at > v.at)
+                ORDER BY r.request_id, v.at
+            ) d
+            WHERE o.request_id = d.request_id
+            """, binds: binds))
+        pendingOutcomes = []
+    }
+}

@@ -1,0 +1,22 @@
+/// The answers given to Apple's Get Retention Message requests (``RetentionOfferRecord``),
+/// and what the customers did afterwards.
+package protocol RetentionOfferStore: AnyObject, Sendable {
+    /// The answer given to the request `requestIdentifier` (lower-cased); nil when none was.
+    func retentionOffer(requestIdentifier: String) throws -> RetentionOfferRecord?
+    /// The answers given for one purchase at or after `answeredSince` (ms since 1970),
+    /// oldest first: the frequency cap's count.
+    func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord]
+    /// Keeps `record` unless an answer to its request is kept already; returns the one that
+    /// stands (the earlier, when Apple's repeated request raced the first).
+    func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord
+    /// The answers given at or after `answeredSince`, oldest first, at most `limit`: the report.
+    func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord]
+}
+
+/// Retention answers inside a transaction: the transition stage settles their outcomes with
+/// the notification that tells it.
+package protocol RetentionOfferTransaction {
+    /// Gives `outcome` to the purchase's answers given at or before `outcome.signedAt` that
+    /// have none, or one Apple signed later (the earliest deciding notification wins).
+    func settleRetentionOffers(originalTransactionId: String, outcome: RetentionOutcome) throws
+}

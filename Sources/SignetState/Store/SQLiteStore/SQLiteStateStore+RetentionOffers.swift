@@ -1,0 +1,64 @@
+// SQLiteStateStore: retention answers and their outcomes (RetentionOfferStore, RetentionOfferTransaction).
+
+/// The ``RetentionOfferStore`` role: one JSON document per answer, beside the columns it is
+/// looked up by (as refund questions are kept).
+extension SQLiteStateStore {
+    package func retentionOffer(requestIdentifier: String) throws -> RetentionOfferRecord? {
+        guard hasRetentionOffers else { return nil }
+        return try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectRetentionOffer)
+            defer { statement.reset() }
+            try statement.bind(1, requestIdentifier)
+            return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: statement).first
+        }
+    }
+
+    package func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord] {
+        guard hasRetentionOffers else { return [] }
+        return try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectRetentionOffersOfPurchase)
+            defer { statement.reset() }
+            try statement.bind(1, originalTransactionId)
+            try statement.bind(2, answeredSince)
+            return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: statement)
+        }
+    }
+
+    /// One statement (atomic by itself), then the row that stands, under the connection's lock.
+    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
+        let document = try ConsumptionRecordCoding.encode(record)
+        return try withConnection { connection in
+            let insert = try connection.database.statement(SQLiteSchema.insertRetentionOffer)
+            try insert.bind(1, record.requestIdentifier)
+            try insert.bind(2, record.originalTransactionId)
+            try insert.bind(3, record.answeredAt)
+            try insert.bind(4, document)
+            try insert.run()
+            let select = try connection.database.statement(SQLiteSchema.selectRetentionOffer)
+            defer { select.reset() }
+            try select.bind(1, record.requestIdentifier)
+            return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: select).first ?? record
+        }
+    }
+
+    package func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord] {
+        guard hasRetentionOffers else { return [] }
+        return try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.selectRetentionOffersSince)
+            defer { statement.reset() }
+            try statement.bind(1, answeredSince)
+            try statement.bind(2, Int64(max(0, limit)))
+            return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: statement)
+        }
+    }
+}
+
+extension SQLiteStateTransaction: RetentionOfferTransaction {
+    func settleRetentionOffers(originalTransactionId: String, outcome: RetentionOutcome) throws {
+        let statement = try database.statement(SQLiteSchema.settleRetentionOffers)
+        try statement.bind(1, originalTransactionId)
+        try statement.bind(2, outcome.signedAt)
+        try statement.bind(3, try ConsumptionRecordCoding.encode(outcome))
+        try statement.run()
+    }
+}

@@ -1,0 +1,114 @@
+import AppStoreModels
+import Foundation
+import Logging
+import SignetAppStoreAPI
+import SignetAppStorePipeline
+import SignetCore
+import SignetFixtures
+import SignetJWS
+import SignetOpenSSL
+import SignetState
+import Testing
+
+/// `RetentionResponder` keeps every answer: a request Apple sends again gets the same body
+/// (a signed offer included), frequency caps count the answers, defaults are kept with why.
+@Suite("retention: answers kept, replayed, capped")
+struct RetentionRecordTests {
+    typealias R = RetentionResponderTests
+
+    /// A request with `identifier` as Apple spells it (Foundation's upper case).
+    static func request(_ identifier: UUID, product: String = R.product) throws -> [UInt8] {
+        let payload = RealtimeRequestFixtures.payload(
+            .init(originalTransactionId: R.purchase, productId: product), appAppleId: RealtimeRequestFixtures.defaultAppAppleId,
+            environment: "Sandbox", requestIdentifier: identifier, signedDate: WallClock.milliseconds() - 1000, locale: "en-US")
+        return Array(#"{"signedPayload":"\#(try R.pki.signer.sign(payload: payload))"}"#.utf8)
+    }
+
+    /// The kept answer to `identifier`, once the responder wrote it (after its reply).
+    static func kept(_ identifier: UUID, in store: any StateStore) async throws -> RetentionOfferRecord {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let record = try store.roles.store.retentionOffer(requestIdentifier: identifier.uuidString.lowercased()) { return record }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw StateStoreError("no answer kept for \(identifier)")
+    }
+
+    @Test("a request Apple sends again is answered the same body, a signed offer byte for byte, and kept once")
+    func replay() async throws {
+        let signer = OfferSigner(credentials: try AppStoreAPICredentials(
+            keyId: "2X9R4HXF34", issuerId: "57246542-96fe-1a63-e053-0824d011072a", bundleId: "com.example.signet",
+            privateKey: try ECPrivateKey(generating: .p256)))
+        let rule = RetentionRule(name: "offer", answer: .promotionalOffer(messageIdentifier: R.message, offerIdentifier: "stay.50", productId: nil))
+        let store = try R.store([R.snapshot(.billingRetry)])
+        let responder = try R.responder([rule], store: store, signer: signer)
+        let identifier = UUID()
+        let first = await responder.respond(to: try Self.request(identifier))
+        #expect(first.result == "answered" && first.reason == "offer", "\(first)")
+        let record = try await Self.kept(identifier, in: store)
+        #expect(record.requestIdentifier == identifier.uuidString.lowercased())
+        #expect(record.originalTransactionId == R.purchase && record.productId == R.product && record.environment == "Sandbox")
+        #expect(record.result == "answered" && record.rule == "offer" && record.kind == "promotional_offer")
+        #expect(Array(record.response.utf8) == first.body)
+
+        // Signed again (a new JWS of the same request), as a retry would be: the same answer.
+        let again = await responder.respond(to: try Self.request(identifier))
+        #expect(again.status == 200 && again.result == "replayed" && again.reason == "answered", "\(again)")
+        #expect(again.body == first.body)
+        // A different request from the same customer is decided anew (a new nonce, a new signature).
+        let other = await responder.respond(to: try Self.request(UUID()))
+        #expect(other.result == "answered" && other.body != first.body)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try store.retentionOffers(answeredSince: 0, limit: 10).count == 2)
+    }
+
+    @Test("defaults are kept with why, and replayed as defaults")
+    func defaults() async throws {
+        let store = try R.store([R.snapshot(.active)])
+        let rule = RetentionRule(name: "retry-only", states: [.billingRetry], answer: .message(messageIdentifier: R.message))
+        let responder = try R.responder([rule], store: store)
+        let identifier = UUID()
+        let first = await responder.respond(to: try Self.request(identifier))
+        #expect(first.result == "default" && first.reason == "no_rule")
+        let record = try await Self.kept(identifier, in: store)
+        #expect(record.result == "default" && record.reason == "no_rule" && record.rule == nil && record.kind == "message")
+        // The purchase moved to billing retry meanwhile: the repeated request still gets what was answered.
+        try store.withTransaction { try $0.save(R.snapshot(.billingRetry)) }
+        let again = await responder.respond(to: try Self.request(identifier))
+        #expect(again.result == "replayed" && again.reason == "default" && again.body == first.body, "\(again)")
+    }
+
+    @Test("a frequency cap: the rule stops matching the purchase once it answered it max times within the window")
+    func frequencyCap() async throws {
+        let store = try R.store([R.snapshot(.active)])
+        var capped = RetentionRule(name: "capped", answer: .message(messageIdentifier: R.message))
+        capped.frequencyCap = RetentionFrequencyCap(max: 2, within: .seconds(3600))
+        let fallback = RetentionRule(name: "fallback", answer: .message(messageIdentifier: "22222222-2222-4333-8444-555555555555"))
+        let responder = try R.responder([capped, fallback], store: store)
+        var reasons: [String] = []
+        for _ in 0..<3 {
+            let identifier = UUID()
+            reasons.append(await responder.respond(to: try Self.request(identifier)).reason)
+            _ = try await Self.kept(identifier, in: store)
+        }
+        #expect(reasons == ["capped", "capped", "fallback"])
+
+        // Across rules: the other rule's answers count too; the default's never do.
+        var across = RetentionRule(name: "across", answer: .message(messageIdentifier: R.message))
+        across.frequencyCap = RetentionFrequencyCap(max: 3, within: .seconds(3600), acrossRules: true)
+        let acrossResponder = try R.responder([across], store: store)
+        #expect(await acrossResponder.respond(to: try Self.request(UUID())).reason == "no_rule")
+        var narrow = across
+        narrow.frequencyCap = RetentionFrequencyCap(max: 3, within: .seconds(3600), acrossRules: false)
+        #expect(await (try R.responder([narrow], store: store)).respond(to: try Self.request(UUID())).reason == "across")
+
+        // Outside the window the earlier answers no longer count.
+        let fresh = try R.store([R.snapshot(.active)])
+        _ = try fresh.roles.store.recordRetentionOffer(RetentionOfferRecord(
+            requestIdentifier: "old", originalTransactionId: R.purchase, environment: "Sandbox", productId: R.product, result: "answered",
+            reason: "capped", kind: "message", answeredAt: WallClock.milliseconds() - 7_200_000, response: "{}"))
+        var once = capped
+        once.frequencyCap = RetentionFrequencyCap(max: 1, within: .seconds(3600))
+        #expect(await (try R.responder([once], store: fresh)).respond(to: try Self.request(UUID())).reason == "capped")
+    }
+}
