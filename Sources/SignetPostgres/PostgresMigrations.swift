@@ -225,7 +225,8 @@ public enum PostgresMigrations {
             """,
             "DELETE FROM signet_consumption_ledger WHERE key LIKE 'appAccountToken:%' AND key <> 'appAccountToken:' || lower(substr(key, 17))",
         ]),
-        Migration(version: 10, summary: "answers to Apple's retention requests and their outcomes (signet_retention_offers)", statements: [
+        Migration(version: 10, summary: "answers to Apple's retention requests and their outcomes (signet_retention_offers), recent_subscription_start_date (tenure)", statements: [
+            "ALTER TABLE signet_subscriptions ADD COLUMN recent_subscription_start_date BIGINT",
             """
             CREATE TABLE signet_retention_offers (
                 request_id TEXT PRIMARY KEY,

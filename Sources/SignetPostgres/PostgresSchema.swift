@@ -17,7 +17,7 @@ enum PostgresSchema {
         renewal_signed_date bigint, evaluated_at bigint, last_notification_type text, last_subtype text, \
         last_notification_uuid text, expires_date_source text, renewal_date bigint, next_boundary bigint, \
         subscription_group_id text, revocation_percentage bigint, previous_original_transaction_id text, \
-        migrated_to_original_transaction_id text, app_transaction_id text
+        migrated_to_original_transaction_id text, app_transaction_id text, recent_subscription_start_date bigint
         """
 
     /// The names of ``subscriptionRecordType``, in order.
@@ -80,6 +80,7 @@ enum PostgresSchema {
         json.field("previous_original_transaction_id", snapshot.previousOriginalTransactionId)
         json.field("migrated_to_original_transaction_id", snapshot.migratedToOriginalTransactionId)
         json.field("app_transaction_id", snapshot.appTransactionId)
+        json.field("recent_subscription_start_date", snapshot.recentSubscriptionStartDate)
         json.field("expected", expected)
         json.endObject()
     }
@@ -125,7 +126,8 @@ enum PostgresSchema {
         snapshot.previousOriginalTransactionId = try text(31)
         snapshot.migratedToOriginalTransactionId = try text(32)
         snapshot.appTransactionId = try text(33)
-        return (snapshot, try int(34) ?? 1)
+        snapshot.recentSubscriptionStartDate = try int(34)
+        return (snapshot, try int(35) ?? 1)
     }
 
     /// The `record` documents (selected as `record::text`, the first column) of `rows`, decoded.

@@ -2,7 +2,7 @@ import AppStoreModels
 import Foundation
 import Logging
 import SignetAppStoreAPI
-import SignetAppStorePipeline
+@testable import SignetAppStorePipeline
 import SignetCore
 import SignetFixtures
 import SignetJWS
@@ -76,6 +76,30 @@ struct RetentionRecordTests {
         try store.withTransaction { try $0.save(R.snapshot(.billingRetry)) }
         let again = await responder.respond(to: try Self.request(identifier))
         #expect(again.result == "replayed" && again.reason == "default" && again.body == first.body, "\(again)")
+    }
+
+    @Test("tenure: whole months since the renewal info's recentSubscriptionStartDate, between the bounds; unknown never matches")
+    func tenure() async throws {
+        let now = WallClock.milliseconds()
+        let day: Int64 = 86_400_000
+        func answered(startedDaysAgo days: Int64?, _ bounds: RetentionTenure) async throws -> Bool {
+            var snapshot = R.snapshot(.active)
+            snapshot.recentSubscriptionStartDate = days.map { now - $0 * day }
+            let rule = RetentionRule(name: "loyal", tenureMonths: bounds, answer: .message(messageIdentifier: R.message))
+            return await (try R.responder([rule], store: try R.store([snapshot]))).respond(to: try Self.request(UUID())).reason == "loyal"
+        }
+        #expect(try await answered(startedDaysAgo: 200, RetentionTenure(min: 6)))
+        #expect(try await !answered(startedDaysAgo: 150, RetentionTenure(min: 6)))
+        #expect(try await answered(startedDaysAgo: 150, RetentionTenure(max: 6)))
+        #expect(try await !answered(startedDaysAgo: 400, RetentionTenure(min: 1, max: 12)))
+        #expect(try await answered(startedDaysAgo: 10, RetentionTenure(max: 0)), "within the first month: 0")
+        #expect(try await !answered(startedDaysAgo: nil, RetentionTenure(min: 0)), "no start known")
+        // Calendar months, not 30-day blocks: 31 Jan to 28 Feb is not yet a month; to 1 Mar is.
+        let jan31: Int64 = 1_706_659_200_000  // 2024-01-31T00:00:00Z
+        #expect(RetentionTenure.months(from: jan31, to: jan31 + 28 * day) == 0)
+        #expect(RetentionTenure.months(from: jan31, to: jan31 + 30 * day) == 1)
+        #expect(RetentionTenure.months(from: jan31, to: jan31 + 366 * day) == 12)
+        #expect(RetentionTenure.months(from: jan31, to: jan31 - day) == 0)
     }
 
     @Test("a frequency cap: the rule stops matching the purchase once it answered it max times within the window")

@@ -33,12 +33,15 @@ package enum Fixture {
 
     package static func renewal(
         otid: String = "1000", product: String = "pro.monthly", autoRenew: Bool = true, signed: Int64,
-        billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil, renewalDate: Int64? = nil
+        billingRetry: Bool = false, graceEnds: Int64? = nil, expirationIntent: ExpirationIntent? = nil, renewalDate: Int64? = nil,
+        recentStart: Int64? = nil
     ) -> JWSRenewalInfoDecodedPayload {
-        JWSRenewalInfoDecodedPayload(
+        var renewal = JWSRenewalInfoDecodedPayload(
             expirationIntent: expirationIntent, originalTransactionId: otid, autoRenewProductId: product,
             productId: product, autoRenewStatus: autoRenew ? .on : .off, isInBillingRetryPeriod: billingRetry,
             gracePeriodExpiresDate: ts(graceEnds), signedDate: ts(signed), environment: .production, renewalDate: ts(renewalDate))
+        renewal.recentSubscriptionStartDate = ts(recentStart)
+        return renewal
     }
 
     package static func notification(

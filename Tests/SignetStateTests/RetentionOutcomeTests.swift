@@ -78,6 +78,27 @@ import Testing
         #expect(report["truncated"] as? Bool == false && report["since"] as? Int == 0, "\(kind)")
     }
 
+    @Test(arguments: StoreKind.available)
+    func theRenewalInfosRecentSubscriptionStartIsKeptForTenure(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        let harness = StateHarness(store: store)
+        let start = t0 - 400 * day
+        let transaction = F.transaction(otid: "t1", id: "t1", purchase: t0, expires: t0 + 30 * day, signed: t0)
+        _ = try await harness.runEach([F.notification(
+            .subscribed, .resubscribe, uuid: "n-1", signed: t0, transaction: transaction,
+            renewal: F.renewal(otid: "t1", signed: t0, recentStart: start))])
+        #expect(try store.subscription(originalTransactionId: "t1")?.recentSubscriptionStartDate == start, "\(kind)")
+        // A later renewal info without it (an older payload): the run goes on.
+        _ = try await harness.runEach([renewal(.didChangeRenewalStatus, .autoRenewDisabled, "t1", uuid: "n-2", at: t0 + day, autoRenew: false)])
+        #expect(try store.subscription(originalTransactionId: "t1")?.recentSubscriptionStartDate == start, "\(kind)")
+        // A new run (a lapse of 60 days or more): the new start.
+        _ = try await harness.runEach([F.notification(
+            .didChangeRenewalStatus, .autoRenewEnabled, uuid: "n-3", signed: t0 + 2 * day, transaction: transaction,
+            renewal: F.renewal(otid: "t1", signed: t0 + 2 * day, recentStart: t0))])
+        #expect(try store.subscription(originalTransactionId: "t1")?.recentSubscriptionStartDate == t0, "\(kind)")
+    }
+
     @Test("the rule: which notifications decide, and how")
     func rule() {
         func outcome(_ type: NotificationType, _ subtype: Subtype? = nil) -> Bool? {

@@ -67,6 +67,11 @@ extension RetentionRule {
                 "true: only customers who withdrew consent (RESCIND_CONSENT in force); false: never them"),
             ConfigField("locale", .stringList(allowed: nil), .optional, "App Store locales as Apple sends them (en-US, case-sensitive)"),
             ConfigField("environment", .stringList(allowed: ["Production", "Sandbox"]), .optional, "Production, Sandbox"),
+            ConfigField("tenure_months", .object([
+                ConfigField("min", .int(0...1_200), .optional, "at least this many whole months subscribed"),
+                ConfigField("max", .int(0...1_200), .optional, "at most this many"),
+            ]), .optional,
+                "whole months subscribed, counted from Apple's recentSubscriptionStartDate (lapses under 60 days ignored); a purchase whose start is not known never matches"),
         ]), .optional, "conditions, all of which must hold (none: every known purchase)"),
         ConfigField("frequency_cap", .object([
             ConfigField("max", .int(1...1_000), .default("1"), "answers allowed to one purchase within the window"),
@@ -113,6 +118,13 @@ extension RetentionRule {
                 "'\(config.path)' must answer exactly one of message, alternate_product or promotional_offer (Apple takes one)")
         }
         let when = try config.object("when")
+        var tenure: RetentionTenure?
+        if let when, when.contains("tenure_months"), let bounds = try when.object("tenure_months") {
+            tenure = RetentionTenure(min: try bounds.optionalInt("min"), max: try bounds.optionalInt("max"))
+            if let min = tenure?.min, let max = tenure?.max, min > max {
+                throw bounds.error("'\(bounds.path)': min (\(min)) is more than max (\(max))")
+            }
+        }
         var frequencyCap: RetentionFrequencyCap?
         if config.contains("frequency_cap"), let cap = try config.object("frequency_cap") {
             frequencyCap = RetentionFrequencyCap(
@@ -123,7 +135,7 @@ extension RetentionRule {
             states: try when?.stringList("state").map { Set($0.compactMap(SubscriptionState.init(rawValue:))) },
             refunded: try when?.optionalBool("refunded"), consentRestricted: try when?.optionalBool("consent_restricted") ?? false,
             locales: try when?.stringList("locale").map(Set.init), environments: try when?.stringList("environment").map(Set.init),
-            frequencyCap: frequencyCap, answer: answer)
+            tenureMonths: tenure, frequencyCap: frequencyCap, answer: answer)
     }
 
     /// A key the answer needs (the spec cannot require it: an absent answer object would need it too).

@@ -225,8 +225,7 @@ public final class RetentionResponder: Sendable {
         let restricted = try snapshot.appTransactionId.map { try store.consentRestriction(appTransactionId: $0)?.isInForce ?? false } ?? false
         var facts = RetentionFacts(
             request: payload.productId ?? "", locale: payload.userLocale ?? "", environment: environment, snapshot: snapshot,
-            consentRestricted: restricted, names: store.entitlementNames)
-        facts.now = WallClock.milliseconds()
+            consentRestricted: restricted, names: store.entitlementNames, now: WallClock.milliseconds())
         if let window = policy.capWindow {
             facts.shown = try answers.retentionOffers(
                 originalTransactionId: request.originalTransactionId, answeredSince: facts.now - window.clampedMilliseconds)

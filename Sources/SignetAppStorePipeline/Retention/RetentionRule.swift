@@ -1,3 +1,4 @@
+import Foundation
 import SignetCore
 public import SignetState
 
@@ -26,6 +27,9 @@ public struct RetentionRule: Sendable, Hashable {
     public var locales: Set<String>?
     /// `Production`, `Sandbox`; nil: any.
     public var environments: Set<String>?
+    /// Whole months subscribed (since the renewal info's `recentSubscriptionStartDate`), within
+    /// these bounds, either open; nil: any. A purchase whose start Signet does not know never matches.
+    public var tenureMonths: RetentionTenure?
     /// At most this many answers to one purchase in a window; nil: no cap.
     public var frequencyCap: RetentionFrequencyCap?
     /// What Apple is answered with when the rule matches.
@@ -35,7 +39,7 @@ public struct RetentionRule: Sendable, Hashable {
     public init(
         name: String, products: [String]? = nil, entitlements: Set<String>? = nil, states: Set<SubscriptionState>? = nil,
         refunded: Bool? = nil, consentRestricted: Bool = false, locales: Set<String>? = nil, environments: Set<String>? = nil,
-        frequencyCap: RetentionFrequencyCap? = nil, answer: RetentionAnswer
+        tenureMonths: RetentionTenure? = nil, frequencyCap: RetentionFrequencyCap? = nil, answer: RetentionAnswer
     ) {
         self.name = name
         self.products = products
@@ -45,6 +49,7 @@ public struct RetentionRule: Sendable, Hashable {
         self.consentRestricted = consentRestricted
         self.locales = locales
         self.environments = environments
+        self.tenureMonths = tenureMonths
         self.frequencyCap = frequencyCap
         self.answer = answer
     }
@@ -60,8 +65,39 @@ public struct RetentionRule: Sendable, Hashable {
         if let states, !states.contains(facts.state) { return false }
         if let refunded, refunded != facts.refunded { return false }
         if let entitlements, entitlements.isDisjoint(with: facts.entitlements) { return false }
+        if let tenureMonths {
+            guard let months = facts.tenureMonths, tenureMonths.contains(months) else { return false }
+        }
         if let frequencyCap, frequencyCap.reached(by: facts.shown, rule: name, at: facts.now) { return false }
         return true
+    }
+}
+
+/// A rule's tenure bounds, in whole months subscribed; either may be open.
+public struct RetentionTenure: Sendable, Hashable {
+    /// At least this many months; nil: no lower bound.
+    public var min: Int?
+    /// At most this many months; nil: no upper bound.
+    public var max: Int?
+
+    /// Between `min` and `max` months, both included.
+    public init(min: Int? = nil, max: Int? = nil) {
+        self.min = min
+        self.max = max
+    }
+
+    func contains(_ months: Int) -> Bool {
+        months >= (min ?? Int.min) && months <= (max ?? Int.max)
+    }
+
+    /// Whole calendar months (UTC) from `start` to `now` (ms since 1970); 0 within the first.
+    static func months(from start: Int64, to now: Int64) -> Int {
+        guard now > start else { return 0 }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let components = calendar.dateComponents(
+            [.month], from: Date(timeIntervalSince1970: Double(start) / 1000), to: Date(timeIntervalSince1970: Double(now) / 1000))
+        return Swift.max(0, components.month ?? 0)
     }
 }
 
@@ -108,10 +144,15 @@ struct RetentionFacts: Sendable {
     /// The purchase's earlier answers within the policy's widest frequency cap (else none).
     var shown: [RetentionOfferRecord] = []
     /// When the request is decided (ms since 1970).
-    var now: Int64 = 0
+    var now: Int64
+    /// Whole months subscribed as of ``now`` (from the renewal info's
+    /// `recentSubscriptionStartDate`); nil when the start is not known.
+    var tenureMonths: Int?
 
     init(request productId: String, locale: String, environment: String, snapshot: SubscriptionSnapshot,
-         consentRestricted: Bool, names: EntitlementNames) {
+         consentRestricted: Bool, names: EntitlementNames, now: Int64) {
+        self.now = now
+        tenureMonths = snapshot.recentSubscriptionStartDate.map { RetentionTenure.months(from: $0, to: now) }
         self.productId = productId
         self.locale = locale
         self.environment = environment

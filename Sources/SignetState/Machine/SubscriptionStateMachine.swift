@@ -193,6 +193,9 @@ public enum SubscriptionStateMachine {
                 next.gracePeriodExpiresDate = renewal.gracePeriodExpiresDate?.millisecondsSince1970
                 next.expirationIntent = renewal.expirationIntent.map { Int64($0.rawValue) }
                 next.renewalDate = renewal.renewalDate?.millisecondsSince1970
+                // Kept when a renewal info omits it (older payloads): the run it started goes on.
+                next.recentSubscriptionStartDate = renewal.recentSubscriptionStartDate?.millisecondsSince1970
+                    ?? next.recentSubscriptionStartDate
                 next.renewalSignedDate = signed
                 if next.appAccountToken == nil { next.appAccountToken = renewal.parsedAppAccountToken }
                 if next.appTransactionId == nil { next.appTransactionId = renewal.appTransactionId }

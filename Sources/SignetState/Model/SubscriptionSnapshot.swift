@@ -63,6 +63,10 @@ public struct SubscriptionSnapshot: Sendable, Hashable, Encodable {
     public var expirationIntent: Int64?
     /// The signedDate of the latest renewal info applied.
     public var renewalSignedDate: Int64?
+    /// The renewal info's `recentSubscriptionStartDate`: the start of the current run of paid
+    /// service, ignoring lapses shorter than 60 days (ms since 1970). What a customer's tenure is
+    /// counted from; nil until a renewal info carrying it was applied.
+    public var recentSubscriptionStartDate: Int64?
 
     /// The newest signedDate seen for this purchase: the instant state was derived at.
     public var evaluatedAt: Int64

@@ -79,6 +79,9 @@ import Testing
         snapshot.autoRenewProductId = "q"; snapshot.isInBillingRetryPeriod = true; snapshot.gracePeriodExpiresDate = 6
         snapshot.expirationIntent = 7; snapshot.renewalSignedDate = 8; snapshot.lastNotificationType = "DID_FAIL_TO_RENEW"
         snapshot.lastSubtype = "GRACE_PERIOD"; snapshot.lastNotificationUUID = "u"
+        snapshot.expiresDateSource = "transaction"; snapshot.renewalDate = 9; snapshot.subscriptionGroupIdentifier = "g"
+        snapshot.revocationPercentage = 500; snapshot.previousOriginalTransactionId = "66"; snapshot.migratedToOriginalTransactionId = "88"
+        snapshot.appTransactionId = "app"; snapshot.recentSubscriptionStartDate = 10
         try store.withTransaction { try $0.save(snapshot) }
         #expect(try store.subscription(originalTransactionId: "77") == snapshot)
         snapshot.state = .expired

@@ -43,7 +43,8 @@ enum SQLiteSchema {
             revocation_percentage INTEGER,
             previous_original_transaction_id TEXT,
             migrated_to_original_transaction_id TEXT,
-            app_transaction_id TEXT
+            app_transaction_id TEXT,
+            recent_subscription_start_date INTEGER
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscriptions_app_account_token
             ON subscriptions (app_account_token) WHERE app_account_token IS NOT NULL;
@@ -195,7 +196,7 @@ enum SQLiteSchema {
         ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
         ("subscription_group_id", "TEXT"), ("revocation_percentage", "INTEGER"),
         ("previous_original_transaction_id", "TEXT"), ("migrated_to_original_transaction_id", "TEXT"),
-        ("app_transaction_id", "TEXT"),
+        ("app_transaction_id", "TEXT"), ("recent_subscription_start_date", "INTEGER"),
     ]
 
     /// Run once the added columns exist. `next_boundary` of rows written before it existed
@@ -222,7 +223,7 @@ enum SQLiteSchema {
         "grace_period_expires_date", "expiration_intent", "renewal_signed_date", "evaluated_at", "last_notification_type",
         "last_subtype", "last_notification_uuid", "expires_date_source", "renewal_date", "next_boundary",
         "subscription_group_id", "revocation_percentage", "previous_original_transaction_id",
-        "migrated_to_original_transaction_id", "app_transaction_id",
+        "migrated_to_original_transaction_id", "app_transaction_id", "recent_subscription_start_date",
     ]
     static let subscriptionColumns = subscriptionColumnNames.joined(separator: ", ")
     /// Positions in ``subscriptionColumnNames`` (0-based, as a row is read) of the columns the
@@ -355,6 +356,7 @@ enum SQLiteSchema {
         try statement.bind(32, snapshot.previousOriginalTransactionId)
         try statement.bind(33, snapshot.migratedToOriginalTransactionId)
         try statement.bind(34, snapshot.appTransactionId)
+        try statement.bind(35, snapshot.recentSubscriptionStartDate)
     }
 
     /// Reads a row selected with ``outboxColumns``.
@@ -402,6 +404,7 @@ enum SQLiteSchema {
         snapshot.previousOriginalTransactionId = row.string(31)
         snapshot.migratedToOriginalTransactionId = row.string(32)
         snapshot.appTransactionId = row.string(33)
+        snapshot.recentSubscriptionStartDate = row.int64(34)
         return snapshot
     }
 }
