@@ -104,7 +104,13 @@ public struct AppStoreAPIConfiguration: Sendable {
 
     /// The property that sets `endpointClass`'s rate in ``environment``.
     private func configuredRate(_ endpointClass: AppStoreAPIEndpointClass) -> Double {
-        endpointClass == .testNotification ? testNotificationRequestsPerSecond : requestsPerSecond
+        switch endpointClass {
+        case .standard, .consumption: requestsPerSecond
+        case .testNotification: testNotificationRequestsPerSecond
+        // Hand-run configuration calls: Apple's whole (small) limit, no setting of their own;
+        // a test against a local fake runs them at its own rate.
+        case .retentionMessaging, .retentionDefaultMessage: enforcesAppleLimits ? endpointClass.defaultRate(in: environment) : requestsPerSecond
+        }
     }
 
     /// Where requests for `environment` go: ``baseURL`` for the configured store,

@@ -105,6 +105,12 @@ public enum AppStoreAPIErrorCode {
     public static let testNotificationNotFound = 4_040_008
     /// Transaction id not found (a bare id may be a Sandbox one).
     public static let transactionIdNotFound = 4_040_010
+    /// No default message for that product and locale (Get Default Message).
+    public static let defaultMessageNotFound = 4_040_020
+    /// No realtime URL configured (Get Realtime URL).
+    public static let realtimeURLNotFound = 4_040_021
+    /// Configure Realtime URL in Production before a performance test passed in Sandbox.
+    public static let noPassingPerformanceTest = 4_030_026
     /// Rate limit exceeded.
     public static let rateLimitExceeded = 4_290_000
     /// General internal error (retryable).

@@ -14,6 +14,12 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     case consumption
     /// 1/s in Production: Request a Test Notification, Get Test Notification Status.
     case testNotification
+    /// 1/s in Production: the Retention Messaging API's configuration endpoints (realtime URL,
+    /// messages, images, Get and Delete Default Message, the performance test). Apple budgets
+    /// each endpoint apart; sharing one budget of the same rate never exceeds any of them.
+    case retentionMessaging
+    /// 10/s in Production: Configure Default Message (one per product and locale).
+    case retentionDefaultMessage
 
     /// Apple's documented limit for one endpoint of this class, per app, in requests per
     /// second: quoted per second, enforced hourly, and Sandbox gets 10% of Production's
@@ -21,7 +27,8 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     public func appleLimit(in environment: AppStoreEnvironment) -> Double {
         let production: Double = switch self {
         case .standard, .consumption: 50
-        case .testNotification: 1
+        case .testNotification, .retentionMessaging: 1
+        case .retentionDefaultMessage: 10
         }
         return environment == .production ? production : production / 10
     }
@@ -32,7 +39,7 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     public func defaultRate(in environment: AppStoreEnvironment) -> Double {
         switch self {
         case .standard, .consumption: appleLimit(in: environment) * 0.8
-        case .testNotification: appleLimit(in: environment)
+        case .testNotification, .retentionMessaging, .retentionDefaultMessage: appleLimit(in: environment)
         }
     }
 
@@ -42,6 +49,8 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
         case .standard: "standard"
         case .consumption: "consumption"
         case .testNotification: "test_notification"
+        case .retentionMessaging: "retention_messaging"
+        case .retentionDefaultMessage: "retention_default_message"
         }
     }
 }

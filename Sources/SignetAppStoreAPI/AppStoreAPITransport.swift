@@ -14,6 +14,8 @@ struct AppStoreAPICall: Sendable {
     var path: String
     var query: [(name: String, value: String)] = []
     var body: [UInt8]?
+    /// The body's media type (Upload Image sends `image/png`).
+    var contentType = "application/json"
     var endpointClass: AppStoreAPIEndpointClass = .standard
 
     /// `METHOD /path` for errors and logs; the query is left out, it may hold tokens.
@@ -118,7 +120,7 @@ struct AppStoreAPITransport: Sendable {
         headers.add(name: "Authorization", value: "Bearer \(token)")
         headers.add(name: "User-Agent", value: "signet")
         headers.add(name: "Accept", value: "application/json")
-        if call.body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        if call.body != nil { headers.add(name: "Content-Type", value: call.contentType) }
         let request: HTTPClient.Request
         do {
             request = try HTTPClient.Request(

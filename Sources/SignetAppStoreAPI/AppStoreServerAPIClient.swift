@@ -23,7 +23,7 @@ import Synchronization
 /// Call ``shutdown()`` when done.
 public final class AppStoreServerAPIClient: Sendable {
     public let configuration: AppStoreAPIConfiguration
-    private let transport: AppStoreAPITransport
+    let transport: AppStoreAPITransport
     /// The HTTP client this instance created and must shut down (nil when given one).
     private let ownedHTTPClient: Mutex<HTTPClient?>
 

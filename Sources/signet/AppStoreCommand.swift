@@ -11,7 +11,7 @@ struct AppStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
         abstract: "Talks to the App Store Server API (the key's variables: `signet help backfill`).",
-        subcommands: [TestNotificationCommand.self, DeliveryHealthCommand.self])
+        subcommands: [TestNotificationCommand.self, DeliveryHealthCommand.self, AppStoreRetentionCommand.self])
 }
 
 /// `signet appstore test-notification`: asks Apple to send a TEST notification to the app's

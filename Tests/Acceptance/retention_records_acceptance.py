@@ -35,10 +35,12 @@ stopped with SIGTERM and started again on the same data directory:
    OFFER_REDEEMED, DID_RENEW, EXPIRED; a PRICE_INCREASE and a REFUND that decide nothing; one
    signed before the answer that decides nothing; one signed between two answers that decides only
    the first; an out-of-order pair, AUTO_RENEW_ENABLED signed later arriving first and
-   AUTO_RENEW_DISABLED signed earlier arriving second: lost). `signet retention report --since MS`
+   AUTO_RENEW_DISABLED signed earlier arriving second: lost; and the same pair in order: lost, not
+   overturned). `signet retention report --since MS`
    and `GET /v1/retention/report?since=MS` agree and count requests (a replayed request once),
    answeredByKind, defaultsByReason, per rule answers/kept/lost/undecided and the default
-   message's baseline; the defaults of both windows (30d), `--since 90d`, a `--since` in the
+   message's baseline; a window starting at the restart (UNIX ms on the API, ISO-8601 on the CLI);
+   the defaults of both windows (30d), `--since 90d`, a `--since` in the
    future (zero requests), a bad `since` on the API (400), no or a wrong token (401).
 5. `signet retention report` on a data directory without a store: a clear error, non-zero exit, no
    crash dump.
@@ -661,11 +663,15 @@ class Ledger:
             raise CannotRun(f"a notification signed at {ambiguous} while request {record['rid']} was being answered")
         return min(decided)[1] if decided else "undecided"
 
-    def report(self):
-        """The report docs/retention.md describes, for every answer in the window (zeros left out)."""
+    def report(self, since=None):
+        """The report docs/retention.md describes, for every answer given at or after `since` (zeros
+        left out)."""
         by_kind, by_reason, rules = {}, {}, {}
         baseline = {"answers": 0, "kept": 0, "lost": 0, "undecided": 0}
-        for record in self.records:
+        records = [r for r in self.records if since is None or r["lo"] >= since]
+        if since is not None and any(r["lo"] < since <= r["hi"] for r in self.records):
+            raise CannotRun(f"an answer was being given at the window's start {since}")
+        for record in records:
             outcome = self.outcome(record)
             if record["result"] == "answered":
                 by_kind[record["kind"]] = by_kind.get(record["kind"], 0) + 1
@@ -675,7 +681,7 @@ class Ledger:
                 entry = baseline
             entry["answers"] += 1
             entry[outcome] += 1
-        return {"requests": len(self.records), "answeredByKind": by_kind, "defaultsByReason": by_reason,
+        return {"requests": len(records), "answeredByKind": by_kind, "defaultsByReason": by_reason,
                 "rules": rules, "defaultMessage": baseline, "truncated": False}
 
 
@@ -1048,6 +1054,10 @@ def case_records(signet, root):
         seen = retention_series(series)
         check("metrics: in the restarted process the replayed series exist at 0 again before its first request",
               seen.get("replayed/answered") == 0 and seen.get("replayed/default") == 0, f"retention series seen: {seen}")
+        # a report window that starts here: only the answers given after the restart
+        window_start = (now_ms() // 1000 + 1) * 1000
+        wait_past(window_start + 5)
+
         # replays after the restart: answered from the store, counted in this process
         again, same = replay(line1, "the fixture line again, after the restart", p1_first, "answered")
         check("restart: the fixture request line sent again after the restart gets the same body as before it", same,
@@ -1083,6 +1093,9 @@ def case_records(signet, root):
             # the out-of-order pair: the later-signed ENABLED arrives first
             (b, "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", base + 400, 1, {}, {"autoRenewStatus": 1}, False),
             (b, "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", base + 200, 1, {}, {"autoRenewStatus": 0}, False),
+            # in order: the earlier-signed DISABLED arrives first and is not overturned by the later ENABLED
+            (h, "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", base + 200, 1, {}, {"autoRenewStatus": 0}, False),
+            (h, "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", base + 400, 1, {}, {"autoRenewStatus": 1}, False),
             (c, "PRICE_INCREASE", "PENDING", base, 1, {}, {"priceIncreaseStatus": 0}, False),
             (k, "EXPIRED", "VOLUNTARY", base, 2, {}, {"autoRenewStatus": 0, "expirationIntent": 1}, False),
         ]
@@ -1129,6 +1142,9 @@ def case_records(signet, root):
                  "earlier arriving second) counts as lost: across-de", "across-de", "lost", 1),
                 ("a notification signed between two answers decides the earlier ones only: twice-it lost 2", "twice-it",
                  "lost", 2),
+                ("an in-order pair (AUTO_RENEW_DISABLED signed and arriving first, AUTO_RENEW_ENABLED signed and arriving "
+                 "later): the earliest decides, lost: brief-cap lost 2", "brief-cap", "lost", 2),
+                ("the same pair: brief-fallback lost 1", "brief-fallback", "lost", 1),
                 ("a notification Apple signed before the answer decides nothing, nor do REFUND or PRICE_INCREASE: "
                  "offer-active undecided 1", "offer-active", "undecided", 1),
                 ("EXPIRED after two answers of the capped rule and its fallback decides both lost: message-fr lost 2",
@@ -1154,6 +1170,20 @@ def case_records(signet, root):
               cli.said(), f"API: {clip(json.dumps(api), 1500)}")
         problems = differences(want, normalised(printed))
         check("report: the CLI's report has the expected counts too", not problems, *problems)
+
+        window_want = ledger.report(window_start)
+        reply, windowed = api_report(window_start)
+        problems = differences(window_want, normalised(windowed))
+        check(f"report: GET /v1/retention/report?since=<the restart> counts only the answers given at or after it "
+              f"({window_want['requests']} requests: replays of earlier requests are not new answers)", not problems,
+              *problems, f"expected: {json.dumps(window_want)}", reply.said())
+        iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(window_start // 1000))
+        cli = signet.run(["retention", "report", "--since", iso], {"SIGNET_DATA_DIR": data_dir})
+        printed = parse_json(cli.out)
+        problems = differences(window_want, normalised(printed))
+        check(f"report: `signet retention report --since {iso}` (ISO-8601 date-time, the same instant) counts the same "
+              "answers and names that instant as since", cli.code == 0 and not problems
+              and isinstance(printed, dict) and printed.get("since") == window_start, *problems, cli.said())
 
         cli = signet.run(["retention", "report"], {"SIGNET_DATA_DIR": data_dir})
         printed = parse_json(cli.out)
@@ -1203,7 +1233,7 @@ def case_no_store(signet, root):
     crash = [m for m in ("Fatal error", "Stack dump", "Current stack trace", "Backtrace", "Traceback", "Segmentation fault",
                          "SIGSEGV", "SIGILL", "SIGTRAP") if m in text]
     names_it = "signet.sqlite" in text or empty in text
-    check("no store: `signet retention report` on a data directory without a store exits non-zero with a one-line-ish "
+    check("no store: `signet retention report` on a data directory without a store exits non-zero with an "
           "error naming the database it looked for, no report on stdout and no crash dump",
           result.code not in (0, None) and result.code < 128 and result.err.strip() and names_it and not crash
           and parse_json(result.out) is None, result.said(),

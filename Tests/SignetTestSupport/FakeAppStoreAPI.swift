@@ -29,6 +29,17 @@ public final class FakeAppStoreAPI: Sendable {
         case requestTestNotification, testNotificationStatus
         /// Send Consumption Information v2, and V1 (Advanced Commerce API purchases).
         case consumption, consumptionV1
+        /// The Retention Messaging API's configuration endpoints (``FakeRetentionMessaging``).
+        case realtimeURL, retentionMessage, messageList, retentionImage, imageList, defaultMessage, performanceTest,
+            performanceTestResult
+
+        var isRetentionMessaging: Bool {
+            switch self {
+            case .realtimeURL, .retentionMessage, .messageList, .retentionImage, .imageList, .defaultMessage, .performanceTest,
+                .performanceTestResult: true
+            default: false
+            }
+        }
     }
 
     /// An answer the fake gives instead of the real one, once, to the next request of a route.
@@ -125,6 +136,8 @@ public final class FakeAppStoreAPI: Sendable {
     }
 
     public let environment: AppStoreEnvironment
+    /// The retention messaging configuration this fake keeps.
+    public let retention: FakeRetentionMessaging
     /// `http://127.0.0.1:PORT`.
     public let baseURL: String
     public let jwtCheck: FakeAppStoreAPIJWTCheck
@@ -168,6 +181,7 @@ public final class FakeAppStoreAPI: Sendable {
         group: ServiceGroup
     ) {
         self.environment = environment
+        self.retention = FakeRetentionMessaging(production: environment == .production)
         self.baseURL = "http://127.0.0.1:\(port)"
         self.jwtCheck = jwtCheck
         self.server = server
@@ -188,11 +202,26 @@ public final class FakeAppStoreAPI: Sendable {
             (.get, "/inApps/v1/notifications/test/:id", .testNotificationStatus),
             (.put, "/inApps/v2/transactions/consumption/:id", .consumption),
             (.put, "/inApps/v1/transactions/consumption/:id", .consumptionV1),
+            (.put, "/inApps/v1/messaging/realtime/url", .realtimeURL),
+            (.get, "/inApps/v1/messaging/realtime/url", .realtimeURL),
+            (.delete, "/inApps/v1/messaging/realtime/url", .realtimeURL),
+            (.get, "/inApps/v1/messaging/message/list", .messageList),
+            (.put, "/inApps/v1/messaging/message/:id", .retentionMessage),
+            (.delete, "/inApps/v1/messaging/message/:id", .retentionMessage),
+            (.get, "/inApps/v1/messaging/image/list", .imageList),
+            (.put, "/inApps/v1/messaging/image/:id", .retentionImage),
+            (.delete, "/inApps/v1/messaging/image/:id", .retentionImage),
+            (.put, "/inApps/v1/messaging/default/:id/:locale", .defaultMessage),
+            (.get, "/inApps/v1/messaging/default/:id/:locale", .defaultMessage),
+            (.delete, "/inApps/v1/messaging/default/:id/:locale", .defaultMessage),
+            (.post, "/inApps/v1/messaging/performanceTest", .performanceTest),
+            (.get, "/inApps/v1/messaging/performanceTest/result/:id", .performanceTestResult),
         ]
         for (method, path, route) in routes {
             router.on(RouterPath(path), method: method) { request, context in
                 guard let fake = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
-                return try await fake.handle(route, request, parameter: context.parameters.get("id"))
+                return try await fake.handle(
+                    route, request, parameter: context.parameters.get("id"), locale: context.parameters.get("locale"))
             }
         }
         let app = Application(
@@ -324,7 +353,7 @@ public final class FakeAppStoreAPI: Sendable {
 
     // MARK: - Answering
 
-    private func handle(_ route: Route, _ request: Request, parameter: String?) async throws -> Response {
+    private func handle(_ route: Route, _ request: Request, parameter: String?, locale: String? = nil) async throws -> Response {
         let arrival = ContinuousClock.now
         let arrivalMilliseconds = Self.nowMilliseconds()
         var request = request
@@ -340,6 +369,13 @@ public final class FakeAppStoreAPI: Sendable {
             return (fault, state.delay)
         }
         if delay > .zero { try await Task.sleep(for: delay) }
+        func normally() -> Answer {
+            guard route.isRetentionMessaging else { return answerNormally(route, body: body, query: query, parameter: parameter) }
+            let (status, json) = retention.answer(
+                route, method: request.method.rawValue, body: body, query: query, contentType: request.headers[.contentType],
+                path: [parameter, locale].compactMap { $0?.removingPercentEncoding })
+            return Answer(status: status, json: json.map { Array($0) })
+        }
         var answer: Answer
         if refusal != nil {
             answer = Answer(status: 401)
@@ -358,9 +394,9 @@ public final class FakeAppStoreAPI: Sendable {
                 answer = Answer(status: 401)
             case .delay(let extra):
                 try await Task.sleep(for: extra)
-                answer = answerNormally(route, body: body, query: query, parameter: parameter)
+                answer = normally()
             case nil:
-                answer = answerNormally(route, body: body, query: query, parameter: parameter)
+                answer = normally()
             }
         }
         let record = RecordedRequest(
@@ -413,6 +449,9 @@ public final class FakeAppStoreAPI: Sendable {
                 let token = UUID().uuidString.lowercased()
                 state.testNotifications[token] = state.testNotificationPayload
                 return .ok(["testNotificationToken": token])
+            case .realtimeURL, .retentionMessage, .messageList, .retentionImage, .imageList, .defaultMessage, .performanceTest,
+                .performanceTestResult:
+                return Answer(status: 500)  // answered by `retention` (see `handle`)
             case .consumption, .consumptionV1:
                 return consumption(&state, transactionId: parameter ?? "", body: body, v1: route == .consumptionV1)
             case .testNotificationStatus:
