@@ -192,6 +192,7 @@ let package = Package(
             name: "SignetTestSupport",
             dependencies: [
                 "SignetCore", "SignetFixtures", "SignetOpenSSL", "AppStoreModels",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .whenService),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
