@@ -105,7 +105,7 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
                     try say("\(environment) realtime URL deleted: Apple sends no retention requests in \(environment)")
                 default:
                     guard let configured = try await client.realtimeURL() else {
-                        Terminal.error("no realtime URL is configured in \(environment)")
+                        Terminal.error("no realtime URL is configured in \(environment) (Apple: 404, errorCode 4040021 RealtimeUrlNotFoundError)")
                         throw ExitCode.failure
                     }
                     try say(configured)
@@ -306,7 +306,7 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
                     try say("default message of \(product) in \(locale) deleted")
                 default:
                     guard let identifier = try await client.defaultMessage(productId: product, locale: locale) else {
-                        Terminal.error("no default message for \(product) in \(locale)")
+                        Terminal.error("no default message for \(product) in \(locale) (Apple: 404, errorCode 4040020 DefaultMessageNotFoundError)")
                         throw ExitCode.failure
                     }
                     try say(identifier)

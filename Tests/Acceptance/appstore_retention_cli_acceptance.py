@@ -63,8 +63,8 @@ What it checks, against the built binary:
    points, a 256-character URL, 3840 x 2160) are sent.
 4. Requests Apple's rules refuse are refused by the CLI with exit 2 and never reach the fake: a
    header of 67 characters, a body of 145, a 67-scalar header of multi-scalar emoji (docs: counted
-   in Unicode scalars), alt text of 151, 6 bullet points, a bullet text of 67, ABOVE_IMAGE without
-   an image, an http:// URL, a 257-character URL, PNGs with an alpha channel, grey+alpha, a tRNS
+   in Unicode scalars), alt text of 151, 6 bullet points, a bullet text or alt text over the limit,
+   ABOVE_IMAGE without an image, a message without header or body, an image id without alt text, an http:// URL, a 257-character URL, PNGs with an alpha channel, grey+alpha, a tRNS
    chunk, PNGs of the wrong size, a FULL_SIZE picture uploaded as BULLET_POINT, a GIF, non-UUID
    identifiers, an empty product, malformed locales.
 5. Apple's refusals (409 4090001/4090000, 403 4030019/4030017/4030026, 404 4040015/4040014/4040018,
@@ -79,7 +79,11 @@ What it checks, against the built binary:
 8. Performance-test calls go to the Sandbox host: tested with SIGNET_ENVIRONMENT=Sandbox (the docs
    describe no way to point the Sandbox host elsewhere when SIGNET_ENVIRONMENT=Production; what
    the binary does then is printed as a note, not judged).
-9. No request that reached the fake broke a rule the client could have checked.
+9. The client side of Apple's API as docs/appstore-api.md describes it: the bearer token's shape
+   (ES256, kid, typ JWT, iat backdated, exp at most iat + 20 min); a .p8 Apple does not know is one
+   401 and exit 1 naming the likely causes; a 429 with Retry-After (UNIX ms) is waited out and
+   retried; a 500 is retried.
+10. No request that reached the fake broke a rule the client could have checked.
 
 Everything happens in a fresh temporary directory (SIGNET_DATA_DIR points there; no SIGNET_*
 variable of the caller's environment is passed on), on 127.0.0.1 and free ports; every process
@@ -440,6 +444,7 @@ class Seen:
         self.path, self.query = split.path, urllib.parse.parse_qs(split.query, keep_blank_values=True)
         self.at = time.monotonic()
         self.status, self.answer, self.violations = None, b"", []
+        self.retry_after = None  # a 429's Retry-After (UNIX ms)
 
     def json(self):
         return parse_json(self.body.decode("utf-8", "replace")) if self.body else None
@@ -602,6 +607,7 @@ class FakeApple:
         self.signer = None
         self.request_template = None
         self.excused = set()  # ids of Seen whose violation a probe expects (not counted)
+        self.injected = []  # (method, path, status, errorCode, Retry-After delay in ms or None): answered once each
         self.servers, self.ports = [], {}
 
     # -- serving
@@ -629,6 +635,8 @@ class FakeApple:
                     seen.violations.append(f"the fake failed on it: {error!r}")
                 seen.status, seen.answer = status, answer
                 self.send_response(status)
+                if status == 429 and seen.retry_after is not None:
+                    self.send_header("Retry-After", str(seen.retry_after))
                 if answer:
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -730,6 +738,13 @@ class FakeApple:
             seen.violations.append("401: " + problem)
             return 401, b""
         path = seen.path
+        with self.lock:
+            for index, (method, where, status, code, delay) in enumerate(self.injected):
+                if method == seen.method and where == path:
+                    del self.injected[index]
+                    if delay is not None:
+                        seen.retry_after = int(time.time() * 1000) + delay
+                    return self.error(status, code, "injected by the test")
         if not path.startswith(PREFIX + "/"):
             seen.violations.append("no such endpoint")
             return 404, b""
@@ -1363,6 +1378,20 @@ def case_messages(bed, shared):
     refused_locally(bed, "messages upload --image-id not-a-uuid",
                     ["messages", "upload", "--header", "h", "--body", "b", "--image-id", "banner", "--image-alt-text", "x"])
     refused_locally(bed, "messages delete not-a-uuid", ["messages", "delete", "welcome-back"])
+    refused_locally(bed, "messages upload without --header (Apple: every message needs header and body)",
+                    ["messages", "upload", "--body", "b"])
+    refused_locally(bed, "messages upload without --body", ["messages", "upload", "--header", "h"])
+    refused_locally(bed, "--json without a body field",
+                    ["messages", "upload", "--json", write(root, "no-body.json", json.dumps({"header": "h"}))])
+    refused_locally(bed, "messages upload --image-id without --image-alt-text (Apple: UploadMessageImage needs both)",
+                    ["messages", "upload", "--header", "h", "--body", "b", "--image-id", image or lettered_uuid()])
+    long_alt = dict(document, bulletPoints=[dict(want[0], altText="A" * 151)] if want else
+                    [{"text": "t", "imageIdentifier": lettered_uuid(), "altText": "A" * 151}])
+    refused_locally(bed, "--json with a bullet point altText of 151 characters",
+                    ["messages", "upload", "--json", write(root, "long-alt.json", json.dumps(long_alt))])
+    refused_locally(bed, "--json with a bullet point imageIdentifier that is not a UUID",
+                    ["messages", "upload", "--json", write(root, "bad-bullet-id.json", json.dumps(
+                        dict(document, bulletPoints=[{"text": "t", "imageIdentifier": "star", "altText": "x"}])))])
 
     apple_refuses(bed, "messages upload under an id that exists (MessageAlreadyExistsError)",
                   ["messages", "upload", "--header", "again", "--body", "again", "--id", message_plain.upper()],
@@ -1662,6 +1691,9 @@ def case_performance(bed):
                   ["performance-test", "--result", lettered_uuid()], 404, 4040018, environment="Sandbox")
     refused_locally(bed, "performance-test --result not-a-uuid (Apple's requestId is a UUID)",
                     ["performance-test", "--result", "12345"], "Sandbox")
+    refused_locally(bed, "performance-test with neither --original-transaction-id nor --result (reading: a usage "
+                    "problem is exit 2 like the other problems found before sending)", ["performance-test"], "Sandbox")
+    refused_locally(bed, "url set without a URL", ["url", "set"], "Sandbox")
 
     # ---- url delete
     result, seen = bed.cli(["url", "delete"], environment="Sandbox")
@@ -1674,6 +1706,57 @@ def case_performance(bed):
     result, seen = bed.cli(["url", "delete"])
     check("Production: url delete: exit 0",
           result.code == 0 and fake.envs["Production"].realtime_url is None and clean(seen), result.said(), seen_said(seen))
+
+
+def case_jwt_and_retries(bed):
+    fake = bed.fake
+    with fake.lock:
+        tokens = [s.headers.get("authorization", "")[len("Bearer "):] for s in fake.log
+                  if s.headers.get("authorization", "").startswith("Bearer ")]
+    shapes = []
+    for token in tokens[-5:]:
+        try:
+            header, claims = (json.loads(b64url_decode(part)) for part in token.split(".")[:2])
+        except (ValueError, TypeError):
+            shapes.append(("unreadable", token[:40]))
+            continue
+        shapes.append((header, claims))
+    now = time.time()
+    good = shapes and all(isinstance(c, dict) and header.get("alg") == "ES256" and header.get("kid") == bed.key_id
+                          and header.get("typ") == "JWT" and isinstance(c.get("iat"), int)
+                          and isinstance(c.get("exp"), int) and c["exp"] - c["iat"] <= 20 * 60
+                          and c["iat"] <= now and c["exp"] > now
+                          for header, c in shapes)
+    check("JWT: the bearer tokens are the ones docs/appstore-api.md describes (header alg ES256, kid, typ JWT; iat "
+          "backdated, exp at most iat + 20 min, well under Apple's 60)", good,
+          "\n".join(f"header {h} claims {c}" for h, c in shapes))
+
+    # a key Apple does not know (same key id, another .p8): the fake's JWT check answers 401
+    other = ec.generate_private_key(ec.SECP256R1())
+    other_path = write(bed.root, "AuthKey_other.p8", other.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    result, seen = bed.cli(["messages", "list"], SIGNET_APPSTORE_PRIVATE_KEY=other_path)
+    for one in seen:
+        fake.excused.add(id(one))  # expected: this is the test of the fake's own JWT check
+    check("a .p8 Apple does not know (the signature does not verify): Apple answers 401 once, the CLI exits 1 at once "
+          "with a message naming the likely causes (key id, issuer id, the .p8, bundle id, clock)",
+          result.code == 1 and len(seen) == 1 and seen[0].status == 401 and re.search(r"key|\.p8", result.err, re.I)
+          and re.search(r"issuer", result.err, re.I), result.said(), seen_said(seen))
+
+    # 429 with Retry-After (UNIX ms): wait, then retry; a 5xx: retried with backoff
+    fake.injected.append(("GET", PREFIX + "/message/list", 429, 4290000, 1500))
+    result, seen = bed.cli(["messages", "list"])
+    calls = one_call(seen, "GET", PREFIX + "/message/list")
+    gap = calls[1].at - calls[0].at if len(calls) >= 2 else None
+    check("a 429 RateLimitExceededError with Retry-After 1.5 s ahead (UNIX ms): the CLI waits it out, asks again and "
+          "exits 0 (docs: calls are retried like every API call; Retry-After honoured)",
+          result.code == 0 and len(calls) == 2 and gap is not None and gap >= 1.3 and calls[1].status == 200,
+          f"gap between the calls: {gap}", result.said(), seen_said(seen))
+    fake.injected.append(("GET", PREFIX + "/image/list", 500, 5000000, None))
+    result, seen = bed.cli(["images", "list"])
+    calls = one_call(seen, "GET", PREFIX + "/image/list")
+    check("a 500 GeneralInternalError: retried, then exit 0 (docs: 5xx retried with backoff)",
+          result.code == 0 and len(calls) == 2 and calls[1].status == 200, result.said(), seen_said(seen))
 
 
 def case_no_violations(bed):
@@ -1715,7 +1798,8 @@ def main():
                  ("nothing configured", lambda: case_nothing_configured(bed)),
                  ("images", lambda: case_images(bed, shared)), ("messages", lambda: case_messages(bed, shared)),
                  ("defaults", lambda: case_defaults(bed, shared)), ("signet run", lambda: start_signet(bed)),
-                 ("performance test", lambda: case_performance(bed)), ("violations", lambda: case_no_violations(bed))]
+                 ("performance test", lambda: case_performance(bed)),
+                 ("JWT and retries", lambda: case_jwt_and_retries(bed)), ("violations", lambda: case_no_violations(bed))]
         skip_performance = False
         for label, case in cases:
             if skip_performance and label == "performance test":

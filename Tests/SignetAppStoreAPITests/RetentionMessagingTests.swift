@@ -210,6 +210,10 @@ struct RetentionMessagingTests {
         #expect(result.result == "PASS" && result.successRate == 100 && result.responseTimes?.p99 == 12, "\(result)")
         #expect(result.target == "https://signet.example.com/retention" && result.config?.totalRequests == 100)
         await Self.apple(4_040_018, status: 404) { _ = try await client.performanceTestResult(requestId: UUID().uuidString) }
+        await Self.refused(.invalidIdentifier, sandbox) { _ = try await client.performanceTestResult(requestId: "12345") }
+        // Apple's request id comes back lower-case; one written upper-case is sent so.
+        _ = try await client.performanceTestResult(requestId: started.requestId.uppercased())
+        #expect(sandbox.requests(.performanceTestResult).last?.pathParameter == started.requestId)
         try await client.shutdown()
         await sandbox.stop()
     }

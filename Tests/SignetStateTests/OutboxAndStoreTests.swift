@@ -79,7 +79,7 @@ import Testing
         func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord] {
             try inner.retentionOffers(originalTransactionId: originalTransactionId, answeredSince: answeredSince)
         }
-        func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord { try inner.recordRetentionOffer(record) }
+        func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws { try inner.recordRetentionOffers(records) }
         func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord] {
             try inner.retentionOffers(answeredSince: answeredSince, limit: limit)
         }

@@ -148,13 +148,12 @@ extension AppStoreServerAPIClient {
     }
 
     /// Get Performance Test Results (Sandbox host): `PENDING` while it runs, then `PASS` or `FAIL`.
+    /// `requestId` is the UUID Initiate Performance Test answered (sent lower-case).
     public func performanceTestResult(requestId: String) async throws -> PerformanceTestResult {
-        guard !requestId.isEmpty else {
-            throw RetentionMessagingError(.invalidPerformanceTestRequest, field: "requestId", "is empty")
-        }
+        let id = try RetentionIdentifier.canonical(requestId, field: "requestId")
         return try await transport.send(
             AppStoreAPICall(
-                method: .GET, path: "/inApps/v1/messaging/performanceTest/result/" + PercentEncoding.encoded(requestId),
+                method: .GET, path: "/inApps/v1/messaging/performanceTest/result/" + id,
                 endpointClass: .retentionMessaging),
             in: .sandbox, as: PerformanceTestResult.self)
     }

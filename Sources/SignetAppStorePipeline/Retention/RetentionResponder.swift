@@ -15,8 +15,8 @@ import Synchronization
 /// | 200, a `RealtimeResponseBody` | verified: a rule's answer, or the default message (no rule, an unknown purchase, the store slow or failing, an offer that could not be signed) |
 /// | 403, no body | not a verified request of this app and environment (forged, another app's, malformed): Apple's rule is not to answer |
 ///
-/// Every answer is kept in the store (``RetentionOfferRecord``, written after the reply, off
-/// its path): a request Apple sends again is answered the same body, frequency caps count
+/// Every answer is kept in the store (``RetentionOfferRecord``, written after the reply, many
+/// per transaction: ``RetentionRecordWriter``): a request Apple sends again is answered the same body, frequency caps count
 /// them, and the transition stage records what the customer did next.
 ///
 /// Transport-agnostic: the webhook's listener serves it at the policy's path; an embedder may
@@ -63,9 +63,8 @@ public final class RetentionResponder: Sendable {
     /// Lookup executors: each runs one blocking lookup at a time.
     static let lookupExecutors = 16
     private let pending = Atomic<Int>(0)
-    /// Answers waiting to be recorded (behind a slow lookup, on its executor): bounded like
-    /// the lookups, and apart from them, so records never turn requests away.
-    private let pendingRecords = Atomic<Int>(0)
+    /// Writes the answers, many per transaction, after their replies.
+    private let records: RetentionRecordWriter
 
     /// - Parameters:
     ///   - policy: the rules and the default message.
@@ -94,6 +93,14 @@ public final class RetentionResponder: Sendable {
         self.signer = signer
         self.logger = logger
         metrics = RetentionMetrics(rules: policy.rules.map(\.name))
+        let throttle = logThrottle
+        records = RetentionRecordWriter(
+            capacity: policy.maxPendingLookups * 16, store: { try store().roles.store },
+            failed: { error in
+                if let heldBack = throttle.admit("record_failed") {
+                    logger.warning("retention: could not record answers: \(error)\(throttle.suffix(heldBack))")
+                }
+            })
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         verifying = (0..<cores).map { BlockingExecutor(label: "signet.retention.verify.\($0)") }
         // As many lookups in flight as a PostgreSQL pool may serve at once (its pool_size is at
@@ -145,37 +152,19 @@ public final class RetentionResponder: Sendable {
             reply = Reply(status: 200, body: answer.responseBody(signature: nil), result: "default", reason: reason.rawValue)
             kind = answer.kind
         }
-        keep(reply, kind: kind, of: verified, on: executor)
+        keep(reply, kind: kind, of: verified)
         return reply
     }
 
-    /// Records the answer, after the reply and off its path, on the lookup's executor (behind
-    /// a lookup that timed out: never beside it). Bounded, so a stalled store never queues
-    /// records without end: past `max_pending_lookups` waiting records one is dropped (the
-    /// answer stands; a repeat of the request is decided again).
-    private func keep(_ reply: Reply, kind: String, of request: VerifiedRealtimeRequest, on executor: BlockingExecutor) {
+    /// Queues the answer's record (written after the reply, with others, off its path).
+    private func keep(_ reply: Reply, kind: String, of request: VerifiedRealtimeRequest) {
         guard !request.requestIdentifier.isEmpty else { return }
-        guard pendingRecords.wrappingAdd(1, ordering: .relaxed).newValue <= policy.maxPendingLookups else {
-            pendingRecords.wrappingSubtract(1, ordering: .relaxed)
-            if let heldBack = logThrottle.admit("record_dropped") {
-                logger.warning(
-                    "retention: an answer was not recorded: \(policy.maxPendingLookups) records waiting on the store\(logThrottle.suffix(heldBack))")
-            }
-            return
-        }
         let record = RetentionOfferRecord(
             requestIdentifier: request.requestIdentifier, originalTransactionId: request.originalTransactionId,
             environment: request.payload.environment?.rawValue ?? "", productId: request.payload.productId ?? "", result: reply.result,
             reason: reply.reason, kind: kind, answeredAt: WallClock.milliseconds(), response: String(decoding: reply.body, as: UTF8.self))
-        Task { [self] in
-            do {
-                _ = try await executor.run { [self] in try store().roles.store.recordRetentionOffer(record) }
-            } catch {
-                if let heldBack = logThrottle.admit("record_failed") {
-                    logger.warning("retention: could not record an answer: \(error)\(logThrottle.suffix(heldBack))")
-                }
-            }
-            pendingRecords.wrappingSubtract(1, ordering: .relaxed)
+        if !records.append(record), let heldBack = logThrottle.admit("record_dropped") {
+            logger.warning("retention: an answer was not recorded: the store is not keeping up\(logThrottle.suffix(heldBack))")
         }
     }
 

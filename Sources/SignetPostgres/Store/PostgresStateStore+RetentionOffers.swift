@@ -28,24 +28,31 @@ extension PostgresStateStore {
         }
     }
 
-    /// One statement: inserted unless the request has an answer, and the answer that stands
-    /// either way (another instance's, when Apple's repeated request raced the first).
-    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
-        let document = try ConsumptionRecordCoding.encode(record)
-        return try withSession("retention answer record", waitingOutOutages: false) { session in
-            var binds = Self.binds(record.requestIdentifier)
-            binds.append(record.originalTransactionId)
-            binds.append(record.answeredAt)
-            binds.append(document)
-            let rows = try session.query(PostgresQuery(unsafeSQL: """
-                WITH inserted AS (
-                    INSERT INTO signet_retention_offers (request_id, original_transaction_id, answered_at, record)
-                    VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (request_id) DO NOTHING RETURNING record
-                )
-                SELECT record::text FROM inserted
-                UNION ALL SELECT record::text FROM signet_retention_offers WHERE request_id = $1 AND NOT EXISTS (SELECT 1 FROM inserted)
+    /// One statement for the batch: each inserted unless its request has an answer (another
+    /// instance's, when Apple's repeated request raced the first).
+    package func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws {
+        guard !records.isEmpty else { return }
+        var rows = JSONText()
+        rows.beginArray()
+        for record in records {
+            rows.beginObject()
+            rows.field("request_id", record.requestIdentifier)
+            rows.field("original_transaction_id", record.originalTransactionId)
+            rows.field("answered_at", record.answeredAt)
+            rows.key("record")
+            rows.raw(Array(try ConsumptionRecordCoding.encode(record).utf8))
+            rows.endObject()
+        }
+        rows.endArray()
+        var binds = PostgresBindings()
+        binds.append(String(decoding: rows.bytes, as: UTF8.self))
+        try withSession("retention answer record", waitingOutOutages: false) { session in
+            try session.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO signet_retention_offers (request_id, original_transaction_id, answered_at, record)
+                SELECT request_id, original_transaction_id, answered_at, record
+                FROM jsonb_to_recordset($1::jsonb) AS v(request_id text, original_transaction_id text, answered_at bigint, record jsonb)
+                ON CONFLICT (request_id) DO NOTHING
                 """, binds: binds))
-            return try PostgresSchema.records(RetentionOfferRecord.self, from: rows).first ?? record
         }
     }
 

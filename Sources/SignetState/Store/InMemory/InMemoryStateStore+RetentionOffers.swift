@@ -16,11 +16,11 @@ extension InMemoryStateStore {
         }
     }
 
-    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
+    package func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws {
         contents.withLock { contents in
-            if let kept = contents.retentionOffers[record.requestIdentifier] { return kept }
-            contents.retentionOffers[record.requestIdentifier] = record
-            return record
+            for record in records where contents.retentionOffers[record.requestIdentifier] == nil {
+                contents.retentionOffers[record.requestIdentifier] = record
+            }
         }
     }
 

@@ -6,11 +6,20 @@ package protocol RetentionOfferStore: AnyObject, Sendable {
     /// The answers given for one purchase at or after `answeredSince` (ms since 1970),
     /// oldest first: the frequency cap's count.
     func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord]
-    /// Keeps `record` unless an answer to its request is kept already; returns the one that
-    /// stands (the earlier, when Apple's repeated request raced the first).
-    func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord
+    /// Keeps each record unless an answer to its request is kept already (the earlier stands,
+    /// when Apple's repeated request raced the first), all in one transaction: the responder
+    /// writes the answers of many requests at once.
+    func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws
     /// The answers given at or after `answeredSince`, oldest first, at most `limit`: the report.
     func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord]
+}
+
+extension RetentionOfferStore {
+    /// Keeps `record` unless an answer to its request is kept already; returns the one that stands.
+    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
+        try recordRetentionOffers([record])
+        return try retentionOffer(requestIdentifier: record.requestIdentifier) ?? record
+    }
 }
 
 /// Retention answers inside a transaction: the transition stage settles their outcomes with

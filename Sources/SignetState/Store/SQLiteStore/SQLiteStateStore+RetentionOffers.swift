@@ -24,20 +24,21 @@ extension SQLiteStateStore {
         }
     }
 
-    /// One statement (atomic by itself), then the row that stands, under the connection's lock.
-    package func recordRetentionOffer(_ record: RetentionOfferRecord) throws -> RetentionOfferRecord {
-        let document = try ConsumptionRecordCoding.encode(record)
-        return try withConnection { connection in
-            let insert = try connection.database.statement(SQLiteSchema.insertRetentionOffer)
-            try insert.bind(1, record.requestIdentifier)
-            try insert.bind(2, record.originalTransactionId)
-            try insert.bind(3, record.answeredAt)
-            try insert.bind(4, document)
-            try insert.run()
-            let select = try connection.database.statement(SQLiteSchema.selectRetentionOffer)
-            defer { select.reset() }
-            try select.bind(1, record.requestIdentifier)
-            return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: select).first ?? record
+    /// One transaction for the batch (one commit, however many answers).
+    package func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws {
+        guard !records.isEmpty else { return }
+        let documents = try records.map { try ConsumptionRecordCoding.encode($0) }
+        try withConnection { connection in
+            try connection.database.transaction {
+                let insert = try connection.database.statement(SQLiteSchema.insertRetentionOffer)
+                for (record, document) in zip(records, documents) {
+                    try insert.bind(1, record.requestIdentifier)
+                    try insert.bind(2, record.originalTransactionId)
+                    try insert.bind(3, record.answeredAt)
+                    try insert.bind(4, document)
+                    try insert.run()
+                }
+            }
         }
     }
 
