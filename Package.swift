@@ -125,7 +125,7 @@ let package = Package(
         .target(
             name: "SignetHTTP",
             dependencies: [
-                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStorePipeline",
+                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStorePipeline", "SignetAppStoreAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),

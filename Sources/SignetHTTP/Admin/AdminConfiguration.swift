@@ -124,6 +124,8 @@ extension AdminConfiguration {
 public enum AdminServerError: Error, Equatable, CustomStringConvertible {
     case tokenRequired(address: String)
     case storeMissing(String)
+    /// No In-App Purchase key was given to sign offers with (``AdminServer/init(configuration:pipeline:health:registry:offerSigner:logger:)``).
+    case noOfferKey
 
     public var description: String {
         switch self {
@@ -131,6 +133,8 @@ public enum AdminServerError: Error, Equatable, CustomStringConvertible {
             "http: refusing to serve the entitlement API on \(address), which is not a loopback address, without a token: set SIGNET_API_TOKEN (or http.api_token), bind 127.0.0.1, or set http.api: false"
         case .storeMissing(let name):
             "http: the entitlement API reads store '\(name)', which the pipeline does not declare as a state store"
+        case .noOfferKey:
+            "no In-App Purchase key was configured (SIGNET_APPSTORE_KEY_ID, SIGNET_APPSTORE_ISSUER_ID, SIGNET_APPSTORE_PRIVATE_KEY, SIGNET_BUNDLE_ID)"
         }
     }
 }

@@ -1,6 +1,7 @@
 public import Logging
 public import Prometheus
 import ServiceLifecycle
+import SignetAppStoreAPI
 public import SignetCore
 
 extension AdminServer {
@@ -13,8 +14,12 @@ extension AdminServer {
         guard let configuration = try AdminConfiguration(pipeline: runner.pipeline, environment: environment) else {
             return nil
         }
+        // The In-App Purchase key from the variables `signet offers sign` reads.
+        let signer = Result<OfferSigner, any Error> {
+            OfferSigner(credentials: try AppStoreAPIConfiguration.fromEnvironment(environment).credentials)
+        }
         return try AdminServer(
-            configuration: configuration, pipeline: runner.pipeline, health: runner.health, registry: registry,
+            configuration: configuration, pipeline: runner.pipeline, health: runner.health, registry: registry, offerSigner: signer,
             logger: logger)
     }
 }

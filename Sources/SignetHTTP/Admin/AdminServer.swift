@@ -5,6 +5,8 @@ public import Logging
 import NIOCore
 public import Prometheus
 public import ServiceLifecycle
+public import SignetAppStoreAPI
+import SignetAppStorePipeline
 public import SignetCore
 import SignetState
 
@@ -24,14 +26,26 @@ public final class AdminServer: Service {
     private let registry: PrometheusCollectorRegistry
     private let store: StateStoreResource?
     private let token: BearerToken?
+    /// The In-App Purchase key `POST /v1/offers/signature` signs with, or why there is none.
+    private let offerSigner: Result<OfferSigner, any Error>
     private let logger: Logger
     /// The port it bound, once it listens (tests bind port 0).
     private let listening = OneShot<Int>()
 
     /// Checks the bind policy (no API off loopback without a token) and finds the store.
+    ///
+    /// - Parameters:
+    ///   - configuration: the `http:` section.
+    ///   - pipeline: the pipeline it reports on (its store, its health).
+    ///   - health: the pipeline's readiness.
+    ///   - registry: where `/metrics` reads from.
+    ///   - offerSigner: the In-App Purchase key `POST /v1/offers/signature` signs with, or why
+    ///     there is none (the endpoint then answers 503 saying so).
+    ///   - logger: where the listener logs.
     public init(
         configuration: AdminConfiguration, pipeline: Pipeline, health: PipelineHealth,
         registry: PrometheusCollectorRegistry = PrometheusBackend.registry,
+        offerSigner: Result<OfferSigner, any Error> = .failure(AdminServerError.noOfferKey),
         logger: Logger = Logger(label: "signet.http")
     ) throws(AdminServerError) {
         try configuration.validate()
@@ -39,6 +53,7 @@ public final class AdminServer: Service {
         self.pipeline = pipeline
         self.health = health
         self.registry = registry
+        self.offerSigner = offerSigner
         self.logger = logger
         if let name = configuration.store {
             let resource = pipeline.resources.first { $0.name == name }?.resource
@@ -71,7 +86,8 @@ public final class AdminServer: Service {
             return Self.text(ready ? .ok : .serviceUnavailable, lines.joined())
         }
         if let store {
-            let api = EntitlementAPI(store: store, token: token, logger: logger)
+            let offers = OfferSignatureService(store: { [store] in try store.store() }, signer: offerSigner)
+            let api = EntitlementAPI(store: store, token: token, offers: offers, logger: logger)
             // Store reads block (a PostgreSQL round trip, a SQLite page read): on a thread of
             // their own, so the cooperative pool keeps serving the webhook and /readyz.
             let reads = BlockingExecutor(label: "signet.api.store")
@@ -114,6 +130,14 @@ public final class AdminServer: Service {
             }
             router.get("/v1/retention/report") { request, _ in
                 await withTaskExecutorPreference(reads) { api.retentionReport(request) }
+            }
+            router.post("/v1/offers/signature") { request, _ in
+                if let refusal = api.authorize(request) { return refusal }
+                var request = request
+                guard let body = try? await request.collectBody(upTo: EntitlementAPI.maxOfferRequestBytes) else {
+                    return EntitlementAPI.json(.contentTooLarge, #"{"error":"the body is larger than 16 KB"}"#)
+                }
+                return await withTaskExecutorPreference(reads) { api.offerSignature(Array(buffer: body)) }
             }
         }
         let idle = IdleConnections(listener: "http")

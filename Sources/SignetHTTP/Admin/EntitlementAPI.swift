@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import SignetAppStorePipeline
 import SignetCore
 import SignetState
 
@@ -13,6 +14,7 @@ import SignetState
 struct EntitlementAPI: Sendable {
     let store: StateStoreResource
     let token: BearerToken?
+    let offers: OfferSignatureService
     let logger: Logger
 
     func entitlements(_ request: Request) -> Response {
