@@ -125,8 +125,9 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
 
                 Examples:
                   signet appstore retention messages list
-                  signet appstore retention messages upload --header "Stay with Pro" --body "Keep every feature for half the price for 3 months."
-                  signet appstore retention messages upload --json message.json      # Apple's UploadMessageRequestBody
+                  signet appstore retention messages upload \\
+                    --header "Stay with Pro" --body "Half the price for 3 months."
+                  signet appstore retention messages upload --json message.json
                   signet appstore retention messages delete 6f1e3c2a-1b2c-4d5e-8f90-a1b2c3d4e5f6
                 """)
 
@@ -274,8 +275,10 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
                 Apple shows the default when the realtime endpoint fails, is slow, or answers nothing better; with a realtime URL a default is required for every product in each locale served. Only approved text messages (with or without an image) can be defaults. Locales are case-sensitive (en-US).
 
                 Examples:
-                  signet appstore retention default set --product com.example.pro.monthly --locale en-US --message 0d6a8f2e-3f4b-4c55-9a1e-2b7c8d9e0f11
-                  signet appstore retention default show --product com.example.pro.monthly --locale en-US
+                  signet appstore retention default set --product pro.monthly \\
+                    --locale en-US --message 0d6a8f2e-3f4b-4c55-9a1e-2b7c8d9e0f11
+                  signet appstore retention default show --product pro.monthly \\
+                    --locale en-US
                 """)
 
         @Argument(help: "show, set or delete.")
@@ -325,8 +328,9 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
                 Apple must see the endpoint answer its test requests (Sandbox, about 700 ms at most each) before a Production realtime URL can be set. Start one with an active auto-renewable subscription bought in Sandbox; Apple answers the test's parameters and a request id, then sends its requests for totalDuration. With --wait the command polls the result until it is PASS or FAIL (exit 0 for PASS, 1 for FAIL). Apple serves these calls only on the Sandbox host, whatever SIGNET_ENVIRONMENT says.
 
                 Examples:
-                  signet appstore retention performance-test --original-transaction-id 2000000123456789 --wait
-                  signet appstore retention performance-test --result 8a1f2c3d-...
+                  signet appstore retention performance-test \\
+                    --original-transaction-id 2000000123456789 --wait
+                  signet appstore retention performance-test --result REQUEST_ID
                 """)
 
         @Option(help: "Start a test with this active Sandbox subscription (its originalTransactionId).")
