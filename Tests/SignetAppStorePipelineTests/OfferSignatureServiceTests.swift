@@ -108,8 +108,14 @@ struct OfferSignatureServiceTests {
         #expect(refused["eligible"] as? Bool == false && refused["reason"] as? String == "subscribed_before", "\(refused)")
         // Another group: allowed; the same product bought before: refused without a group given.
         #expect(try ask(["appAccountToken": Self.token, "subscriptionGroupIdentifier": "g2"])["eligible"] as? Bool == true)
+        // No group given, and the customer subscribed before: Signet does not guess (allowing overrides the App Store).
+        let unknownGroup = try ask(["appAccountToken": Self.token])
+        #expect(unknownGroup["eligible"] as? Bool == false && unknownGroup["reason"] as? String == "subscription_group_unknown", "\(unknownGroup)")
         let same = try Self.ask(service, ["offer": "introductory", "productId": "pro.yearly", "originalTransactionId": "old"]).1
         #expect(same["reason"] as? String == "subscribed_before", "\(same)")
+        // The purchase named must be one Signet knows.
+        let unknown = try Self.ask(service, ["offer": "introductory", "productId": "pro.monthly", "originalTransactionId": "nobody"]).1
+        #expect(unknown["eligible"] as? Bool == false && unknown["reason"] as? String == "unknown_purchase", "\(unknown)")
     }
 
     @Test("bad requests say what is wrong (400); without a key, 503 saying which variable")
@@ -119,6 +125,7 @@ struct OfferSignatureServiceTests {
             ["productId": "p"], ["offer": "free", "productId": "p"], ["offer": "promotional", "productId": "p", "originalTransactionId": "active"],
             ["offer": "promotional", "productId": "p", "offerIdentifier": "o"], ["offer": "introductory", "productId": "p"],
             ["offer": "introductory", "productId": "p", "transactionId": "t", "signature": "v1"],
+            ["offer": "introductory", "productId": "p", "transactionId": "t"],
             ["offer": "introductory", "productId": "p", "transactionId": "t", "appAccountToken": "not-a-uuid"],
             ["offer": "promotional", "productId": "", "offerIdentifier": "o", "originalTransactionId": "active"],
         ] {

@@ -7,13 +7,13 @@ public import SignetState
 /// |---|---|
 /// | `promotional` | the purchase is known and current (`active`, `grace_period`, `billing_retry`), not refunded or revoked |
 /// | `win_back` | the purchase is known and lapsed (`expired`), not refunded or revoked |
-/// | `introductory` | no auto-renewable purchase of the customer's (by appAccountToken and originalTransactionId) is of the product or its subscription group |
+/// | `introductory` | no auto-renewable purchase of the customer's (by appAccountToken and originalTransactionId) is of the product or its subscription group; with earlier subscriptions, the product's group must be known (given, or from the customer's own purchase of it) |
 ///
 /// Never for a customer who withdrew consent (a RESCIND_CONSENT in force for the purchase's
 /// app transaction).
 public struct OfferEligibility: Sendable, Hashable {
     /// Why not, as a code (`unknown_purchase`, `not_subscribed`, `not_lapsed`, `refunded`,
-    /// `consent_restricted`, `subscribed_before`); nil when eligible.
+    /// `consent_restricted`, `subscribed_before`, `subscription_group_unknown`); nil when eligible.
     public var reason: String?
     /// One sentence for a person.
     public var detail: String
@@ -62,6 +62,13 @@ public struct OfferEligibility: Sendable, Hashable {
                 "subscribed_before",
                 "the customer subscribed to \(earlier.productId ?? "a product") of this subscription group before (\(earlier.originalTransactionId))")
         }
-        return .eligible("no earlier subscription in the product's subscription group")
+        // Allowing overrides the App Store's own judgement: without the product's group, an
+        // earlier subscription might be in it, so no.
+        if group == nil, let earlier = subscriptions.first {
+            return .refused(
+                "subscription_group_unknown",
+                "the customer subscribed to \(earlier.productId ?? "a product") before, and Signet cannot tell whether \(productId) is in its subscription group: give subscriptionGroupIdentifier")
+        }
+        return .eligible(subscriptions.isEmpty ? "no earlier subscription" : "no earlier subscription in the product's subscription group")
     }
 }

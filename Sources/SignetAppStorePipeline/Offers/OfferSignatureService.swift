@@ -78,18 +78,24 @@ public struct OfferSignatureService: Sendable {
                 json.endObject()
                 return (200, json.bytes)
             case .introductory:
+                let id = request.originalTransactionId.flatMap { $0.isEmpty ? nil : $0 }
+                guard request.appAccountToken != nil || id != nil else {
+                    return Self.error(400, "appAccountToken or originalTransactionId (whose purchases to judge by) is required for an introductory offer")
+                }
+                guard let transactionId = request.transactionId ?? id, !transactionId.isEmpty else {
+                    return Self.error(400, "transactionId (the customer's appTransactionId or any transaction) or originalTransactionId is required")
+                }
                 var purchases: [SubscriptionSnapshot] = []
                 if let text = request.appAccountToken {
                     guard let token = AppAccountToken(text) else { return Self.error(400, "appAccountToken '\(text)' is not a UUID") }
                     purchases += try store.subscriptions(appAccountToken: token)
                 }
-                if let id = request.originalTransactionId, !id.isEmpty, let purchase = try store.subscription(originalTransactionId: id),
-                    !purchases.contains(where: { $0.originalTransactionId == id })
-                {
-                    purchases.append(purchase)
-                }
-                guard let transactionId = request.transactionId ?? request.originalTransactionId, !transactionId.isEmpty else {
-                    return Self.error(400, "transactionId (the customer's appTransactionId or any transaction) or originalTransactionId is required")
+                if let id {
+                    // The purchase named must be one Signet knows, and not refunded (as for every offer).
+                    let purchase = try store.subscription(originalTransactionId: id)
+                    let named = OfferEligibility.decide(.introductory, purchase: purchase, restricted: try restricted(purchase, store))
+                    guard named.isEligible, let purchase else { return Self.refused(named) }
+                    if !purchases.contains(where: { $0.originalTransactionId == id }) { purchases.append(purchase) }
                 }
                 var isRestricted = false
                 for purchase in purchases where try restricted(purchase, store) { isRestricted = true }

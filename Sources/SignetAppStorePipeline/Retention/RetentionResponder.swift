@@ -15,8 +15,8 @@ import Synchronization
 /// | 200, a `RealtimeResponseBody` | verified: a rule's answer, or the default message (no rule, an unknown purchase, the store slow or failing, an offer that could not be signed) |
 /// | 403, no body | not a verified request of this app and environment (forged, another app's, malformed): Apple's rule is not to answer |
 ///
-/// Every answer is kept in the store (``RetentionOfferRecord``, written after the reply, many
-/// per transaction: ``RetentionRecordWriter``): a request Apple sends again is answered the same body, frequency caps count
+/// Every answer is kept in the store (`RetentionOfferRecord`, written after the reply, many
+/// per transaction): a request Apple sends again is answered the same body, frequency caps count
 /// them, and the transition stage records what the customer did next.
 ///
 /// Transport-agnostic: the webhook's listener serves it at the policy's path; an embedder may
