@@ -62,6 +62,26 @@ struct RetentionRecordTests {
         #expect(try store.retentionOffers(answeredSince: 0, limit: 10).count == 2)
     }
 
+    @Test("a request identifier answered for one purchase is never replayed to another: that one is decided on its own")
+    func replayOnlyToTheSamePurchase() async throws {
+        var other = R.snapshot(.active)
+        other.originalTransactionId = "2000000999999999"
+        let store = try R.store([R.snapshot(.billingRetry), other])
+        let retry = RetentionRule(name: "retry", states: [.billingRetry], answer: .message(messageIdentifier: R.message))
+        let responder = try R.responder([retry], store: store)
+        let identifier = UUID()
+        #expect(await responder.respond(to: try Self.request(identifier)).reason == "retry")
+        _ = try await Self.kept(identifier, in: store)
+        let payload = RealtimeRequestFixtures.payload(
+            .init(originalTransactionId: other.originalTransactionId, productId: R.product), appAppleId: RealtimeRequestFixtures.defaultAppAppleId,
+            environment: "Sandbox", requestIdentifier: identifier, signedDate: WallClock.milliseconds() - 1000, locale: "en-US")
+        let body = Array(#"{"signedPayload":"\#(try R.pki.signer.sign(payload: payload))"}"#.utf8)
+        let reply = await responder.respond(to: body)
+        #expect(reply.result == "default" && reply.reason == "no_rule", "\(reply)")
+        // The first answer stands for its request.
+        #expect(try store.roles.store.retentionOffer(requestIdentifier: identifier.uuidString.lowercased())?.originalTransactionId == R.purchase)
+    }
+
     @Test("defaults are kept with why, and replayed as defaults")
     func defaults() async throws {
         let store = try R.store([R.snapshot(.active)])

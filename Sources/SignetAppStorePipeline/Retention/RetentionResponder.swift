@@ -203,7 +203,11 @@ public final class RetentionResponder: Sendable {
         let store = try self.store()
         // Answers are kept in the store's own role (Signet's stores all play it).
         let answers = store.roles.store
-        if !request.requestIdentifier.isEmpty, let answered = try answers.retentionOffer(requestIdentifier: request.requestIdentifier) {
+        // Replayed only to the purchase it was made for: an identifier reused for another
+        // purchase (never Apple's, but never trusted) must not hand it that purchase's offer.
+        if !request.requestIdentifier.isEmpty, let answered = try answers.retentionOffer(requestIdentifier: request.requestIdentifier),
+            answered.originalTransactionId == request.originalTransactionId
+        {
             return .replay(answered)
         }
         let payload = request.payload
