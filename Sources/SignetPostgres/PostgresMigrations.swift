@@ -239,6 +239,9 @@ public enum PostgresMigrations {
             "CREATE INDEX signet_retention_offers_purchase ON signet_retention_offers (original_transaction_id, answered_at)",
             "CREATE INDEX signet_retention_offers_answered_at ON signet_retention_offers (answered_at)",
         ]),
+        Migration(version: 11, summary: "refund questions found by purchase (the retention policy's refund_requested)", statements: [
+            "CREATE INDEX signet_consumption_requests_purchase ON signet_consumption_requests ((record->>'originalTransactionId'))",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

@@ -6,6 +6,23 @@ import SignetState
 
 /// The SQL of ``PostgresStateStore`` and the mapping between rows and Signet's types.
 enum PostgresSchema {
+    /// One JSON array of `items`, each written by `row`, bound as `$1`: a batch's rows for
+    /// `jsonb_to_recordset($1::jsonb)`, one statement however many there are.
+    static func recordset<Item>(_ items: some Sequence<Item>, _ row: (inout JSONText, Item) throws -> Void) rethrows -> PostgresBindings {
+        var rows = JSONText()
+        rows.beginArray()
+        for item in items { try row(&rows, item) }
+        rows.endArray()
+        return jsonBinds(rows)
+    }
+
+    /// `json` bound as `$1` (text: PostgreSQL casts it to jsonb).
+    static func jsonBinds(_ json: JSONText) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(String(decoding: json.bytes, as: UTF8.self))
+        return binds
+    }
+
     /// Every subscription column but `version`, with its SQL type: the record type of the
     /// batch writes (`jsonb_to_recordset`), and, by name, the columns read and written.
     static let subscriptionRecordType = """

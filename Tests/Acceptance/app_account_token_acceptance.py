@@ -21,7 +21,6 @@ exit 1 when any check failed, 2 when the script could not run at all. Standard l
 (the fake App Store Server API's key is made with the `openssl` command).
 """
 
-import base64
 import json
 import os
 import re
@@ -29,7 +28,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -41,34 +39,18 @@ import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from harness import (
+    CHILDREN, RESULTS, OutOfTime, b64url, check, clip, free_port, jws_payload, parse_json, read_fixtures_env,
+    stop, wait_until,
+)
+
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
-RESULTS = []  # (name, ok)
-CHILDREN = []  # every process started, stopped at the end
 SERVERS = []
 
 
-class OutOfTime(Exception):
-    pass
-
-
 # ----------------------------------------------------------------------------- reporting
-
-
-def check(name, ok, *details):
-    RESULTS.append((name, bool(ok)))
-    print(("ok - " if ok else "FAIL - ") + name, flush=True)
-    if not ok:
-        for detail in details:
-            for line in str(detail).rstrip().splitlines() or [""]:
-                print("    # " + line, flush=True)
-    return bool(ok)
-
-
-def clip(text, limit=1500):
-    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -145,13 +127,6 @@ def without_instant(value):
     return value
 
 
-def parse_json(text):
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return None
-
-
 def json_lines(text):
     objects = []
     for line in text.splitlines():
@@ -161,15 +136,6 @@ def json_lines(text):
             if isinstance(parsed, dict):
                 objects.append(parsed)
     return objects
-
-
-def jws_payload(jws):
-    part = jws.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 def der_to_raw(der):
@@ -305,34 +271,6 @@ class Child:
         return f"ran: {self.command}\nstderr (tail): {clip(self.stderr()[-1500:])}"
 
 
-def stop(process):
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    except OSError:
-        pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until(condition, timeout, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
-
-
 # ----------------------------------------------------------------------------- HTTP client
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -449,20 +387,6 @@ def store_snapshot(data_dir):
 
 
 # ----------------------------------------------------------------------------- fixtures and pipelines
-
-
-def read_fixtures_env(folder):
-    environment = {}
-    with open(os.path.join(folder, "fixtures.env"), encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line.startswith("export ") or "=" not in line:
-                continue
-            name, value = line[len("export "):].split("=", 1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            environment[name.strip()] = value
-    return environment
 
 
 def pipeline_yaml(http_address=None, consumption=False):

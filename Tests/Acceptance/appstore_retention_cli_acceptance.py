@@ -93,7 +93,6 @@ could not run at all. Standard library plus Python's `cryptography` (the In-App 
 JWT check, re-signing requests with the fixtures' test PKI).
 """
 
-import base64
 import http.client
 import http.server
 import json
@@ -123,6 +122,11 @@ except ImportError:  # pragma: no cover
     print("this script needs Python's `cryptography` package", file=sys.stderr)
     sys.exit(2)
 
+from harness import (
+    CHILDREN, RESULTS, CannotRun, OutOfTime, Signer, b64url_decode, check, clip, es256_verify, free_port,
+    jws_payload, parse_json, read_fixtures_env, stop, wait_until,
+)
+
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
 UUID_ANY = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 UUID_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -135,47 +139,13 @@ PRODUCT = "com.example.signet.premium.monthly"
 PERF_CONFIG = {"maxConcurrentRequests": 10, "totalRequests": 100, "totalDuration": 4000,
                "responseTimeThreshold": 700, "successRateThreshold": 95}
 
-RESULTS = []  # (name, ok)
-CHILDREN = []  # every process started, stopped at the end
-
-
-class OutOfTime(Exception):
-    pass
-
-
-class CannotRun(Exception):
-    pass
-
-
 # ----------------------------------------------------------------------------- reporting
-
-
-def check(name, ok, *details):
-    RESULTS.append((name, bool(ok)))
-    print(("ok - " if ok else "FAIL - ") + name, flush=True)
-    if not ok:
-        for detail in details:
-            for line in str(detail).rstrip().splitlines() or [""]:
-                print("    # " + line, flush=True)
-    return bool(ok)
 
 
 def note(*lines):
     for text in lines:
         for line in str(text).rstrip().splitlines() or [""]:
             print("# " + line, flush=True)
-
-
-def clip(text, limit=1500):
-    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
-
-
-def parse_json(text):
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return None
 
 
 def lettered_uuid():
@@ -187,49 +157,6 @@ def lettered_uuid():
 
 
 # ----------------------------------------------------------------------------- JWS
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64url_decode(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def jws_payload(jws):
-    return json.loads(b64url_decode(jws.split(".")[1]))
-
-
-def es256_sign(key, signing_input):
-    r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
-    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
-
-
-def es256_verify(public_key, signing_input, raw):
-    if len(raw) != 64:
-        return False
-    try:
-        public_key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
-                          signing_input, ec.ECDSA(hashes.SHA256()))
-        return True
-    except InvalidSignature:
-        return False
-
-
-class Signer:
-    """Signs payloads as `signet fixtures`' test leaf (DIR/pki/leaf.key.pem), under a header (alg,
-    x5c) taken from one of the fixture's own JWS."""
-
-    def __init__(self, fixtures, header_jws):
-        with open(os.path.join(fixtures, "pki", "leaf.key.pem"), "rb") as file:
-            self.key = serialization.load_pem_private_key(file.read(), password=None)
-        self.header = header_jws.split(".")[0]
-
-    def sign(self, payload):
-        body = b64url(json.dumps(payload, separators=(",", ":")).encode())
-        signing_input = (self.header + "." + body).encode()
-        return self.header + "." + body + "." + b64url(es256_sign(self.key, signing_input))
 
 
 # ----------------------------------------------------------------------------- processes
@@ -340,34 +267,6 @@ class Child:
 
     def said(self):
         return f"ran: {self.command}\nstderr (tail): {clip(self.stderr()[-2000:], 2000)}"
-
-
-def stop(process):
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    except OSError:
-        pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until(condition, timeout, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
 
 
 def http_get_status(port, path, timeout=2):
@@ -1002,20 +901,6 @@ class FakeApple:
 
 
 # ----------------------------------------------------------------------------- Signet's endpoint
-
-
-def read_fixtures_env(folder):
-    environment = {}
-    with open(os.path.join(folder, "fixtures.env"), encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line.startswith("export ") or "=" not in line:
-                continue
-            name, value = line[len("export "):].split("=", 1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            environment[name.strip()] = value
-    return environment
 
 
 def pipeline_yaml(data_dir, root_pem, bundle_id, app_apple_id, webhook_port, admin_port, default_message, rule_message):

@@ -65,7 +65,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -82,6 +81,12 @@ except ImportError:  # pragma: no cover
     print("this script needs Python's `cryptography` package", file=sys.stderr)
     sys.exit(2)
 
+from harness import (
+    CHILDREN, RESULTS, CannotRun, OfferKey, OutOfTime, Result, Signer, b64url_decode, check, clip,
+    es256_verify, free_port, jws_payload, ndjson_lines, now_ms, parse_json, read_fixtures_env, stop,
+    wait_until,
+)
+
 TIME_LIMIT = 88  # seconds: the whole script must finish within 90 s
 PATH = "/v1/offers/signature"
 FIXTURE_MONTHLY = "com.example.signet.premium.monthly"
@@ -97,50 +102,12 @@ DAY_MS = 86_400_000
 UUID_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 SEPARATOR = "\u2063"
 
-RESULTS = []  # (name, ok)
-CHILDREN = []  # every process started, stopped at the end
-
-
-class OutOfTime(Exception):
-    pass
-
-
-class CannotRun(Exception):
-    pass
-
-
 # ----------------------------------------------------------------------------- reporting
-
-
-def check(name, ok, *details):
-    RESULTS.append((name, bool(ok)))
-    print(("ok - " if ok else "FAIL - ") + name, flush=True)
-    if not ok:
-        for detail in details:
-            for line in str(detail).rstrip().splitlines() or [""]:
-                print("    # " + line, flush=True)
-    return bool(ok)
 
 
 def note(text):
     for line in str(text).rstrip().splitlines() or [""]:
         print("# " + line, flush=True)
-
-
-def clip(text, limit=1500):
-    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
-
-
-def parse_json(text):
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return None
-
-
-def now_ms():
-    return int(time.time() * 1000)
 
 
 def wait_past(instant_ms):
@@ -165,63 +132,6 @@ def new_id():
 
 
 # ----------------------------------------------------------------------------- JWS
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64url_decode(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def jws_payload(jws):
-    return json.loads(b64url_decode(jws.split(".")[1]))
-
-
-def es256_sign(key, signing_input):
-    r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
-    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
-
-
-def es256_verify(public_key, signing_input, raw):
-    if len(raw) != 64:
-        return False
-    try:
-        public_key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
-                          signing_input, ec.ECDSA(hashes.SHA256()))
-        return True
-    except InvalidSignature:
-        return False
-
-
-class Signer:
-    """Signs payloads as `signet fixtures`' test leaf (DIR/pki/leaf.key.pem), under a header (alg,
-    x5c) taken from one of the fixtures' own JWS."""
-
-    def __init__(self, fixtures_dir, header_jws):
-        with open(os.path.join(fixtures_dir, "pki", "leaf.key.pem"), "rb") as file:
-            self.key = serialization.load_pem_private_key(file.read(), password=None)
-        self.header = header_jws.split(".")[0]
-
-    def sign(self, payload):
-        body = b64url(json.dumps(payload, separators=(",", ":")).encode())
-        signing_input = (self.header + "." + body).encode()
-        return self.header + "." + body + "." + b64url(es256_sign(self.key, signing_input))
-
-
-class OfferKey:
-    """The In-App Purchase key offers are signed with (P-256, PKCS #8 PEM, a .p8 file)."""
-
-    def __init__(self, folder, key_id):
-        self.key_id = key_id
-        self.issuer_id = str(uuid.uuid4())
-        self.private = ec.generate_private_key(ec.SECP256R1())
-        self.public = self.private.public_key()
-        self.path = os.path.join(folder, f"SubscriptionKey_{key_id}.p8")
-        with open(self.path, "wb") as file:
-            file.write(self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
 
 
 # ----------------------------------------------------------------------------- processes
@@ -257,14 +167,6 @@ class Signet:
 
     def start(self, args, extra):
         return Child([self.binary] + list(args), self.env(extra), self.root, self.describe(args, extra))
-
-
-class Result:
-    def __init__(self, command, code, out, err):
-        self.command, self.code, self.out, self.err = command, code, out, err
-
-    def said(self):
-        return f"ran: {self.command}\nexit {self.code}\nstdout: {clip(self.out)}\nstderr: {clip(self.err)}"
 
 
 class Child:
@@ -312,34 +214,6 @@ class Child:
 
     def said(self):
         return f"ran: {self.command}\nstderr (tail): {clip(self.stderr()[-2000:], 2000)}"
-
-
-def stop(process):
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    except OSError:
-        pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until(condition, timeout, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
 
 
 # ----------------------------------------------------------------------------- HTTP
@@ -405,25 +279,6 @@ def get(port, path, token):
 
 
 # ----------------------------------------------------------------------------- fixtures and the pipeline
-
-
-def ndjson_lines(path):
-    with open(path, encoding="utf-8") as file:
-        return [line.rstrip("\n") for line in file if line.strip()]
-
-
-def read_fixtures_env(folder):
-    environment = {}
-    with open(os.path.join(folder, "fixtures.env"), encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line.startswith("export ") or "=" not in line:
-                continue
-            name, value = line[len("export "):].split("=", 1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            environment[name.strip()] = value
-    return environment
 
 
 class Fixtures:
@@ -771,7 +626,7 @@ def case_main(signet, root):
     if not fixtures.ok or fixtures.subscribed is None or fixtures.rescind is None:
         raise CannotRun("`signet fixtures --now` did not write what is needed (a SUBSCRIBED and a RESCIND_CONSENT "
                         "notification):\n" + fixtures.made.said())
-    key = OfferKey(root, "OFFERKEY42")
+    key = OfferKey(root, "OFFERKEY42", file_prefix="SubscriptionKey")
     token = secrets.token_hex(16)
     extra = {"SIGNET_API_TOKEN": token, "SIGNET_APPSTORE_KEY_ID": key.key_id,
              "SIGNET_APPSTORE_ISSUER_ID": key.issuer_id, "SIGNET_APPSTORE_PRIVATE_KEY": key.path,
@@ -1117,7 +972,7 @@ def case_no_key(signet, root):
     fixtures = Fixtures(signet, os.path.join(root, "fixtures-nokey"))
     if not fixtures.ok or fixtures.subscribed is None:
         raise CannotRun("`signet fixtures --now` failed:\n" + fixtures.made.said())
-    key = OfferKey(root, "NOISSUER01")
+    key = OfferKey(root, "NOISSUER01", file_prefix="SubscriptionKey")
     token = secrets.token_hex(16)
     extra = {"SIGNET_API_TOKEN": token, "SIGNET_APPSTORE_KEY_ID": key.key_id, "SIGNET_APPSTORE_PRIVATE_KEY": key.path,
              "SIGNET_BUNDLE_ID": fixtures.bundle_id}  # SIGNET_APPSTORE_ISSUER_ID left out

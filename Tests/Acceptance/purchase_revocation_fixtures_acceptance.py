@@ -53,6 +53,11 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from harness import (
+    CHILDREN, RESULTS, OutOfTime, b64url_decode, check, clip, free_port, jws_payload, parse_json, stop,
+    wait_until,
+)
+
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
 OWN_BUNDLE = "com.example.signet"
 OTHER_BUNDLE = "com.other.app"
@@ -61,39 +66,11 @@ NOTIFICATIONS_PATH = "/notifications"  # Pipelines/webhook.yaml's `path`
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 WEBHOOK_PIPELINE = os.path.join(REPO, "Pipelines", "webhook.yaml")
 
-RESULTS = []  # (name, ok)
-CHILDREN = []  # every process started, stopped at the end
 SERVERS = []  # every in-process server, shut down at the end
 SOCKETS = []  # every listening socket we hold, closed at the end
 
 
-class OutOfTime(Exception):
-    pass
-
-
 # ----------------------------------------------------------------------------- reporting
-
-
-def check(name, ok, *details):
-    RESULTS.append((name, bool(ok)))
-    print(("ok - " if ok else "FAIL - ") + name, flush=True)
-    if not ok:
-        for detail in details:
-            for line in str(detail).rstrip().splitlines() or [""]:
-                print("    # " + line, flush=True)
-    return bool(ok)
-
-
-def clip(text, limit=1500):
-    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
-
-
-def parse_json(text):
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return None
 
 
 def json_lines(text):
@@ -105,14 +82,6 @@ def json_lines(text):
             if isinstance(parsed, dict):
                 objects.append(parsed)
     return objects
-
-
-def b64url_decode(part):
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-def jws_payload(jws):
-    return json.loads(b64url_decode(jws.split(".")[1]))
 
 
 def jws_x5c(jws):
@@ -238,25 +207,6 @@ class Child:
         return f"ran: {self.command}\nrunning: {self.running()}\nstderr (tail): {clip(self.stderr()[-1500:])}"
 
 
-def stop(process, timeout=10):
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    except OSError:
-        pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def free_ports(count):
     """`count` distinct free ports on 127.0.0.1."""
     ports = []
@@ -281,15 +231,6 @@ def listening(port):
         except OSError:
             continue
     return False
-
-
-def wait_until(condition, timeout, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
 
 
 def openssl(args, stdin=None, timeout=30):

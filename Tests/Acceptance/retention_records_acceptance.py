@@ -54,7 +54,6 @@ notifications with the fixtures' test PKI, generating the In-App Purchase key an
 signatures). SQLite only.
 """
 
-import base64
 import http.client
 import json
 import os
@@ -63,7 +62,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -80,50 +78,18 @@ except ImportError:  # pragma: no cover
     print("this script needs Python's `cryptography` package", file=sys.stderr)
     sys.exit(2)
 
+from harness import (
+    CHILDREN, RESULTS, CannotRun, OfferKey, OutOfTime, Result, Signer, b64url_decode, check, clip,
+    es256_verify, free_port, jws_payload, ndjson_lines, now_ms, parse_json, parse_metrics, read_fixtures_env,
+    stop, wait_until,
+)
+
 TIME_LIMIT = 88  # seconds: the whole script must finish within 90 s
 MONTHLY = "com.example.signet.premium.monthly"
 YEARLY = "com.example.signet.premium.yearly"
 DAY_MS = 86_400_000
 
-RESULTS = []  # (name, ok)
-CHILDREN = []  # every process started, stopped at the end
-
-
-class OutOfTime(Exception):
-    pass
-
-
-class CannotRun(Exception):
-    pass
-
-
 # ----------------------------------------------------------------------------- reporting
-
-
-def check(name, ok, *details):
-    RESULTS.append((name, bool(ok)))
-    print(("ok - " if ok else "FAIL - ") + name, flush=True)
-    if not ok:
-        for detail in details:
-            for line in str(detail).rstrip().splitlines() or [""]:
-                print("    # " + line, flush=True)
-    return bool(ok)
-
-
-def clip(text, limit=1500):
-    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
-
-
-def parse_json(text):
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError):
-        return None
-
-
-def now_ms():
-    return int(time.time() * 1000)
 
 
 def wait_past(instant_ms):
@@ -145,63 +111,6 @@ def request_id_with_letters():
 
 
 # ----------------------------------------------------------------------------- JWS
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64url_decode(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def jws_payload(jws):
-    return json.loads(b64url_decode(jws.split(".")[1]))
-
-
-def es256_sign(key, signing_input):
-    r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
-    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
-
-
-def es256_verify(public_key, signing_input, raw):
-    if len(raw) != 64:
-        return False
-    try:
-        public_key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
-                          signing_input, ec.ECDSA(hashes.SHA256()))
-        return True
-    except InvalidSignature:
-        return False
-
-
-class Signer:
-    """Signs payloads as `signet fixtures`' test leaf (DIR/pki/leaf.key.pem), under a header (alg,
-    x5c) taken from one of the fixture's own JWS."""
-
-    def __init__(self, fixtures, header_jws):
-        with open(os.path.join(fixtures, "pki", "leaf.key.pem"), "rb") as file:
-            self.key = serialization.load_pem_private_key(file.read(), password=None)
-        self.header = header_jws.split(".")[0]
-
-    def sign(self, payload):
-        body = b64url(json.dumps(payload, separators=(",", ":")).encode())
-        signing_input = (self.header + "." + body).encode()
-        return self.header + "." + body + "." + b64url(es256_sign(self.key, signing_input))
-
-
-class OfferKey:
-    """The In-App Purchase key promotional offers are signed with (P-256, PKCS#8 .p8)."""
-
-    def __init__(self, folder, key_id):
-        self.key_id = key_id
-        self.issuer_id = str(uuid.uuid4())
-        self.private = ec.generate_private_key(ec.SECP256R1())
-        self.public = self.private.public_key()
-        self.path = os.path.join(folder, f"AuthKey_{key_id}.p8")
-        with open(self.path, "wb") as file:
-            file.write(self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
 
 
 # ----------------------------------------------------------------------------- processes
@@ -237,14 +146,6 @@ class Signet:
 
     def start(self, args, extra):
         return Child([self.binary] + list(args), self.env(extra), self.root, self.describe(args, extra))
-
-
-class Result:
-    def __init__(self, command, code, out, err):
-        self.command, self.code, self.out, self.err = command, code, out, err
-
-    def said(self):
-        return f"ran: {self.command}\nexit {self.code}\nstdout: {clip(self.out)}\nstderr: {clip(self.err)}"
 
 
 class Child:
@@ -293,34 +194,6 @@ class Child:
 
     def said(self):
         return f"ran: {self.command}\nstderr (tail): {clip(self.stderr()[-2000:], 2000)}"
-
-
-def stop(process):
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    except OSError:
-        pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until(condition, timeout, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
 
 
 # ----------------------------------------------------------------------------- HTTP
@@ -385,23 +258,7 @@ def get(port, path, token=None, label="read"):
 def scrape(port):
     """Every series of /metrics as {(name, frozenset(labels)): value}, and the reply."""
     reply = send(port, "/metrics", method="GET", headers={}, label="scrape")
-    series = {}
-    if reply.status != 200:
-        return reply, series
-    for line in reply.body.decode("utf-8", "replace").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = re.match(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)", line)
-        if not match:
-            continue
-        labels = frozenset((k, v.replace('\\"', '"').replace("\\\\", "\\"))
-                           for k, v in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', match.group(2) or ""))
-        try:
-            series[(match.group(1), labels)] = float(match.group(3))
-        except ValueError:
-            pass
-    return reply, series
+    return reply, (parse_metrics(reply.body.decode("utf-8", "replace")) if reply.status == 200 else {})
 
 
 def retention_series(series):
@@ -411,25 +268,6 @@ def retention_series(series):
 
 
 # ----------------------------------------------------------------------------- fixtures and the pipeline
-
-
-def read_fixtures_env(folder):
-    environment = {}
-    with open(os.path.join(folder, "fixtures.env"), encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line.startswith("export ") or "=" not in line:
-                continue
-            name, value = line[len("export "):].split("=", 1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            environment[name.strip()] = value
-    return environment
-
-
-def ndjson_lines(path):
-    with open(path, encoding="utf-8") as file:
-        return [line.rstrip("\n") for line in file if line.strip()]
 
 
 class Fixtures:

@@ -122,6 +122,80 @@ struct RetentionRecordTests {
         #expect(RetentionTenure.months(from: jan31, to: jan31 - day) == 0)
     }
 
+    @Test("answers older than keep_answers are deleted after a batch, at most once an hour; a frequency cap longer than keep_answers is refused")
+    func pruning() async throws {
+        let store = try R.store([R.snapshot(.active)])
+        let day: Int64 = 86_400_000
+        let now = WallClock.milliseconds()
+        for (id, age) in [("ancient", 500 * day), ("old", 401 * day), ("recent", 10 * day)] as [(String, Int64)] {
+            _ = try store.roles.store.recordRetentionOffer(RetentionOfferRecord(
+                requestIdentifier: id, originalTransactionId: R.purchase, environment: "Sandbox", productId: R.product, result: "answered",
+                reason: "r", kind: "message", answeredAt: now - age, response: "{}"))
+        }
+        // The first request's batch prunes (the default keep_answers: 400 days).
+        let responder = try R.responder([], store: store)
+        let identifier = UUID()
+        _ = await responder.respond(to: try Self.request(identifier))
+        _ = try await Self.kept(identifier, in: store)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try store.roles.store.retentionOffer(requestIdentifier: "old") != nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let left = try store.roles.store.retentionOffers(answeredSince: 0, limit: 10).map(\.requestIdentifier)
+        #expect(left == ["recent", identifier.uuidString.lowercased()])
+
+        // Not again within the hour, whatever was added meanwhile.
+        let writer = RetentionRecordWriter(capacity: 8, keep: .seconds(86_400), store: { store.roles.store }, failed: { _ in })
+        await writer.pruneIfDue(now: now)
+        #expect(try store.roles.store.retentionOffers(answeredSince: 0, limit: 10).count == 1)
+        _ = try store.roles.store.recordRetentionOffer(RetentionOfferRecord(
+            requestIdentifier: "late", originalTransactionId: R.purchase, environment: "Sandbox", productId: R.product, result: "answered",
+            reason: "r", kind: "message", answeredAt: now - 2 * day, response: "{}"))
+        await writer.pruneIfDue(now: now + 60_000)
+        #expect(try store.roles.store.retentionOffer(requestIdentifier: "late") != nil)
+        await writer.pruneIfDue(now: now + RetentionRecordWriter.pruneInterval)
+        #expect(try store.roles.store.retentionOffer(requestIdentifier: "late") == nil)
+
+        // A cap that counts further back than answers are kept is a configuration error.
+        let yaml = """
+            default_message: 11111111-1111-4111-8111-111111111111
+            keep_answers: 30d
+            rules:
+              - name: yearly-cap
+                message: 22222222-2222-4333-8444-555555555555
+                frequency_cap: { max: 1, within: 90d }
+            """
+        #expect(throws: ConfigError.self) {
+            try RetentionPolicy(ComponentSpec.retentionSection.parse(ConfigNode.parse(yaml: yaml, file: "p.yaml", environment: [:])))
+        }
+        let kept = yaml.replacingOccurrences(of: "keep_answers: 30d", with: "keep_answers: 90d")
+        #expect(try RetentionPolicy(ComponentSpec.retentionSection.parse(ConfigNode.parse(yaml: kept, file: "p.yaml", environment: [:]))).keepAnswers == .seconds(90 * 86_400))
+    }
+
+    @Test("an answer not committed yet is found by its request (a repeat that beats the commit is replayed), and no longer once committed")
+    func uncommittedAnswers() async throws {
+        let store = try R.store([])
+        // A store slow to take the batch: the commit lands 300 ms after the append.
+        let writer = RetentionRecordWriter(
+            capacity: 8, keep: .seconds(86_400),
+            store: {
+                Thread.sleep(forTimeInterval: 0.3)
+                return store.roles.store
+            }, failed: { _ in })
+        let record = RetentionOfferRecord(
+            requestIdentifier: "r-1", originalTransactionId: R.purchase, environment: "Sandbox", productId: R.product, result: "answered",
+            reason: "r", kind: "message", answeredAt: WallClock.milliseconds(), response: #"{"message":{}}"#)
+        #expect(writer.append(record))
+        #expect(writer.uncommitted(requestIdentifier: "r-1") == record)
+        #expect(try store.roles.store.retentionOffer(requestIdentifier: "r-1") == nil)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while writer.uncommitted(requestIdentifier: "r-1") != nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(writer.uncommitted(requestIdentifier: "r-1") == nil)
+        #expect(try store.roles.store.retentionOffer(requestIdentifier: "r-1") == record)
+    }
+
     @Test("a frequency cap: the rule stops matching the purchase once it answered it max times within the window")
     func frequencyCap() async throws {
         let store = try R.store([R.snapshot(.active)])

@@ -98,6 +98,31 @@ struct RetentionResponderTests {
         }
     }
 
+    @Test("refund_requested: a refund question about any of the purchase's transactions (a renewal's, not only the latest) decides it")
+    func refundRequested() async throws {
+        let asked = try Self.store([Self.snapshot(.active)])
+        try asked.withTransaction { transaction in
+            // Asked about an earlier renewal: the snapshot's latest transaction is another one.
+            try transaction.save(ConsumptionRequestRecord(
+                transactionId: "renewal-1", originalTransactionId: Self.purchase, productId: Self.product,
+                requestedAt: 1_700_000_000_000, receivedAt: 1_700_000_000_000))
+            // Another purchase's question decides nothing for this one.
+            try transaction.save(ConsumptionRequestRecord(
+                transactionId: "other-1", originalTransactionId: "other", requestedAt: 1_700_000_000_000, receivedAt: 1_700_000_000_000))
+        }
+        let never = try Self.store([Self.snapshot(.active)])
+        try never.withTransaction { transaction in
+            try transaction.save(ConsumptionRequestRecord(
+                transactionId: "other-1", originalTransactionId: "other", requestedAt: 1_700_000_000_000, receivedAt: 1_700_000_000_000))
+        }
+        for (store, wanted, matches) in [(asked, true, true), (asked, false, false), (never, true, false), (never, false, true)] {
+            let rule = RetentionRule(name: "asked-refund", refundRequested: wanted, answer: .message(messageIdentifier: Self.message))
+            let responder = try Self.responder([rule], store: store)
+            let reply = await responder.respond(to: try Self.request())
+            #expect(reply.result == (matches ? "answered" : "default"), "refund_requested: \(wanted) \(reply)")
+        }
+    }
+
     @Test("a customer who withdrew consent is reached only by a rule that says consent_restricted: true")
     func consent() async throws {
         let restricted = ConsentRestriction(appTransactionId: "704000000000001", rescindedAt: 1_700_000_000_000)

@@ -83,6 +83,9 @@ import Testing
         func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord] {
             try inner.retentionOffers(answeredSince: answeredSince, limit: limit)
         }
+        func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
+            try inner.pruneRetentionOffers(answeredBefore: answeredBefore, limit: limit)
+        }
         func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
             try inner.enqueueForwards(bodies, targets: targets, at: instant)
         }
@@ -98,6 +101,9 @@ import Testing
             try inner.consumptionRequests(requestedSince: requestedSince, limit: limit)
         }
         func consumptionLedgerEntry(_ key: String) throws -> String? { try inner.consumptionLedgerEntry(key) }
+        func consumptionRequests(originalTransactionId: String, limit: Int) throws -> [ConsumptionRequestRecord] {
+            try inner.consumptionRequests(originalTransactionId: originalTransactionId, limit: limit)
+        }
         func close() throws {}
     }
 

@@ -97,8 +97,8 @@ public struct OfferSignatureService: Sendable {
                     guard named.isEligible, let purchase else { return Self.refused(named) }
                     if !purchases.contains(where: { $0.originalTransactionId == id }) { purchases.append(purchase) }
                 }
-                var isRestricted = false
-                for purchase in purchases where try restricted(purchase, store) { isRestricted = true }
+                // The named purchase was judged above; the account's others are read once each, up to the first restriction.
+                let isRestricted = try purchases.contains { try $0.originalTransactionId != id && restricted($0, store) }
                 let decision = OfferEligibility.introductory(
                     productId: request.productId, group: request.subscriptionGroupIdentifier, purchases: purchases, restricted: isRestricted)
                 guard decision.isEligible else { return Self.refused(decision) }

@@ -25,11 +25,14 @@ public struct RetentionPolicy: Sendable {
     /// Lookups running at most; beyond it a request is answered the default at once, so a
     /// stalled store never queues requests behind it.
     public var maxPendingLookups: Int
+    /// How long answers are kept in the store: older ones are deleted (hourly, in bounded
+    /// chunks). At least the widest `frequency_cap` window, which counts them.
+    public var keepAnswers: Duration
 
     /// A policy answering `defaultMessage` unless one of `rules` matches.
     public init(
         path: String = "/retention", defaultMessage: String, rules: [RetentionRule] = [], offerSignature: OfferSignatureVersion = .v2,
-        decisionTimeout: Duration = .milliseconds(150), maxPendingLookups: Int = 256
+        decisionTimeout: Duration = .milliseconds(150), maxPendingLookups: Int = 256, keepAnswers: Duration = .seconds(400 * 86_400)
     ) {
         self.path = path
         self.defaultMessage = defaultMessage
@@ -37,6 +40,7 @@ public struct RetentionPolicy: Sendable {
         self.offerSignature = offerSignature
         self.decisionTimeout = decisionTimeout
         self.maxPendingLookups = maxPendingLookups
+        self.keepAnswers = keepAnswers
     }
 
     /// The first rule that holds for `facts`; nil when none does.
@@ -48,6 +52,11 @@ public struct RetentionPolicy: Sendable {
     /// when no rule has a cap (then none are read).
     var capWindow: Duration? {
         rules.compactMap(\.frequencyCap?.within).max()
+    }
+
+    /// Whether any rule asks about refund questions (then they are read for each request).
+    var readsRefundRequests: Bool {
+        rules.contains { $0.refundRequested != nil }
     }
 
     /// Whether any rule answers a promotional offer (then the In-App Purchase key is needed).

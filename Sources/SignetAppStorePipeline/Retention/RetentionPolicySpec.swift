@@ -32,6 +32,10 @@ extension ComponentSpec {
             ConfigField(
                 "offer_signature", .enumeration(RetentionPolicy.OfferSignatureVersion.allCases.map(\.rawValue)), .default("v2"),
                 "how promotional offers are signed: v2 (a JWS, Apple's recommendation) or v1 (the legacy signature)"),
+            ConfigField(
+                "keep_answers", .duration(.seconds(86_400)...(.seconds(10 * 366 * 86_400))), .default("400d"),
+                "answers older than this are deleted from the store (hourly); at least the widest frequency_cap window, which counts them",
+                advanced: true),
             ConfigField("rules", .objectList(RetentionRule.fields), .optional, "checked in order; the first that matches answers"),
         ] + AppStoreAPISettings.fields.filter { RetentionPolicy.keyFields.contains($0.name) },
         examples: [
@@ -62,6 +66,9 @@ extension RetentionRule {
                 "state", .stringList(allowed: SubscriptionState.allCases.map(\.rawValue)), .optional,
                 "the purchase's state as Signet keeps it"),
             ConfigField("refunded", .bool, .optional, "whether the purchase's latest transaction was refunded or revoked"),
+            ConfigField(
+                "refund_requested", .bool, .optional,
+                "whether Apple asked a refund question (CONSUMPTION_REQUEST) about any of the purchase's transactions, whatever its outcome"),
             ConfigField(
                 "consent_restricted", .bool, .default("false"),
                 "true: only customers who withdrew consent (RESCIND_CONSENT in force); false: never them"),
@@ -133,7 +140,8 @@ extension RetentionRule {
         self.init(
             name: name, products: try when?.stringList("product"), entitlements: try when?.stringList("entitlement").map(Set.init),
             states: try when?.stringList("state").map { Set($0.compactMap(SubscriptionState.init(rawValue:))) },
-            refunded: try when?.optionalBool("refunded"), consentRestricted: try when?.optionalBool("consent_restricted") ?? false,
+            refunded: try when?.optionalBool("refunded"), refundRequested: try when?.optionalBool("refund_requested"),
+            consentRestricted: try when?.optionalBool("consent_restricted") ?? false,
             locales: try when?.stringList("locale").map(Set.init), environments: try when?.stringList("environment").map(Set.init),
             tenureMonths: tenure, frequencyCap: frequencyCap, answer: answer)
     }
@@ -168,10 +176,18 @@ extension RetentionPolicy {
         }
         let path = try config.string("path")
         guard path.hasPrefix("/") else { throw config.error("'\(config.path).path' must start with /", key: "path") }
+        let keep = try config.duration("keep_answers")
+        if let capped = rules.first(where: { ($0.frequencyCap?.within ?? .zero) > keep }), let within = capped.frequencyCap?.within {
+            throw config.error(
+                "'\(config.path).keep_answers' (\(ConfigDuration.format(keep))) is shorter than rule '\(capped.name)''s frequency_cap.within "
+                    + "(\(ConfigDuration.format(within))): the cap would forget answers it counts; raise keep_answers",
+                key: "keep_answers")
+        }
         self.init(
             path: path, defaultMessage: try RetentionRule.uuid(try config.string("default_message"), config, "default_message"),
             rules: rules, offerSignature: OfferSignatureVersion(rawValue: try config.string("offer_signature")) ?? .v2,
-            decisionTimeout: try config.duration("decision_timeout"), maxPendingLookups: try config.int("max_pending_lookups"))
+            decisionTimeout: try config.duration("decision_timeout"), maxPendingLookups: try config.int("max_pending_lookups"),
+            keepAnswers: keep)
     }
 
     /// The signer for promotional offers from the section's key settings, expanded from `env`;

@@ -95,16 +95,19 @@ public final class RetentionResponder: Sendable {
         metrics = RetentionMetrics(rules: policy.rules.map(\.name))
         let throttle = logThrottle
         records = RetentionRecordWriter(
-            capacity: policy.maxPendingLookups * 16, store: { try store().roles.store },
+            capacity: policy.maxPendingLookups * 16, keep: policy.keepAnswers, store: { try store().roles.store },
             failed: { error in
                 if let heldBack = throttle.admit("record_failed") {
-                    logger.warning("retention: could not record answers: \(error)\(throttle.suffix(heldBack))")
+                    logger.warning("retention: could not record or prune answers: \(error)\(throttle.suffix(heldBack))")
                 }
+            },
+            pruned: { deleted in
+                logger.info("retention: deleted \(deleted) answers older than keep_answers (\(ConfigDuration.format(policy.keepAnswers)))")
             })
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         verifying = (0..<cores).map { BlockingExecutor(label: "signet.retention.verify.\($0)") }
         // As many lookups in flight as a PostgreSQL pool may serve at once (its pool_size is at
-        // most 64; an SQLite store serializes them on its connection anyway).
+        // most 64); an SQLite store reads on up to 8 read-only connections (SQLiteReaderPool).
         lookups = (0..<Self.lookupExecutors).map { BlockingExecutor(label: "signet.retention.lookup.\($0)") }
     }
 
@@ -205,7 +208,10 @@ public final class RetentionResponder: Sendable {
         let answers = store.roles.store
         // Replayed only to the purchase it was made for: an identifier reused for another
         // purchase (never Apple's, but never trusted) must not hand it that purchase's offer.
-        if !request.requestIdentifier.isEmpty, let answered = try answers.retentionOffer(requestIdentifier: request.requestIdentifier),
+        // This process's answers not committed yet first: Apple's repeat may beat the commit.
+        if !request.requestIdentifier.isEmpty,
+            let answered = try records.uncommitted(requestIdentifier: request.requestIdentifier)
+                ?? answers.retentionOffer(requestIdentifier: request.requestIdentifier),
             answered.originalTransactionId == request.originalTransactionId
         {
             return .replay(answered)
@@ -222,6 +228,9 @@ public final class RetentionResponder: Sendable {
         if let window = policy.capWindow {
             facts.shown = try answers.retentionOffers(
                 originalTransactionId: request.originalTransactionId, answeredSince: facts.now - window.clampedMilliseconds)
+        }
+        if policy.readsRefundRequests {
+            facts.refundRequested = try !answers.consumptionRequests(originalTransactionId: request.originalTransactionId, limit: 1).isEmpty
         }
         guard let rule = policy.firstMatch(facts) else { return .fallback(.noRule) }
         guard case .promotionalOffer(_, let offerIdentifier, let product) = rule.answer else { return .rule(rule, nil) }

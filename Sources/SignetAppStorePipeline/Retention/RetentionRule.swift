@@ -6,7 +6,8 @@ public import SignetState
 /// purchase and the request, Apple is answered with ``answer``.
 ///
 /// An absent condition matches everything. Conditions on the purchase (`state`,
-/// `entitlement`, `refunded`) read Signet's stored snapshot; `product`, `locale` and
+/// `entitlement`, `refunded`, `tenure_months`) read Signet's stored snapshot,
+/// `refund_requested` its refund questions, `frequency_cap` its record of answers; `product`, `locale` and
 /// `environment` read the verified request.
 public struct RetentionRule: Sendable, Hashable {
     /// The rule's name: in metrics (`signet_retention_requests_total{reason}`), logs and reports.
@@ -20,6 +21,9 @@ public struct RetentionRule: Sendable, Hashable {
     /// Whether the purchase was refunded or revoked (a revocation date on its latest
     /// transaction); nil: either.
     public var refunded: Bool?
+    /// Whether Apple asked a refund question (CONSUMPTION_REQUEST) about any of the purchase's
+    /// transactions, whatever came of it; nil: either.
+    public var refundRequested: Bool?
     /// Whether the rule is for customers who withdrew consent (a RESCIND_CONSENT in force for
     /// the purchase's app transaction). False, the default, never matches them.
     public var consentRestricted: Bool
@@ -38,7 +42,7 @@ public struct RetentionRule: Sendable, Hashable {
     /// A rule answering `answer` when every given condition holds.
     public init(
         name: String, products: [String]? = nil, entitlements: Set<String>? = nil, states: Set<SubscriptionState>? = nil,
-        refunded: Bool? = nil, consentRestricted: Bool = false, locales: Set<String>? = nil, environments: Set<String>? = nil,
+        refunded: Bool? = nil, refundRequested: Bool? = nil, consentRestricted: Bool = false, locales: Set<String>? = nil, environments: Set<String>? = nil,
         tenureMonths: RetentionTenure? = nil, frequencyCap: RetentionFrequencyCap? = nil, answer: RetentionAnswer
     ) {
         self.name = name
@@ -46,6 +50,7 @@ public struct RetentionRule: Sendable, Hashable {
         self.entitlements = entitlements
         self.states = states
         self.refunded = refunded
+        self.refundRequested = refundRequested
         self.consentRestricted = consentRestricted
         self.locales = locales
         self.environments = environments
@@ -64,6 +69,7 @@ public struct RetentionRule: Sendable, Hashable {
         if let environments, !environments.contains(facts.environment) { return false }
         if let states, !states.contains(facts.state) { return false }
         if let refunded, refunded != facts.refunded { return false }
+        if let refundRequested, refundRequested != facts.refundRequested { return false }
         if let entitlements, entitlements.isDisjoint(with: facts.entitlements) { return false }
         if let tenureMonths {
             guard let months = facts.tenureMonths, tenureMonths.contains(months) else { return false }
@@ -138,6 +144,8 @@ struct RetentionFacts: Sendable {
     var environment: String
     var state: SubscriptionState
     var refunded: Bool
+    /// Whether Apple asked a refund question about the purchase (read only when a rule asks).
+    var refundRequested = false
     var consentRestricted: Bool
     /// The entitlement names the purchase's product grants.
     var entitlements: Set<String>

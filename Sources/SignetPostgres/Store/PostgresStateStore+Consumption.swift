@@ -32,6 +32,19 @@ extension PostgresStateStore {
         }
     }
 
+    package func consumptionRequests(originalTransactionId: String, limit: Int) throws -> [ConsumptionRequestRecord] {
+        try withSession("refund questions of a purchase", waitingOutOutages: false) { session in
+            var binds = PostgresBindings()
+            binds.append(originalTransactionId)
+            binds.append(Int64(max(0, limit)))
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                SELECT record::text FROM signet_consumption_requests WHERE record->>'originalTransactionId' = $1
+                ORDER BY requested_at, transaction_id LIMIT $2
+                """, binds: binds))
+            return try PostgresSchema.records(ConsumptionRequestRecord.self, from: rows)
+        }
+    }
+
     package func consumptionLedgerEntry(_ key: String) throws -> String? {
         try withSession("consumption ledger lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(

@@ -32,20 +32,15 @@ extension PostgresStateStore {
     /// instance's, when Apple's repeated request raced the first).
     package func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws {
         guard !records.isEmpty else { return }
-        var rows = JSONText()
-        rows.beginArray()
-        for record in records {
-            rows.beginObject()
-            rows.field("request_id", record.requestIdentifier)
-            rows.field("original_transaction_id", record.originalTransactionId)
-            rows.field("answered_at", record.answeredAt)
-            rows.key("record")
-            rows.raw(Array(try ConsumptionRecordCoding.encode(record).utf8))
-            rows.endObject()
+        let binds = try PostgresSchema.recordset(records) { row, record in
+            row.beginObject()
+            row.field("request_id", record.requestIdentifier)
+            row.field("original_transaction_id", record.originalTransactionId)
+            row.field("answered_at", record.answeredAt)
+            row.key("record")
+            row.raw(Array(try ConsumptionRecordCoding.encode(record).utf8))
+            row.endObject()
         }
-        rows.endArray()
-        var binds = PostgresBindings()
-        binds.append(String(decoding: rows.bytes, as: UTF8.self))
         try withSession("retention answer record", waitingOutOutages: false) { session in
             try session.query(PostgresQuery(unsafeSQL: """
                 INSERT INTO signet_retention_offers (request_id, original_transaction_id, answered_at, record)
@@ -53,6 +48,21 @@ extension PostgresStateStore {
                 FROM jsonb_to_recordset($1::jsonb) AS v(request_id text, original_transaction_id text, answered_at bigint, record jsonb)
                 ON CONFLICT (request_id) DO NOTHING
                 """, binds: binds))
+        }
+    }
+
+    package func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
+        guard limit > 0 else { return 0 }
+        return try withSession("retention answer pruning", waitingOutOutages: false) { session in
+            var binds = PostgresBindings()
+            binds.append(answeredBefore)
+            binds.append(Int64(limit))
+            let rows = try session.query(PostgresQuery(unsafeSQL: """
+                DELETE FROM signet_retention_offers WHERE request_id IN (
+                    SELECT request_id FROM signet_retention_offers WHERE answered_at < $1 ORDER BY answered_at LIMIT $2)
+                RETURNING 1
+                """, binds: binds))
+            return rows.count
         }
     }
 
@@ -79,19 +89,14 @@ extension PostgresStateTransaction: RetentionOfferTransaction {
     /// after it (and before any it has), as one notification at a time would have given it.
     func flushRetentionOutcomes() throws {
         guard !pendingOutcomes.isEmpty else { return }
-        var rows = JSONText()
-        rows.beginArray()
-        for (id, outcome) in pendingOutcomes {
-            rows.beginObject()
-            rows.field("id", id)
-            rows.field("at", outcome.signedAt)
-            rows.key("outcome")
-            rows.raw(Array(try ConsumptionRecordCoding.encode(outcome).utf8))
-            rows.endObject()
+        let binds = try PostgresSchema.recordset(pendingOutcomes) { row, pending in
+            row.beginObject()
+            row.field("id", pending.originalTransactionId)
+            row.field("at", pending.outcome.signedAt)
+            row.key("outcome")
+            row.raw(Array(try ConsumptionRecordCoding.encode(pending.outcome).utf8))
+            row.endObject()
         }
-        rows.endArray()
-        var binds = PostgresBindings()
-        binds.append(String(decoding: rows.bytes, as: UTF8.self))
         try session.query(PostgresQuery(unsafeSQL: """
             UPDATE signet_retention_offers o SET outcome_at = d.at, record = jsonb_set(o.record, '{outcome}', d.outcome)
             FROM (

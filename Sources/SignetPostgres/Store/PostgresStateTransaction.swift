@@ -142,7 +142,7 @@ final class PostgresStateTransaction: StateTransaction {
                 FROM \(record)
                 WHERE s.original_transaction_id = v.original_transaction_id AND s.version = v.expected
                 RETURNING 1
-                """, binds: Self.jsonBinds(updates)))
+                """, binds: PostgresSchema.jsonBinds(updates)))
             if rows.count < updateCount { throw PostgresStoreError("a subscription changed concurrently", sqlState: "40001") }
         }
         if insertCount > 0 {
@@ -150,18 +150,14 @@ final class PostgresStateTransaction: StateTransaction {
             let rows = try session.query(PostgresQuery(unsafeSQL: """
                 INSERT INTO signet_subscriptions (\(columns)) SELECT \(columns) FROM \(record)
                 ON CONFLICT DO NOTHING RETURNING 1
-                """, binds: Self.jsonBinds(inserts)))
+                """, binds: PostgresSchema.jsonBinds(inserts)))
             if rows.count < insertCount { throw PostgresStoreError("a subscription was inserted concurrently", sqlState: "40001") }
         }
     }
 
     private func flushEvents() throws {
         guard !pendingEvents.isEmpty else { return }
-        var rows = JSONText()
-        rows.beginArray()
-        for event in pendingEvents { rows.raw(event) }
-        rows.endArray()
-        var binds = Self.jsonBinds(rows)
+        var binds = PostgresSchema.recordset(pendingEvents) { rows, event in rows.raw(event) }
         binds.append(instanceId)
         try session.query(PostgresQuery(unsafeSQL: """
             INSERT INTO signet_outbox (seq, event_id, event_type, message_key, environment, product_id, payload, created_at, input_key, owner)
@@ -170,12 +166,6 @@ final class PostgresStateTransaction: StateTransaction {
                 environment text, product_id text, payload text, created_at bigint, input_key text)
             """, binds: binds))
         pendingEvents = []
-    }
-
-    private static func jsonBinds(_ json: JSONText) -> PostgresBindings {
-        var binds = PostgresBindings()
-        binds.append(String(decoding: json.bytes, as: UTF8.self))
-        return binds
     }
 
     func binds(_ values: String...) -> PostgresBindings {

@@ -64,6 +64,16 @@ import Testing
 
         #expect(try store.consumptionRequests(requestedSince: 2_000, limit: 10).map(\.transactionId) == ["t2", "t3", "t1"])
         #expect(try store.consumptionRequests(requestedSince: 0, limit: 2).map(\.requestedAt) == [1_000, 2_000])
+
+        // By purchase: every transaction's questions (a renewal's too), oldest first, none of another purchase's.
+        try store.withTransaction { transaction in
+            var renewal = request("t4", requestedAt: 4_000, dueAt: nil)
+            renewal.originalTransactionId = "o-t1"
+            try transaction.save(renewal)
+        }
+        #expect(try store.consumptionRequests(originalTransactionId: "o-t1", limit: 10).map(\.transactionId) == ["t1", "t4", "t1"])
+        #expect(try store.consumptionRequests(originalTransactionId: "o-t1", limit: 1).map(\.requestedAt) == [1_000])
+        #expect(try store.consumptionRequests(originalTransactionId: "o-none", limit: 10).isEmpty)
     }
 
     @Test("the ledger: a document per key, read inside and outside a transaction; consent by purchase or account decides by the newest", arguments: StoreKind.available)

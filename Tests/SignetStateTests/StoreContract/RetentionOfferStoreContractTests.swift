@@ -48,6 +48,20 @@ import Testing
         #expect(try store.retentionOffer(requestIdentifier: "r-2")?.rule == nil)
     }
 
+    @Test("pruned oldest first, at most limit per call, only before the instant", arguments: StoreKind.available)
+    func pruning(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        for (id, at) in [("r-1", 1_000), ("r-2", 2_000), ("r-3", 3_000), ("r-4", 4_000)] as [(String, Int64)] {
+            _ = try store.recordRetentionOffer(Self.record(id, at: at))
+        }
+        #expect(try store.pruneRetentionOffers(answeredBefore: 3_500, limit: 2) == 2, "\(kind)")
+        #expect(try store.retentionOffers(answeredSince: 0, limit: 10).map(\.requestIdentifier) == ["r-3", "r-4"], "\(kind)")
+        #expect(try store.pruneRetentionOffers(answeredBefore: 3_500, limit: 2) == 1, "\(kind)")
+        #expect(try store.pruneRetentionOffers(answeredBefore: 3_500, limit: 2) == 0, "\(kind)")
+        #expect(try store.retentionOffer(requestIdentifier: "r-3") == nil && store.retentionOffer(requestIdentifier: "r-4") != nil, "\(kind)")
+    }
+
     @Test("outcomes: the earliest deciding notification after an answer wins, whatever order they arrive in", arguments: StoreKind.available)
     func outcomes(_ kind: StoreKind) async throws {
         let store = try await kind.makeLocation().open()

@@ -17,6 +17,13 @@ extension InMemoryStateStore {
         }
     }
 
+    package func consumptionRequests(originalTransactionId: String, limit: Int) throws -> [ConsumptionRequestRecord] {
+        contents.withLock { contents in
+            let asked = contents.consumptionRequests.values.joined().filter { $0.originalTransactionId == originalTransactionId }
+            return Array(asked.sorted { ($0.requestedAt, $0.transactionId) < ($1.requestedAt, $1.transactionId) }.prefix(max(0, limit)))
+        }
+    }
+
     package func consumptionLedgerEntry(_ key: String) throws -> String? {
         contents.withLock { $0.consumptionLedger[key] }
     }

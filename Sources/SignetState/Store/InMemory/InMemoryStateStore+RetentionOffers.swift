@@ -30,6 +30,14 @@ extension InMemoryStateStore {
         }
     }
 
+    package func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
+        contents.withLock { contents in
+            let old = Self.ordered(contents.retentionOffers.values.filter { $0.answeredAt < answeredBefore }).prefix(max(0, limit))
+            for record in old { contents.retentionOffers[record.requestIdentifier] = nil }
+            return old.count
+        }
+    }
+
     private static func ordered(_ records: some Sequence<RetentionOfferRecord>) -> [RetentionOfferRecord] {
         records.sorted { ($0.answeredAt, $0.requestIdentifier) < ($1.answeredAt, $1.requestIdentifier) }
     }

@@ -9,6 +9,10 @@ package protocol ConsumptionStore: StateStore {
     /// app's facts for answering refund questions, a customer's consent (``ConsumptionConsent``)
     /// or a transaction's usage (``ConsumptionUsage``); read them through their typed accessors.
     func consumptionLedgerEntry(_ key: String) throws -> String?
+    /// The refund questions Apple asked about any transaction of one purchase (the
+    /// notification's `originalTransactionId`), oldest first, at most `limit`: the retention
+    /// policy's `refund_requested` condition reads them.
+    func consumptionRequests(originalTransactionId: String, limit: Int) throws -> [ConsumptionRequestRecord]
 }
 
 /// Consent and refund questions inside a transaction.

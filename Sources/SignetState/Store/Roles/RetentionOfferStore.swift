@@ -12,6 +12,9 @@ package protocol RetentionOfferStore: AnyObject, Sendable {
     func recordRetentionOffers(_ records: [RetentionOfferRecord]) throws
     /// The answers given at or after `answeredSince`, oldest first, at most `limit`: the report.
     func retentionOffers(answeredSince: Int64, limit: Int) throws -> [RetentionOfferRecord]
+    /// Deletes at most `limit` answers given before `answeredBefore` (ms since 1970), oldest
+    /// first; returns how many it deleted. Bounded, so one call never stalls a batch.
+    func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int
 }
 
 extension RetentionOfferStore {

@@ -71,6 +71,8 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS consumption_requests_due ON consumption_requests (due_at) WHERE due_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS consumption_requests_requested_at ON consumption_requests (requested_at);
+        CREATE INDEX IF NOT EXISTS consumption_requests_purchase
+            ON consumption_requests (json_extract(record, '$.originalTransactionId'));
         CREATE TABLE IF NOT EXISTS consumption_ledger (key TEXT PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS retention_offers (
             request_id TEXT PRIMARY KEY,
@@ -272,6 +274,11 @@ enum SQLiteSchema {
         """)
     static let selectConsumptionRequestsDue = SQLiteQuery(
         "SELECT record FROM consumption_requests WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at, transaction_id LIMIT ?2")
+    /// The expression is the index's (`consumption_requests_purchase`), word for word, so the index serves it.
+    static let selectConsumptionRequestsOfPurchase = SQLiteQuery("""
+        SELECT record FROM consumption_requests WHERE json_extract(record, '$.originalTransactionId') = ?1
+        ORDER BY requested_at, transaction_id LIMIT ?2
+        """)
     static let selectConsumptionRequestsSince = SQLiteQuery(
         "SELECT record FROM consumption_requests WHERE requested_at >= ?1 ORDER BY requested_at, transaction_id LIMIT ?2")
     static let selectRetentionOffer = SQLiteQuery("SELECT record FROM retention_offers WHERE request_id = ?1")
@@ -279,6 +286,10 @@ enum SQLiteSchema {
         "SELECT record FROM retention_offers WHERE original_transaction_id = ?1 AND answered_at >= ?2 ORDER BY answered_at, request_id")
     static let selectRetentionOffersSince = SQLiteQuery(
         "SELECT record FROM retention_offers WHERE answered_at >= ?1 ORDER BY answered_at, request_id LIMIT ?2")
+    static let pruneRetentionOffers = SQLiteQuery("""
+        DELETE FROM retention_offers WHERE request_id IN (
+            SELECT request_id FROM retention_offers WHERE answered_at < ?1 ORDER BY answered_at LIMIT ?2)
+        """)
     static let insertRetentionOffer = SQLiteQuery("""
         INSERT INTO retention_offers (request_id, original_transaction_id, answered_at, record) VALUES (?1, ?2, ?3, ?4)
             ON CONFLICT (request_id) DO NOTHING

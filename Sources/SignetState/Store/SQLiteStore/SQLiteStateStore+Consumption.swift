@@ -9,8 +9,8 @@ import Synchronization
 extension SQLiteStateStore {
     public func consentRestriction(appTransactionId: String) throws -> ConsentRestriction? {
         guard hasConsentRestrictions else { return nil }
-        return try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
+        return try withReader { database in
+            try SQLiteStateTransaction(database: database, cache: nil, inFlight: [])
                 .consentRestriction(appTransactionId: appTransactionId)
         }
     }
@@ -21,6 +21,17 @@ extension SQLiteStateStore {
             let statement = try connection.database.statement(SQLiteSchema.selectConsumptionRequestsSince)
             defer { statement.reset() }
             try statement.bind(1, requestedSince)
+            try statement.bind(2, Int64(max(0, limit)))
+            return try SQLiteStateTransaction.records(ConsumptionRequestRecord.self, from: statement)
+        }
+    }
+
+    package func consumptionRequests(originalTransactionId: String, limit: Int) throws -> [ConsumptionRequestRecord] {
+        guard hasConsumptionTables else { return [] }
+        return try withReader { database in
+            let statement = try database.statement(SQLiteSchema.selectConsumptionRequestsOfPurchase)
+            defer { statement.reset() }
+            try statement.bind(1, originalTransactionId)
             try statement.bind(2, Int64(max(0, limit)))
             return try SQLiteStateTransaction.records(ConsumptionRequestRecord.self, from: statement)
         }

@@ -5,8 +5,8 @@
 extension SQLiteStateStore {
     package func retentionOffer(requestIdentifier: String) throws -> RetentionOfferRecord? {
         guard hasRetentionOffers else { return nil }
-        return try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectRetentionOffer)
+        return try withReader { database in
+            let statement = try database.statement(SQLiteSchema.selectRetentionOffer)
             defer { statement.reset() }
             try statement.bind(1, requestIdentifier)
             return try SQLiteStateTransaction.records(RetentionOfferRecord.self, from: statement).first
@@ -15,8 +15,8 @@ extension SQLiteStateStore {
 
     package func retentionOffers(originalTransactionId: String, answeredSince: Int64) throws -> [RetentionOfferRecord] {
         guard hasRetentionOffers else { return [] }
-        return try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectRetentionOffersOfPurchase)
+        return try withReader { database in
+            let statement = try database.statement(SQLiteSchema.selectRetentionOffersOfPurchase)
             defer { statement.reset() }
             try statement.bind(1, originalTransactionId)
             try statement.bind(2, answeredSince)
@@ -39,6 +39,17 @@ extension SQLiteStateStore {
                     try insert.run()
                 }
             }
+        }
+    }
+
+    package func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
+        guard hasRetentionOffers, limit > 0 else { return 0 }
+        return try withConnection { connection in
+            let statement = try connection.database.statement(SQLiteSchema.pruneRetentionOffers)
+            try statement.bind(1, answeredBefore)
+            try statement.bind(2, Int64(limit))
+            try statement.run()
+            return connection.database.changes
         }
     }
 

@@ -8,15 +8,15 @@ import Synchronization
 /// The ``SubscriptionStore`` role.
 extension SQLiteStateStore {
     public func subscription(originalTransactionId: String) throws -> SubscriptionSnapshot? {
-        try withConnection { connection in
-            try SQLiteStateTransaction(database: connection.database, cache: nil, inFlight: [])
+        try withReader { database in
+            try SQLiteStateTransaction(database: database, cache: nil, inFlight: [])
                 .subscription(originalTransactionId: originalTransactionId)
         }
     }
 
     public func subscriptions(appAccountToken: AppAccountToken) throws -> [SubscriptionSnapshot] {
-        try withConnection { connection in
-            let statement = try connection.database.statement(SQLiteSchema.selectByToken)
+        try withReader { database in
+            let statement = try database.statement(SQLiteSchema.selectByToken)
             defer { statement.reset() }
             try statement.bind(1, appAccountToken.description)
             var snapshots: [SubscriptionSnapshot] = []

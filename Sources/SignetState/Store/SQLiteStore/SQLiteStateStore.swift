@@ -86,6 +86,8 @@ public final class SQLiteStateStore: StoreRoles {
     let hasConsumptionTables: Bool
     /// Whether the database has the retention answers' table (as `hasConsentRestrictions`).
     let hasRetentionOffers: Bool
+    /// A writer's read-only connections for point lookups (nil for readers and in-memory databases).
+    private let readers: SQLiteReaderPool?
 
     /// Opens (creating when needed) the database at `path`. A writer locks it
     /// (``StateStoreError/isInUse`` when another writer holds it); a reader does not.
@@ -144,6 +146,8 @@ public final class SQLiteStateStore: StoreRoles {
         hasConsumptionTables = try database.columnExists(table: "consumption_ledger", column: "key")
         hasRetentionOffers = try database.columnExists(table: "retention_offers", column: "request_id")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
+        readers = options.readOnly || path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:")
+            ? nil : SQLiteReaderPool(path: path, busyTimeoutMilliseconds: milliseconds)
     }
 
     /// A reader of a database an older Signet wrote (it cannot add the columns this one
@@ -179,6 +183,13 @@ public final class SQLiteStateStore: StoreRoles {
             }
             return try body(connection)
         }
+    }
+
+    /// Runs a read of committed data on a read-only connection when one is free, so it does not
+    /// wait for a batch the writer is committing; else on the writer's connection.
+    func withReader<Result>(_ body: (SQLiteDatabase) throws -> Result) throws -> Result {
+        if let readers, let result = try readers.withReader(body) { return result }
+        return try withConnection { try body($0.database) }
     }
 
     package func withTransaction<Result>(_ body: (any StateTransaction) throws -> Result) throws -> Result {
@@ -259,6 +270,7 @@ public final class SQLiteStateStore: StoreRoles {
     }
 
     public func close() throws {
+        readers?.close()
         connection.withLock { connection in
             connection?.database.close()
             connection = nil

@@ -1,0 +1,205 @@
+"""What the acceptance scripts beside this file share: reporting (`check`), processes started and
+stopped, free ports, JWS and ES256 helpers, the fixtures' test signer, Prometheus scrapes.
+
+Every script keeps its own expectations; only mechanics live here. A script imports what it uses
+(`from harness import ...`: Python puts the script's folder first on sys.path). RESULTS and
+CHILDREN are shared lists: a script appends to them and never rebinds them.
+"""
+
+import base64
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+try:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+except ImportError:  # pragma: no cover - the scripts that sign say so and exit 2 themselves
+    InvalidSignature = hashes = serialization = ec = decode_dss_signature = encode_dss_signature = None
+
+RESULTS = []  # (name, ok)
+CHILDREN = []  # every process started, stopped at the end
+
+
+class OutOfTime(Exception):
+    pass
+
+
+class CannotRun(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- reporting
+
+
+def check(name, ok, *details):
+    RESULTS.append((name, bool(ok)))
+    print(("ok - " if ok else "FAIL - ") + name, flush=True)
+    if not ok:
+        for detail in details:
+            for line in str(detail).rstrip().splitlines() or [""]:
+                print("    # " + line, flush=True)
+    return bool(ok)
+
+
+def clip(text, limit=1500):
+    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def parse_json(text):
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return None
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+# ----------------------------------------------------------------------------- JWS and ES256
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def jws_payload(jws):
+    return json.loads(b64url_decode(jws.split(".")[1]))
+
+
+def es256_sign(key, signing_input):
+    r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def es256_verify(public_key, signing_input, raw):
+    if len(raw) != 64:
+        return False
+    try:
+        public_key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
+                          signing_input, ec.ECDSA(hashes.SHA256()))
+        return True
+    except InvalidSignature:
+        return False
+
+
+class Signer:
+    """Signs payloads as `signet fixtures`' test leaf (DIR/pki/leaf.key.pem), under a header (alg,
+    x5c) taken from one of the fixture's own JWS."""
+
+    def __init__(self, fixtures, header_jws):
+        with open(os.path.join(fixtures, "pki", "leaf.key.pem"), "rb") as file:
+            self.key = serialization.load_pem_private_key(file.read(), password=None)
+        self.header = header_jws.split(".")[0]
+
+    def sign(self, payload):
+        body = b64url(json.dumps(payload, separators=(",", ":")).encode())
+        signing_input = (self.header + "." + body).encode()
+        return self.header + "." + body + "." + b64url(es256_sign(self.key, signing_input))
+
+
+class OfferKey:
+    """The In-App Purchase key promotional offers are signed with (P-256, PKCS#8 .p8)."""
+
+    def __init__(self, folder, key_id, file_prefix="AuthKey"):
+        self.key_id = key_id
+        self.issuer_id = str(uuid.uuid4())
+        self.private = ec.generate_private_key(ec.SECP256R1())
+        self.public = self.private.public_key()
+        self.path = os.path.join(folder, f"{file_prefix}_{key_id}.p8")
+        with open(self.path, "wb") as file:
+            file.write(self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+
+
+# ----------------------------------------------------------------------------- processes
+
+
+class Result:
+    def __init__(self, command, code, out, err):
+        self.command, self.code, self.out, self.err = command, code, out, err
+
+    def said(self):
+        return f"ran: {self.command}\nexit {self.code}\nstdout: {clip(self.out)}\nstderr: {clip(self.err)}"
+
+
+def stop(process, timeout=10):
+    if process.poll() is not None:
+        return
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    except OSError:
+        pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition, timeout, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return bool(condition())
+
+
+# ----------------------------------------------------------------------------- fixtures and metrics
+
+
+def read_fixtures_env(folder):
+    environment = {}
+    with open(os.path.join(folder, "fixtures.env"), encoding="utf-8") as file:
+        for line in file:
+            line = line.strip()
+            if not line.startswith("export ") or "=" not in line:
+                continue
+            name, value = line[len("export "):].split("=", 1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            environment[name.strip()] = value
+    return environment
+
+
+def ndjson_lines(path):
+    with open(path, encoding="utf-8") as file:
+        return [line.rstrip("\n") for line in file if line.strip()]
+
+
+def parse_metrics(text):
+    """Every series of a Prometheus exposition as {(name, frozenset(labels)): value}."""
+    series = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.match(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)", line)
+        if not match:
+            continue
+        labels = frozenset((k, v.replace('\\"', '"').replace("\\\\", "\\"))
+                           for k, v in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', match.group(2) or ""))
+        try:
+            series[(match.group(1), labels)] = float(match.group(3))
+        except ValueError:
+            pass
+    return series
