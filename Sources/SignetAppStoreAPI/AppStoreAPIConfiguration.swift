@@ -107,9 +107,11 @@ public struct AppStoreAPIConfiguration: Sendable {
         switch endpointClass {
         case .standard, .consumption: requestsPerSecond
         case .testNotification: testNotificationRequestsPerSecond
-        // Hand-run configuration calls: Apple's whole (small) limit, no setting of their own;
-        // a test against a local fake runs them at its own rate.
-        case .retentionMessaging, .retentionDefaultMessage: enforcesAppleLimits ? endpointClass.defaultRate(in: environment) : requestsPerSecond
+        // Hand-run configuration and support calls: Apple's whole limit, no setting of their
+        // own; a test against a local fake runs them at its own rate.
+        case .retentionMessaging, .retentionDefaultMessage, .orderLookup, .refundHistory, .renewalExtension, .appAccountToken,
+            .massExtension:
+            enforcesAppleLimits ? endpointClass.defaultRate(in: environment) : requestsPerSecond
         }
     }
 

@@ -111,6 +111,25 @@ public enum AppStoreAPIErrorCode {
     public static let realtimeURLNotFound = 4_040_021
     /// Configure Realtime URL in Production before a performance test passed in Sandbox.
     public static let noPassingPerformanceTest = 4_030_026
+    /// An appTransactionId where Set App Account Token needs an original transaction id.
+    public static let appTransactionIdNotSupported = 4_000_048
+    /// Set App Account Token on a family-shared transaction.
+    public static let familyTransactionNotSupported = 4_000_185
+    /// Set App Account Token with a transaction id that is not an original one.
+    public static let transactionIdIsNotOriginalTransactionId = 4_000_187
+    /// The subscription's state does not allow a renewal-date extension (not active, a free
+    /// offer period, billing retry, an expired grace period, two extensions in 365 days).
+    public static let subscriptionExtensionIneligible = 4_030_004
+    /// The subscription reached the maximum number of extensions.
+    public static let subscriptionMaxExtension = 4_030_005
+    /// A family member's subscription: extend the purchaser's instead.
+    public static let familySharedSubscriptionExtensionIneligible = 4_030_007
+    /// Original transaction id not found.
+    public static let originalTransactionIdNotFound = 4_040_005
+    /// No mass extension with that product and request identifier.
+    public static let statusRequestNotFound = 4_040_009
+    /// The customer has no app transaction.
+    public static let appTransactionDoesNotExist = 4_040_019
     /// Rate limit exceeded.
     public static let rateLimitExceeded = 4_290_000
     /// General internal error (retryable).

@@ -3,8 +3,8 @@ public import Logging
 public import SignetCore
 import Synchronization
 
-/// Apple's rate-limit classes: each endpoint has its own per-app budget; these are the
-/// three the client uses.
+/// Apple's rate-limit classes: each endpoint has its own per-app budget; endpoints of one
+/// class share a bucket at their common rate, which never exceeds any one's limit.
 public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     /// 50/s in Production: Get Notification History, Get All Subscription Statuses, Get
     /// Transaction Info, Get Transaction History.
@@ -20,6 +20,18 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     case retentionMessaging
     /// 10/s in Production: Configure Default Message (one per product and locale).
     case retentionDefaultMessage
+    /// 10/s in Production: Look Up Order ID (support: a customer's order id from Apple's receipt).
+    case orderLookup
+    /// 10/s in Production: Get Refund History.
+    case refundHistory
+    /// 20/s in Production: Extend a Subscription Renewal Date.
+    case renewalExtension
+    /// 20/s in Production: Set App Account Token.
+    case appAccountToken
+    /// 1/s in Production: Extend Subscription Renewal Dates for All Active Subscribers, and the
+    /// status of such a request (Apple lists no limit for the status; polling it at the mass
+    /// extension's rate stays within any).
+    case massExtension
 
     /// Apple's documented limit for one endpoint of this class, per app, in requests per
     /// second: quoted per second, enforced hourly, and Sandbox gets 10% of Production's
@@ -27,8 +39,9 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     public func appleLimit(in environment: AppStoreEnvironment) -> Double {
         let production: Double = switch self {
         case .standard, .consumption: 50
-        case .testNotification, .retentionMessaging: 1
-        case .retentionDefaultMessage: 10
+        case .testNotification, .retentionMessaging, .massExtension: 1
+        case .retentionDefaultMessage, .orderLookup, .refundHistory: 10
+        case .renewalExtension, .appAccountToken: 20
         }
         return environment == .production ? production : production / 10
     }
@@ -39,7 +52,9 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
     public func defaultRate(in environment: AppStoreEnvironment) -> Double {
         switch self {
         case .standard, .consumption: appleLimit(in: environment) * 0.8
-        case .testNotification, .retentionMessaging, .retentionDefaultMessage: appleLimit(in: environment)
+        case .testNotification, .retentionMessaging, .retentionDefaultMessage, .orderLookup, .refundHistory, .renewalExtension,
+            .appAccountToken, .massExtension:
+            appleLimit(in: environment)
         }
     }
 
@@ -51,6 +66,11 @@ public enum AppStoreAPIEndpointClass: String, Sendable, Hashable, CaseIterable {
         case .testNotification: "test_notification"
         case .retentionMessaging: "retention_messaging"
         case .retentionDefaultMessage: "retention_default_message"
+        case .orderLookup: "order_lookup"
+        case .refundHistory: "refund_history"
+        case .renewalExtension: "renewal_extension"
+        case .appAccountToken: "app_account_token"
+        case .massExtension: "mass_extension"
         }
     }
 }

@@ -178,7 +178,7 @@ public final class AppStoreServerAPIClient: Sendable {
     }
 
     /// The store to ask: the configured one, or Sandbox from a Production client.
-    private func store(_ environment: AppStoreEnvironment?) throws -> AppStoreEnvironment {
+    func store(_ environment: AppStoreEnvironment?) throws -> AppStoreEnvironment {
         guard let environment else { return configuration.environment }
         guard reaches(environment) else {
             throw AppStoreAPIError(

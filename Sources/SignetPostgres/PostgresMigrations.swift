@@ -242,6 +242,18 @@ public enum PostgresMigrations {
         Migration(version: 11, summary: "refund questions found by purchase (the retention policy's refund_requested)", statements: [
             "CREATE INDEX signet_consumption_requests_purchase ON signet_consumption_requests ((record->>'originalTransactionId'))",
         ]),
+        Migration(version: 12, summary: "the audit log of operator actions taken through Apple (signet_support_audit)", statements: [
+            """
+            CREATE TABLE signet_support_audit (
+                request_id TEXT PRIMARY KEY,
+                original_transaction_id TEXT,
+                at BIGINT NOT NULL,
+                record JSONB NOT NULL
+            )
+            """,
+            "CREATE INDEX signet_support_audit_purchase ON signet_support_audit (original_transaction_id, at) WHERE original_transaction_id IS NOT NULL",
+            "CREATE INDEX signet_support_audit_at ON signet_support_audit (at)",
+        ]),
     ]
 
     /// The view's `entitlements` column (version 2): the names the purchase's product or group grants.

@@ -21,28 +21,7 @@ struct AppStoreRetentionCommand: AsyncParsableCommand {
 
     /// A client from the environment, `body` run with it, and every failure turned into the exit status above.
     static func withClient(_ command: String, _ body: (AppStoreServerAPIClient) async throws -> Void) async throws {
-        Terminal.bootstrapLogging(level: .warning)
-        let configuration: AppStoreAPIConfiguration
-        do {
-            configuration = try AppStoreAPIConfiguration.fromEnvironment(Terminal.environment)
-        } catch {
-            throw ConfigurationFailure(description: "signet appstore retention \(command): \(error.message) (see `signet help backfill`)")
-        }
-        let client = AppStoreServerAPIClient(configuration: configuration)
-        do {
-            try await body(client)
-            try await client.shutdown()
-        } catch let refused as RetentionMessagingError {
-            try? await client.shutdown()
-            throw ConfigurationFailure(description: "signet appstore retention \(command): not sent: \(refused)")
-        } catch let failure as AppStoreAPIError {
-            try? await client.shutdown()
-            Terminal.error("signet appstore retention \(command): \(failure)\(explanation(failure).map { "\n  \($0)" } ?? "")")
-            throw ExitCode.failure
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
+        try await AppStoreCall.withClient("signet appstore retention \(command)", explanation: explanation, body)
     }
 
     /// What Apple's retention error codes mean, for the ones an operator meets.

@@ -6,6 +6,7 @@ public import SignetFixtures
 public import SignetJWS
 public import SignetOpenSSL
 public import SignetTestSupport
+public import Testing
 
 /// An API key, the fake server's matching JWT check, signed samples and a verifier for them:
 /// what the client's tests and its pipeline components' tests both start from.
@@ -98,5 +99,35 @@ public func withFakeAPI<T>(
         try? await client.shutdown()
         await fake.stop()
         throw error
+    }
+}
+
+/// Expects `body` to throw an error of type `Refusal` whose `rule` is `rule` (a request the
+/// client refuses by Apple's documented rules), and nothing to reach `fake`.
+public func expectNotSent<Refusal: Error, Rule: Equatable>(
+    _ rule: Rule, as _: Refusal.Type, rule ruleOf: (Refusal) -> Rule, _ fake: FakeAppStoreAPI, _ body: () async throws -> Void,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let before = fake.requests.count
+    do {
+        try await body()
+        Issue.record("sent; expected \(rule)", sourceLocation: sourceLocation)
+    } catch let error as Refusal {
+        #expect(ruleOf(error) == rule, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(error); expected \(rule)", sourceLocation: sourceLocation)
+    }
+    #expect(fake.requests.count == before, "a refused request reached the fake", sourceLocation: sourceLocation)
+}
+
+/// Expects `body` to throw Apple's error `code` with HTTP `status`.
+public func expectAppleRefusal(_ code: Int, status: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
+    do {
+        try await body()
+        Issue.record("succeeded; expected Apple's \(code)", sourceLocation: sourceLocation)
+    } catch let error as AppStoreAPIError {
+        #expect(error.errorCode == code && error.status == status && error.kind == .permanent, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(error); expected Apple's \(code)", sourceLocation: sourceLocation)
     }
 }

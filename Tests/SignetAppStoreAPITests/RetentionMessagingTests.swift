@@ -16,27 +16,11 @@ struct RetentionMessagingTests {
     static func refused(
         _ rule: RetentionMessagingError.Rule, _ fake: FakeAppStoreAPI, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
     ) async {
-        let before = fake.requests.count
-        do {
-            try await body()
-            Issue.record("sent; expected \(rule)", sourceLocation: sourceLocation)
-        } catch let error as RetentionMessagingError {
-            #expect(error.rule == rule, "\(error)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("\(error); expected \(rule)", sourceLocation: sourceLocation)
-        }
-        #expect(fake.requests.count == before, "a refused request reached the fake", sourceLocation: sourceLocation)
+        await expectNotSent(rule, as: RetentionMessagingError.self, rule: \.rule, fake, body, sourceLocation: sourceLocation)
     }
 
     static func apple(_ code: Int, status: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
-        do {
-            try await body()
-            Issue.record("succeeded; expected Apple's \(code)", sourceLocation: sourceLocation)
-        } catch let error as AppStoreAPIError {
-            #expect(error.errorCode == code && error.status == status && error.kind == .permanent, "\(error)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("\(error); expected Apple's \(code)", sourceLocation: sourceLocation)
-        }
+        await expectAppleRefusal(code, status: status, body, sourceLocation: sourceLocation)
     }
 
     @Test("messages: uploaded under a lower-case id, listed with their state, a reused id and an unknown delete refused by Apple")

@@ -86,6 +86,13 @@ import Testing
         func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
             try inner.pruneRetentionOffers(answeredBefore: answeredBefore, limit: limit)
         }
+        func beginSupportAction(_ record: SupportActionRecord) throws -> SupportActionRecord { try inner.beginSupportAction(record) }
+        func finishSupportAction(_ record: SupportActionRecord) throws { try inner.finishSupportAction(record) }
+        func supportAction(requestIdentifier: String) throws -> SupportActionRecord? { try inner.supportAction(requestIdentifier: requestIdentifier) }
+        func supportActions(originalTransactionId: String) throws -> [SupportActionRecord] {
+            try inner.supportActions(originalTransactionId: originalTransactionId)
+        }
+        func supportActions(since: Int64, limit: Int) throws -> [SupportActionRecord] { try inner.supportActions(since: since, limit: limit) }
         func enqueueForwards(_ bodies: [[UInt8]], targets: [String], at instant: Int64) throws {
             try inner.enqueueForwards(bodies, targets: targets, at: instant)
         }

@@ -32,6 +32,16 @@ public final class FakeAppStoreAPI: Sendable {
         /// The Retention Messaging API's configuration endpoints (``FakeRetentionMessaging``).
         case realtimeURL, retentionMessage, messageList, retentionImage, imageList, defaultMessage, performanceTest,
             performanceTestResult
+        /// Apple's customer-support endpoints (``FakeSupport``).
+        case orderLookup, refundHistory, renewalExtension, massExtension, massExtensionStatus, appAccountToken, appTransactionInfo
+
+        var isSupport: Bool {
+            switch self {
+            case .orderLookup, .refundHistory, .renewalExtension, .massExtension, .massExtensionStatus, .appAccountToken, .appTransactionInfo:
+                true
+            default: false
+            }
+        }
 
         var isRetentionMessaging: Bool {
             switch self {
@@ -138,6 +148,8 @@ public final class FakeAppStoreAPI: Sendable {
     public let environment: AppStoreEnvironment
     /// The retention messaging configuration this fake keeps.
     public let retention: FakeRetentionMessaging
+    /// The customer-support endpoints' data.
+    public let support: FakeSupport
     /// `http://127.0.0.1:PORT`.
     public let baseURL: String
     public let jwtCheck: FakeAppStoreAPIJWTCheck
@@ -182,6 +194,7 @@ public final class FakeAppStoreAPI: Sendable {
     ) {
         self.environment = environment
         self.retention = FakeRetentionMessaging(production: environment == .production)
+        self.support = FakeSupport(production: environment == .production)
         self.baseURL = "http://127.0.0.1:\(port)"
         self.jwtCheck = jwtCheck
         self.server = server
@@ -216,6 +229,13 @@ public final class FakeAppStoreAPI: Sendable {
             (.delete, "/inApps/v1/messaging/default/:id/:locale", .defaultMessage),
             (.post, "/inApps/v1/messaging/performanceTest", .performanceTest),
             (.get, "/inApps/v1/messaging/performanceTest/result/:id", .performanceTestResult),
+            (.get, "/inApps/v1/lookup/:id", .orderLookup),
+            (.get, "/inApps/v2/refund/lookup/:id", .refundHistory),
+            (.put, "/inApps/v1/subscriptions/extend/:id", .renewalExtension),
+            (.post, "/inApps/v1/subscriptions/extend/mass", .massExtension),
+            (.get, "/inApps/v1/subscriptions/extend/mass/:id/:locale", .massExtensionStatus),
+            (.put, "/inApps/v1/transactions/:id/appAccountToken", .appAccountToken),
+            (.get, "/inApps/v1/transactions/appTransactions/:id", .appTransactionInfo),
         ]
         for (method, path, route) in routes {
             router.on(RouterPath(path), method: method) { request, context in
@@ -370,6 +390,11 @@ public final class FakeAppStoreAPI: Sendable {
         }
         if delay > .zero { try await Task.sleep(for: delay) }
         func normally() -> Answer {
+            if route.isSupport {
+                let (status, json) = support.answer(
+                    route, body: body, query: query, path: [parameter, locale].compactMap { $0?.removingPercentEncoding })
+                return Answer(status: status, json: json.map { Array($0) })
+            }
             guard route.isRetentionMessaging else { return answerNormally(route, body: body, query: query, parameter: parameter) }
             let (status, json) = retention.answer(
                 route, method: request.method.rawValue, body: body, query: query, contentType: request.headers[.contentType],
@@ -450,8 +475,9 @@ public final class FakeAppStoreAPI: Sendable {
                 state.testNotifications[token] = state.testNotificationPayload
                 return .ok(["testNotificationToken": token])
             case .realtimeURL, .retentionMessage, .messageList, .retentionImage, .imageList, .defaultMessage, .performanceTest,
-                .performanceTestResult:
-                return Answer(status: 500)  // answered by `retention` (see `handle`)
+                .performanceTestResult, .orderLookup, .refundHistory, .renewalExtension, .massExtension, .massExtensionStatus,
+                .appAccountToken, .appTransactionInfo:
+                return Answer(status: 500)  // answered by `retention` or `support` (see `handle`)
             case .consumption, .consumptionV1:
                 return consumption(&state, transactionId: parameter ?? "", body: body, v1: route == .consumptionV1)
             case .testNotificationStatus:

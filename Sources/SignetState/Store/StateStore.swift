@@ -60,7 +60,7 @@ public struct StateStoreRoles: Sendable {
 /// spans every role (`TransactionalStore`): `transition` records a key, saves a purchase,
 /// appends its events and stores a refund question atomically.
 package protocol StoreRoles: StateStore, TransactionalStore, DedupeKeyStore, SubscriptionStore, EventOutboxStore,
-    ConsumptionStore, RetentionOfferStore, ForwardQueueStore
+    ConsumptionStore, RetentionOfferStore, SupportAuditStore, ForwardQueueStore
 {
     /// Deletes dedupe keys seen before `keysBefore`, and outbox rows delivered longer ago
     /// than the store's outbox retention (as of `now`).

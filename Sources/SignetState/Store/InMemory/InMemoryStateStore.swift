@@ -30,6 +30,8 @@ public final class InMemoryStateStore: StoreRoles {
         var consumptionLedger: [String: String] = [:]
         /// Retention answers by request identifier.
         var retentionOffers: [String: RetentionOfferRecord] = [:]
+        /// The support audit log by request identifier.
+        var supportActions: [String: SupportActionRecord] = [:]
         /// The forward queue by id (ascending in enqueue order), each with the instant it is due.
         var forwards: [Int64: (item: ForwardQueueItem, dueAt: Int64)] = [:]
         var nextForwardID: Int64 = 1

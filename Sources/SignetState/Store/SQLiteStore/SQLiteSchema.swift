@@ -83,6 +83,15 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS retention_offers_purchase ON retention_offers (original_transaction_id, answered_at);
         CREATE INDEX IF NOT EXISTS retention_offers_answered_at ON retention_offers (answered_at);
+        CREATE TABLE IF NOT EXISTS support_audit (
+            request_id TEXT PRIMARY KEY,
+            original_transaction_id TEXT,
+            at INTEGER NOT NULL,
+            record TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS support_audit_purchase ON support_audit (original_transaction_id, at)
+            WHERE original_transaction_id IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS support_audit_at ON support_audit (at);
         CREATE TABLE IF NOT EXISTS dedupe_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS dedupe_keys_seen_at ON dedupe_keys (seen_at);
         CREATE TABLE IF NOT EXISTS outbox (
@@ -281,6 +290,14 @@ enum SQLiteSchema {
         """)
     static let selectConsumptionRequestsSince = SQLiteQuery(
         "SELECT record FROM consumption_requests WHERE requested_at >= ?1 ORDER BY requested_at, transaction_id LIMIT ?2")
+    static let insertSupportAction = SQLiteQuery(
+        "INSERT INTO support_audit (request_id, original_transaction_id, at, record) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (request_id) DO NOTHING")
+    static let updateSupportAction = SQLiteQuery("UPDATE support_audit SET record = ?2 WHERE request_id = ?1")
+    static let selectSupportAction = SQLiteQuery("SELECT record FROM support_audit WHERE request_id = ?1")
+    static let selectSupportActionsOfPurchase = SQLiteQuery(
+        "SELECT record FROM support_audit WHERE original_transaction_id = ?1 ORDER BY at, request_id")
+    static let selectSupportActionsSince = SQLiteQuery(
+        "SELECT record FROM support_audit WHERE at >= ?1 ORDER BY at, request_id LIMIT ?2")
     static let selectRetentionOffer = SQLiteQuery("SELECT record FROM retention_offers WHERE request_id = ?1")
     static let selectRetentionOffersOfPurchase = SQLiteQuery(
         "SELECT record FROM retention_offers WHERE original_transaction_id = ?1 AND answered_at >= ?2 ORDER BY answered_at, request_id")

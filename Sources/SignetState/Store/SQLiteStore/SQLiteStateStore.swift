@@ -86,6 +86,8 @@ public final class SQLiteStateStore: StoreRoles {
     let hasConsumptionTables: Bool
     /// Whether the database has the retention answers' table (as `hasConsentRestrictions`).
     let hasRetentionOffers: Bool
+    /// Whether the database has the support audit log (as `hasConsentRestrictions`).
+    let hasSupportAudit: Bool
     /// A writer's read-only connections for point lookups (nil for readers and in-memory databases).
     private let readers: SQLiteReaderPool?
 
@@ -145,6 +147,7 @@ public final class SQLiteStateStore: StoreRoles {
         hasConsentRestrictions = try database.columnExists(table: "consent_restrictions", column: "app_transaction_id")
         hasConsumptionTables = try database.columnExists(table: "consumption_ledger", column: "key")
         hasRetentionOffers = try database.columnExists(table: "retention_offers", column: "request_id")
+        hasSupportAudit = try database.columnExists(table: "support_audit", column: "request_id")
         connection = Mutex(Connection(database: database, cacheCapacity: options.cacheCapacity))
         readers = options.readOnly || path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:")
             ? nil : SQLiteReaderPool(path: path, busyTimeoutMilliseconds: milliseconds)
