@@ -28,7 +28,7 @@ struct SupportAuditLog {
     /// Who acts: --operator, else SIGNET_OPERATOR, else the login name.
     static func actor(_ given: String?) -> String {
         let env = Terminal.environment
-        for candidate in [given, env["SIGNET_OPERATOR"], env["USER"], env["LOGNAME"]] {
+        for candidate in [given, env["SIGNET_OPERATOR"], env["USER"], env["LOGNAME"], ProcessInfo.processInfo.userName] {
             if let name = candidate?.trimmingCharacters(in: .whitespaces), !name.isEmpty { return name }
         }
         return "operator"

@@ -24,7 +24,8 @@ struct SupportCommand: AsyncParsableCommand {
             Exit status: 0 done, 1 Apple refused or could not be reached (its error and what to do printed), 2 a request Apple's rules refuse or a configuration problem.
             """,
         subcommands: [
-            Order.self, Refunds.self, Extend.self, ExtendAll.self, ExtendStatus.self, SetToken.self, AppTransaction.self, Audit.self,
+            Customer.self, Order.self, Refunds.self, Extend.self, ExtendAll.self, ExtendStatus.self, SetToken.self, AppTransaction.self,
+            Audit.self,
         ])
 
     /// A client from the environment, `body` run with it, and every failure turned into the exit status above.
@@ -52,10 +53,10 @@ struct SupportCommand: AsyncParsableCommand {
         }
     }
 
-    /// The verifier for Apple's signed answers: SIGNET_ROOT_CERTS (Apple's root unless set),
-    /// SIGNET_BUNDLE_ID and SIGNET_APP_APPLE_ID when set; either environment (a Production
-    /// client's answers may be Sandbox purchases).
-    static func verifier() throws -> AppStoreVerifier {
+    /// The verifier for Apple's signed answers from `environment`'s store: SIGNET_ROOT_CERTS
+    /// (Apple's root unless set), that environment, SIGNET_BUNDLE_ID and SIGNET_APP_APPLE_ID
+    /// when set, as the webhook verifies notifications.
+    static func verifier(for environment: AppStoreEnvironment) throws -> AppStoreVerifier {
         let env = Terminal.environment
         func value(_ name: String) -> String? {
             guard let text = env[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
@@ -64,7 +65,7 @@ struct SupportCommand: AsyncParsableCommand {
         let roots = value("SIGNET_ROOT_CERTS")?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? ["apple"]
         do {
             let configuration = VerifierConfiguration(
-                roots: try AppleRoots.load(roots), environments: [.production, .sandbox], bundleId: value("SIGNET_BUNDLE_ID"),
+                roots: try AppleRoots.load(roots), environments: [environment], bundleId: value("SIGNET_BUNDLE_ID"),
                 appAppleId: value("SIGNET_APP_APPLE_ID").flatMap { Int64($0) })
             return try AppStoreVerifier(configuration: configuration)
         } catch {
@@ -135,7 +136,7 @@ struct SupportCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let verifier = try SupportCommand.verifier()
+            let verifier = try SupportCommand.verifier(for: .production)
             var valid = true
             try await SupportCommand.withClient("order") { client in
                 let answer = try await client.lookUpOrder(orderId: orderId)
@@ -184,13 +185,24 @@ struct SupportCommand: AsyncParsableCommand {
         var environment: String?
 
         func run() async throws {
-            let verifier = try SupportCommand.verifier()
-            let store = try SupportCommand.environment(environment)
+            let asked = try SupportCommand.environment(environment)
             try await SupportCommand.withClient("refunds") { client in
-                let refunds = try await client.refundHistory(transactionId: transactionId, verifier: verifier, in: store)
+                let store = try SupportCommand.store(asked, of: client)
+                let refunds = try await client.refundHistory(transactionId: transactionId, verifier: try SupportCommand.verifier(for: store), in: store)
                 try SupportCommand.printJSON(refunds.map { PrintedTransaction($0) })
             }
         }
+    }
+
+    /// The store to ask: `asked`, or the client's own; one the client cannot reach (Production
+    /// from a Sandbox client) is refused before sending.
+    static func store(_ asked: AppStoreEnvironment?, of client: AppStoreServerAPIClient) throws -> AppStoreEnvironment {
+        guard let asked else { return client.configuration.environment }
+        guard client.reaches(asked) else {
+            throw ConfigurationFailure(
+                description: "signet support: not sent: a client configured for \(client.configuration.environment.rawValue) (SIGNET_ENVIRONMENT) cannot ask \(asked.rawValue)")
+        }
+        return asked
     }
 
     static func environment(_ name: String?) throws -> AppStoreEnvironment? {
@@ -296,9 +308,11 @@ struct SupportCommand: AsyncParsableCommand {
                 return
             }
             try await SupportCommand.withClient("extend") { client in
+                // Asked for explicitly, the store must be reachable; as recorded, it falls back to the configured one.
+                let store = self.environment != nil ? try SupportCommand.store(environment, of: client)
+                    : environment.flatMap { client.reaches($0) ? $0 : nil } ?? client.configuration.environment
                 let answer = try await audit.finish(record, {
-                    try await client.extendRenewalDate(
-                        originalTransactionId: originalTransactionId, request, in: environment.flatMap { client.reaches($0) ? $0 : nil })
+                    try await client.extendRenewalDate(originalTransactionId: originalTransactionId, request, in: store)
                 }, succeeded: \.success)
                 try SupportCommand.printJSON(Printed(
                     originalTransactionId: originalTransactionId, requestIdentifier: request.requestIdentifier, success: answer.success,
@@ -428,6 +442,8 @@ struct SupportCommand: AsyncParsableCommand {
                 let status = try await client.massExtensionStatus(productId: productId, requestIdentifier: requestIdentifier)
                 asked += 1
                 if status.complete {
+                    Terminal.error(
+                        "signet support: \(requestIdentifier) complete (asked \(asked) times): \(status.succeededCount ?? 0) extended, \(status.failedCount ?? 0) failed")
                     try SupportCommand.printJSON(status)
                     return
                 }
@@ -526,8 +542,9 @@ struct SupportCommand: AsyncParsableCommand {
                 return
             }
             try await SupportCommand.withClient("set-token") { client in
+                let store = try SupportCommand.store(environment, of: client)
                 _ = try await audit.finish(record) {
-                    try await client.setAppAccountToken(originalTransactionId: originalTransactionId, token, in: environment)
+                    try await client.setAppAccountToken(originalTransactionId: originalTransactionId, token, in: store)
                     return Done(appAccountToken: token.description)
                 }
                 try Terminal.printLine(Array("appAccountToken of \(originalTransactionId) set to \(token)".utf8))
@@ -555,11 +572,11 @@ struct SupportCommand: AsyncParsableCommand {
         var environment: String?
 
         func run() async throws {
-            let verifier = try SupportCommand.verifier()
-            let store = try SupportCommand.environment(environment)
+            let asked = try SupportCommand.environment(environment)
             try await SupportCommand.withClient("app-transaction") { client in
+                let store = try SupportCommand.store(asked, of: client)
                 let answer = try await client.appTransactionInfo(transactionId: transactionId, in: store)
-                try SupportCommand.printJSON(try verifier.verifyAppTransaction(answer.signedAppTransactionInfo).payload)
+                try SupportCommand.printJSON(try SupportCommand.verifier(for: store).verifyAppTransaction(answer.signedAppTransactionInfo).payload)
             }
         }
     }
@@ -626,5 +643,31 @@ struct SupportCommand: AsyncParsableCommand {
         var actor: String?
 
         @OptionGroup var store: StoreOptions
+    }
+
+    // MARK: customer
+
+    struct Customer: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "customer",
+            abstract: "Shows one customer from Signet's store: purchases, why they have access or not, and the timeline.",
+            discussion: """
+                QUERY is an originalTransactionId or an appAccountToken (any case). Prints {query, matchedBy, purchases, timeline}: each purchase with its state, entitlement names, expiry and "why", one sentence from the state machine (for example "In billing retry since 2 Dec 2026, access kept by the grace period until 8 Dec 2026."); the timeline, newest first, merges entitlement events, refund questions and their outcomes, retention answers and outcomes, consent, migrations and operator actions (the audit log), each at Apple's signedDate where Apple signed it. Read-only. The same: GET /v1/customers/QUERY on the entitlement API. A customer known only by an order id: `signet support order` first.
+
+                Examples:
+                  signet support customer 2000000000000001
+                  signet support customer 5E1F7C2A-0D3B-4C8E-9A61-7F2B3C4D5E6F
+                """)
+
+        @Argument(help: "An originalTransactionId or an appAccountToken.")
+        var query: String
+
+        @OptionGroup var store: StoreOptions
+
+        func run() throws {
+            try store.show("no purchase with the originalTransactionId or appAccountToken '\(query)'") { database in
+                try CustomerProfile.find(query, in: database, now: WallClock.milliseconds()).map { try StateJSON.encode($0) }
+            }
+        }
     }
 }

@@ -193,6 +193,44 @@ struct EntitlementAPITests {
         #expect(missing.exitCode == 1 && missing.stderr.contains("no state and no events"), "\(missing.stderr)")
     }
 
+    @Test("a customer: /v1/customers/{id} by originalTransactionId or appAccountToken (upper case too) answers what `signet support customer` prints, events in the timeline")
+    func customer() async throws {
+        let (bed, events) = try await Self.ranBed(store: "outbox_retention: 1d")
+        defer { bed.remove() }
+        let event = try #require(events.first { $0["appAccountToken"] is String })
+        let original = try #require(event["originalTransactionId"] as? String)
+        let account = try #require(event["appAccountToken"] as? String)
+        let answers = try await Self.whileRunning(bed, http: "address: 127.0.0.1:0") { port in
+            [
+                try await pythonGET(port: port, path: "/v1/customers/\(original)"),
+                try await pythonGET(port: port, path: "/v1/customers/\(account.uppercased())"),
+                try await pythonGET(port: port, path: "/v1/customers/0000"),
+            ]
+        }
+        #expect(answers.map(\.status) == [200, 200, 404])
+        let profile = try #require(JSONSerialization.jsonObject(with: Data(answers[0].body.utf8)) as? [String: Any])
+        let purchases = try #require(profile["purchases"] as? [[String: Any]])
+        #expect(purchases.map { $0["originalTransactionId"] as? String } == [original])
+        #expect((purchases.first?["why"] as? String)?.isEmpty == false)
+        let timeline = try #require(profile["timeline"] as? [[String: Any]])
+        let published = events.filter { $0["originalTransactionId"] as? String == original }
+        #expect(timeline.filter { $0["kind"] as? String == "event" }.count == published.count, "\(timeline)")
+        let instants = timeline.compactMap { $0["at"] as? Int64 }
+        #expect(instants == instants.sorted(by: >), "newest first")
+        let byAccount = try #require(JSONSerialization.jsonObject(with: Data(answers[1].body.utf8)) as? [String: Any])
+        #expect(byAccount["matchedBy"] as? String == "appAccountToken")
+        #expect((byAccount["purchases"] as? [[String: Any]])?.contains { $0["originalTransactionId"] as? String == original } == true)
+
+        let database = bed.directory.appendingPathComponent("signet.sqlite").path
+        let cli = try await SignetProcess.output(["support", "customer", original, "--database", database])
+        #expect(cli.exitCode == 0, "\(cli.stderr)")
+        let printed = try #require(JSONSerialization.jsonObject(with: Data(cli.stdoutText.utf8)) as? [String: Any])
+        #expect((printed["purchases"] as? [[String: Any]])?.first?["why"] as? String == purchases.first?["why"] as? String)
+        #expect((printed["timeline"] as? [[String: Any]])?.count == timeline.count)
+        let missing = try await SignetProcess.output(["support", "customer", "0000", "--database", database])
+        #expect(missing.exitCode == 1, "\(missing.stderr)")
+    }
+
     @Test("without outbox_retention, `signet state history` prints the purchase with no events and says how to keep them")
     func historyNotKept() async throws {
         let (bed, events) = try await Self.ranBed()

@@ -131,6 +131,10 @@ public final class AdminServer: Service {
             router.get("/v1/retention/report") { request, _ in
                 await withTaskExecutorPreference(reads) { api.retentionReport(request) }
             }
+            router.get("/v1/customers/:query") { request, context in
+                let query = context.parameters.get("query")?.removingPercentEncoding ?? ""
+                return await withTaskExecutorPreference(reads) { api.customer(request, query: query) }
+            }
             router.post("/v1/offers/signature") { request, _ in
                 if let refusal = api.authorize(request) { return refusal }
                 var request = request
