@@ -123,8 +123,8 @@ except ImportError:  # pragma: no cover
     sys.exit(2)
 
 from harness import (
-    CHILDREN, RESULTS, CannotRun, OutOfTime, Signer, b64url_decode, check, clip, es256_verify, free_port,
-    jws_payload, parse_json, read_fixtures_env, stop, wait_until,
+    CHILDREN, RESULTS, CannotRun, FakeAppleServer, OutOfTime, Signer, b64url_decode, check, clip,
+    es256_verify, free_port, jws_payload, parse_json, read_fixtures_env, stop, wait_until,
 )
 
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
@@ -334,32 +334,6 @@ def png_problem(data, size):
 # ----------------------------------------------------------------------------- the fake Apple
 
 
-class Seen:
-    """One request that reached the fake."""
-
-    def __init__(self, env, method, target, headers, body):
-        self.env, self.method, self.target, self.headers, self.body = env, method, target, headers, body
-        split = urllib.parse.urlsplit(target)
-        self.path, self.query = split.path, urllib.parse.parse_qs(split.query, keep_blank_values=True)
-        self.at = time.monotonic()
-        self.status, self.answer, self.violations = None, b"", []
-        self.retry_after = None  # a 429's Retry-After (UNIX ms)
-
-    def json(self):
-        return parse_json(self.body.decode("utf-8", "replace")) if self.body else None
-
-    def line(self):
-        body = self.body if len(self.body) <= 300 else self.body[:300] + f"... ({len(self.body)} bytes)".encode()
-        if self.headers.get("content-type", "").startswith("image/"):
-            body = f"<{len(self.body)} bytes of {self.headers.get('content-type')}>".encode()
-        text = f"{self.env} {self.method} {self.target} -> {self.status} {self.answer.decode('utf-8', 'replace')}"
-        if body:
-            text += f"\n    body: {body.decode('utf-8', 'replace')}"
-        for violation in self.violations:
-            text += f"\n    BROKE APPLE'S RULE: {violation}"
-        return text
-
-
 class EnvState:
     def __init__(self, name):
         self.name = name
@@ -493,11 +467,10 @@ class PerfTest:
                 "failures": failures}
 
 
-class FakeApple:
+class FakeApple(FakeAppleServer):
     def __init__(self, key_id, issuer_id, bundle_id, public_key):
+        super().__init__()
         self.key_id, self.issuer_id, self.bundle_id, self.public_key = key_id, issuer_id, bundle_id, public_key
-        self.lock = threading.RLock()
-        self.log = []
         self.envs = {"Production": EnvState("Production"), "Sandbox": EnvState("Sandbox")}
         self.passed = False
         self.tests = {}
@@ -507,70 +480,8 @@ class FakeApple:
         self.request_template = None
         self.excused = set()  # ids of Seen whose violation a probe expects (not counted)
         self.injected = []  # (method, path, status, errorCode, Retry-After delay in ms or None): answered once each
-        self.servers, self.ports = [], {}
 
     # -- serving
-
-    def start(self):
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _handle(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                seen = Seen(self.server.env_name, self.command, self.path, headers, body)
-                with fake.lock:
-                    fake.log.append(seen)
-                try:
-                    status, answer = fake.handle(seen)
-                except Exception as error:  # noqa: BLE001 - a bug in the fake must show, not hang the client
-                    status, answer = 500, json.dumps({"errorCode": 5000000, "errorMessage": f"fake: {error!r}"}).encode()
-                    seen.violations.append(f"the fake failed on it: {error!r}")
-                seen.status, seen.answer = status, answer
-                self.send_response(status)
-                if status == 429 and seen.retry_after is not None:
-                    self.send_header("Retry-After", str(seen.retry_after))
-                if answer:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                if answer:
-                    self.wfile.write(answer)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        for env in ("Production", "Sandbox"):
-            server = Server(("127.0.0.1", 0), Handler)
-            server.env_name = env
-            self.ports[env] = server.server_address[1]
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            self.servers.append(server)
-
-    def stop(self):
-        for server in self.servers:
-            server.shutdown()
-            server.server_close()
-
-    def url(self, env):
-        return f"http://127.0.0.1:{self.ports[env]}"
-
-    def mark(self):
-        with self.lock:
-            return len(self.log)
-
-    def since(self, mark):
-        with self.lock:
-            return list(self.log[mark:])
 
     def violations(self):
         with self.lock:

@@ -7,13 +7,17 @@ CHILDREN are shared lists: a script appends to them and never rebinds them.
 """
 
 import base64
+import http.server
 import json
 import os
 import re
 import signal
 import socket
+import socketserver
 import subprocess
+import threading
 import time
+import urllib.parse
 import uuid
 
 try:
@@ -203,3 +207,116 @@ def parse_metrics(text):
         except ValueError:
             pass
     return series
+
+
+# ----------------------------------------------------------------------------- a fake Apple's HTTP side
+
+
+class Seen:
+    """One request that reached a fake."""
+
+    def __init__(self, env, method, target, headers, body):
+        self.env, self.method, self.target, self.headers, self.body = env, method, target, headers, body
+        split = urllib.parse.urlsplit(target)
+        self.path, self.query = split.path, urllib.parse.parse_qs(split.query, keep_blank_values=True)
+        self.at = time.monotonic()
+        self.status, self.answer, self.violations = None, b"", []
+        self.retry_after = None  # a 429's Retry-After (UNIX ms)
+
+    def json(self):
+        return parse_json(self.body.decode("utf-8", "replace")) if self.body else None
+
+    def line(self):
+        body = self.body if len(self.body) <= 300 else self.body[:300] + f"... ({len(self.body)} bytes)".encode()
+        if self.headers.get("content-type", "").startswith("image/"):
+            body = f"<{len(self.body)} bytes of {self.headers.get('content-type')}>".encode()
+        text = f"{self.env} {self.method} {self.target} -> {self.status} {clip(self.answer, 300)}"
+        if body:
+            text += f"\n    body: {body.decode('utf-8', 'replace')}"
+        for violation in self.violations:
+            text += f"\n    BROKE A RULE: {violation}"
+        return text
+
+
+class FakeAppleServer:
+    """The HTTP side of a fake App Store Server API: one threaded server per environment on
+    127.0.0.1, every request recorded as a `Seen` in `log` and answered by the subclass's
+    `handle(seen) -> (status, body bytes)`; a 429 carries `seen.retry_after`; `delays[path]`
+    holds the next answer to that path back (once), after the fake acted on it."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.log = []
+        self.servers, self.ports = [], {}
+        self.delays = {}
+
+    def handle(self, seen):
+        raise NotImplementedError
+
+    def start(self, environments=("Production", "Sandbox")):
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                seen = Seen(self.server.env_name, self.command, self.path, headers, body)
+                with fake.lock:
+                    fake.log.append(seen)
+                try:
+                    status, answer = fake.handle(seen)
+                except Exception as error:  # noqa: BLE001 - a bug in the fake must show, not hang the client
+                    status, answer = 500, json.dumps({"errorCode": 5000000, "errorMessage": f"fake: {error!r}"}).encode()
+                    seen.violations.append(f"the fake failed on it: {error!r}")
+                seen.status, seen.answer = status, answer
+                with fake.lock:
+                    delay = fake.delays.pop(seen.path, None)
+                if delay:
+                    time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    if status == 429 and seen.retry_after is not None:
+                        self.send_header("Retry-After", str(seen.retry_after))
+                    if answer:
+                        self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    if answer:
+                        self.wfile.write(answer)
+                except OSError:
+                    pass  # the client went away
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        for env in environments:
+            server = Server(("127.0.0.1", 0), Handler)
+            server.env_name = env
+            self.ports[env] = server.server_address[1]
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            self.servers.append(server)
+
+    def stop(self):
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+
+    def url(self, env):
+        return f"http://127.0.0.1:{self.ports[env]}"
+
+    def mark(self):
+        with self.lock:
+            return len(self.log)
+
+    def since(self, mark):
+        with self.lock:
+            return list(self.log[mark:])

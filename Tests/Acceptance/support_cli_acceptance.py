@@ -99,8 +99,9 @@ except ImportError:  # pragma: no cover
     sys.exit(2)
 
 from harness import (
-    CHILDREN, RESULTS, CannotRun, OutOfTime, Result, Signer, b64url, b64url_decode, check, clip, es256_sign,
-    es256_verify, jws_payload, ndjson_lines, parse_json, read_fixtures_env, stop, wait_until,
+    CHILDREN, RESULTS, CannotRun, FakeAppleServer, OutOfTime, Result, Signer, b64url, b64url_decode, check,
+    clip, es256_sign, es256_verify, jws_payload, ndjson_lines, parse_json, read_fixtures_env, stop,
+    wait_until,
 )
 
 TIME_LIMIT = 150  # seconds
@@ -261,26 +262,6 @@ class Lines:
 # ----------------------------------------------------------------------------- the fake Apple
 
 
-class Seen:
-    def __init__(self, env, method, target, headers, body):
-        self.env, self.method, self.target, self.headers, self.body = env, method, target, headers, body
-        split = urllib.parse.urlsplit(target)
-        self.path, self.query = split.path, urllib.parse.parse_qs(split.query, keep_blank_values=True)
-        self.at = time.monotonic()
-        self.status, self.answer, self.violations = None, b"", []
-
-    def json(self):
-        return parse_json(self.body.decode("utf-8", "replace")) if self.body else None
-
-    def line(self):
-        text = f"{self.env} {self.method} {self.target} -> {self.status} {clip(self.answer, 200)}"
-        if self.body:
-            text += f"\n    body: {clip(self.body, 300)}"
-        for violation in self.violations:
-            text += f"\n    BROKE A RULE: {violation}"
-        return text
-
-
 class Purchase:
     def __init__(self, otid, payload, jws, state):
         self.otid, self.payload, self.jws, self.state = otid, payload, jws, state
@@ -290,12 +271,10 @@ class Purchase:
         self.token = payload.get("appAccountToken")
 
 
-class FakeApple:
+class FakeApple(FakeAppleServer):
     def __init__(self, key_id, issuer_id, public_key):
+        super().__init__()
         self.key_id, self.issuer_id, self.public_key = key_id, issuer_id, public_key
-        self.lock = threading.RLock()
-        self.log = []
-        self.servers, self.ports = [], {}
         self.purchases = {}  # originalTransactionId -> Purchase
         self.transactions = {}  # any transactionId -> originalTransactionId
         self.orders = {}  # orderId -> [JWS]
@@ -308,72 +287,6 @@ class FakeApple:
         self.mass_complete_after = 3
         self.injected = []  # (method, path prefix, status, errorCode): answered once each
         self.delays = {}  # path -> seconds the answer is held back (once), after Apple acted
-
-    def start(self):
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _handle(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                seen = Seen(self.server.env_name, self.command, self.path, headers, body)
-                with fake.lock:
-                    fake.log.append(seen)
-                try:
-                    status, answer = fake.handle(seen)
-                except Exception as error:  # noqa: BLE001 - a bug in the fake must show
-                    status, answer = 500, json.dumps({"errorCode": 5000000, "errorMessage": f"fake: {error!r}"}).encode()
-                    seen.violations.append(f"the fake failed on it: {error!r}")
-                seen.status, seen.answer = status, answer
-                with fake.lock:
-                    delay = fake.delays.pop(seen.path, None)
-                if delay:
-                    time.sleep(delay)
-                try:
-                    self.send_response(status)
-                    if answer:
-                        self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(answer)))
-                    self.end_headers()
-                    if answer:
-                        self.wfile.write(answer)
-                except OSError:
-                    pass  # the client went away
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        for env in ("Production", "Sandbox"):
-            server = Server(("127.0.0.1", 0), Handler)
-            server.env_name = env
-            self.ports[env] = server.server_address[1]
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            self.servers.append(server)
-
-    def stop(self):
-        for server in self.servers:
-            server.shutdown()
-            server.server_close()
-
-    def url(self, env):
-        return f"http://127.0.0.1:{self.ports[env]}"
-
-    def mark(self):
-        with self.lock:
-            return len(self.log)
-
-    def since(self, mark):
-        with self.lock:
-            return list(self.log[mark:])
 
     def violations(self):
         with self.lock:
