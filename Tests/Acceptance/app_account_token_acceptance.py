@@ -40,8 +40,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (
-    CHILDREN, RESULTS, OutOfTime, b64url, check, clip, free_port, jws_payload, parse_json, read_fixtures_env,
-    stop, wait_until,
+    CHILDREN, RESULTS, OutOfTime, arm_time_limit, b64url, check, clip, free_port, jws_payload, parse_json,
+    read_fixtures_env, signet_binary, stop, wait_until,
 )
 
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
@@ -982,21 +982,13 @@ def case_refund_question(signet, root):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} PATH-TO-SIGNET", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        print(f"not an executable: {binary}", file=sys.stderr)
+    binary = signet_binary(sys.argv)
+    if binary is None:
         return 2
     root = tempfile.mkdtemp(prefix="signet-app-account-token-")
     signet = Signet(binary, root)
 
-    def out_of_time(signum, frame):
-        raise OutOfTime()
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.alarm(TIME_LIMIT)
+    arm_time_limit(TIME_LIMIT)
     started = time.monotonic()
     try:
         for case in (case_fresh_data_dir, case_cli_ledger, case_entitlements_and_api, case_signed_tokens_in_other_cases,

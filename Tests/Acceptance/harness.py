@@ -15,6 +15,7 @@ import signal
 import socket
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -63,6 +64,29 @@ def parse_json(text):
         return json.loads(text)
     except (ValueError, TypeError):
         return None
+
+
+def signet_binary(argv):
+    """The signet binary the command line names, absolute; None (usage printed: exit 2) when it
+    names none, or not an executable."""
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} PATH-TO-SIGNET", file=sys.stderr)
+        return None
+    binary = os.path.abspath(argv[1])
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print(f"not an executable: {binary}", file=sys.stderr)
+        return None
+    return binary
+
+
+def arm_time_limit(seconds):
+    """`OutOfTime` is raised in the main thread once `seconds` have passed (signal.alarm(0) disarms it)."""
+
+    def out_of_time(signum, frame):
+        raise OutOfTime()
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    signal.alarm(seconds)
 
 
 def now_ms():

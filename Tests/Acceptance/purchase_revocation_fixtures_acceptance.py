@@ -54,8 +54,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (
-    CHILDREN, RESULTS, OutOfTime, b64url_decode, check, clip, free_port, jws_payload, parse_json, stop,
-    wait_until,
+    CHILDREN, RESULTS, OutOfTime, arm_time_limit, b64url_decode, check, clip, free_port, jws_payload,
+    parse_json, signet_binary, stop, wait_until,
 )
 
 TIME_LIMIT = 170  # seconds; the whole script must finish within 3 minutes
@@ -1077,12 +1077,8 @@ def case_purchases(signet, root):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} PATH-TO-SIGNET", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        print(f"not an executable: {binary}", file=sys.stderr)
+    binary = signet_binary(sys.argv)
+    if binary is None:
         return 2
     if shutil.which("openssl") is None:
         print("the openssl command is needed", file=sys.stderr)
@@ -1090,11 +1086,7 @@ def main():
     root = tempfile.mkdtemp(prefix="signet-purchase-revocation-")
     signet = Signet(binary, root)
 
-    def out_of_time(signum, frame):
-        raise OutOfTime()
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.alarm(TIME_LIMIT)
+    arm_time_limit(TIME_LIMIT)
     started = time.monotonic()
     try:
         for case in (case_purchases, case_revocation, case_fixtures):

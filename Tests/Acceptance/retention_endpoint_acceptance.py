@@ -83,9 +83,9 @@ except ImportError:  # pragma: no cover
     sys.exit(2)
 
 from harness import (
-    CHILDREN, RESULTS, CannotRun, OfferKey, OutOfTime, Result, Signer, b64url_decode, check, clip,
-    es256_verify, free_port, jws_payload, ndjson_lines, parse_json, parse_metrics, read_fixtures_env, stop,
-    wait_until,
+    CHILDREN, RESULTS, CannotRun, OfferKey, OutOfTime, Result, Signer, arm_time_limit, b64url_decode, check,
+    clip, es256_verify, free_port, jws_payload, ndjson_lines, parse_json, parse_metrics, read_fixtures_env,
+    signet_binary, stop, wait_until,
 )
 
 TIME_LIMIT = 175  # seconds; the whole script must finish within 3 minutes
@@ -1729,21 +1729,13 @@ def case_fixtures_env_alone(signet, root):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} PATH-TO-SIGNET", file=sys.stderr)
-        return 2
-    binary = os.path.abspath(sys.argv[1])
-    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        print(f"not an executable: {binary}", file=sys.stderr)
+    binary = signet_binary(sys.argv)
+    if binary is None:
         return 2
     root = tempfile.mkdtemp(prefix="signet-retention-")
     signet = Signet(binary, root)
 
-    def out_of_time(signum, frame):
-        raise OutOfTime()
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.alarm(TIME_LIMIT)
+    arm_time_limit(TIME_LIMIT)
     started = time.monotonic()
     could_not_run = []
     try:
