@@ -141,7 +141,7 @@ struct SupportCommand: AsyncParsableCommand {
             try await SupportCommand.withClient("order") { client in
                 let answer = try await client.lookUpOrder(orderId: orderId)
                 let transactions = try (answer.signedTransactions ?? []).map { try verifier.verifyTransaction($0) }
-                let states = SupportCommand.states(of: transactions.compactMap(\.payload.originalTransactionId), store)
+                let states = SupportCommand.snapshots(transactions.compactMap(\.payload.originalTransactionId), store).mapValues(\.state.rawValue)
                 valid = answer.isValid
                 try SupportCommand.printJSON(Printed(
                     orderId: orderId, valid: answer.isValid,
@@ -154,15 +154,16 @@ struct SupportCommand: AsyncParsableCommand {
         }
     }
 
-    /// Signet's state of each purchase, when a store is there to ask (none: an empty answer).
-    static func states(of ids: [String], _ store: StoreOptions) -> [String: String] {
+    /// The store's snapshots of these purchases, when a store is there to ask (none, or one it
+    /// cannot open: an empty answer; the commands work without Signet's view).
+    static func snapshots(_ ids: [String], _ store: StoreOptions) -> [String: SubscriptionSnapshot] {
         guard store.databaseURL != nil || FileManager.default.fileExists(atPath: store.path), let database = try? store.open() else { return [:] }
         defer { try? database.close() }
-        var states: [String: String] = [:]
+        var snapshots: [String: SubscriptionSnapshot] = [:]
         for id in ids {
-            if let snapshot = try? database.subscription(originalTransactionId: id) { states[id] = snapshot.state.rawValue }
+            if let snapshot = try? database.subscription(originalTransactionId: id) { snapshots[id] = snapshot }
         }
-        return states
+        return snapshots
     }
 
     // MARK: refunds
@@ -283,7 +284,7 @@ struct SupportCommand: AsyncParsableCommand {
                     note: "done already by \(kept.actor) (the audit log); Apple was not asked again"))
                 return
             }
-            let snapshot = SupportCommand.snapshot(originalTransactionId, acting.store)
+            let snapshot = SupportCommand.snapshots([originalTransactionId], acting.store)[originalTransactionId]
             if !skipStateCheck, let snapshot, let why = Self.refusal(snapshot, now: WallClock.milliseconds()) {
                 throw ConfigurationFailure(
                     description: "signet support extend: not sent: \(why) (Signet's store, \(acting.store.location)); --skip-state-check sends anyway")
@@ -345,13 +346,6 @@ struct SupportCommand: AsyncParsableCommand {
                 return "purchase \(snapshot.originalTransactionId) is \(snapshot.state.rawValue), not active; Apple extends only active subscriptions (SubscriptionExtensionIneligibleError)"
             }
         }
-    }
-
-    /// The store's snapshot of one purchase; nil when there is no store or it does not know it.
-    static func snapshot(_ originalTransactionId: String, _ store: StoreOptions) -> SubscriptionSnapshot? {
-        guard store.databaseURL != nil || FileManager.default.fileExists(atPath: store.path), let database = try? store.open() else { return nil }
-        defer { try? database.close() }
-        return try? database.subscription(originalTransactionId: originalTransactionId)
     }
 
     // MARK: extend-all
