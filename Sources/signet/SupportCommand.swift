@@ -646,20 +646,20 @@ struct SupportCommand: AsyncParsableCommand {
             commandName: "customer",
             abstract: "Shows one customer from Signet's store: purchases, why they have access or not, and the timeline.",
             discussion: """
-                QUERY is an originalTransactionId or an appAccountToken (any case). Prints {query, matchedBy, purchases, timeline}: each purchase with its state, entitlement names, expiry and "why", one sentence from the state machine (for example "In billing retry since 2 Dec 2026, access kept by the grace period until 8 Dec 2026."); the timeline, newest first, merges entitlement events, refund questions and their outcomes, retention answers and outcomes, consent, migrations and operator actions (the audit log), each at Apple's signedDate where Apple signed it. Read-only. The same: GET /v1/customers/QUERY on the entitlement API. A customer known only by an order id: `signet support order` first.
+                QUERY is an originalTransactionId, an appAccountToken (any case) or an appTransactionId. Prints {query, matchedBy, purchases, timeline}: each purchase with its state, entitlement names, expiry and "why", one sentence from the state machine (for example "In billing retry since 2 Dec 2026, access kept by the grace period until 8 Dec 2026."); the timeline, newest first, merges entitlement events, refund questions and their outcomes, retention answers and outcomes, consent, migrations and operator actions (the audit log), each at Apple's signedDate where Apple signed it. Read-only. The same: GET /v1/customers/QUERY on the entitlement API. A customer known only by an order id: `signet support order` first.
 
                 Examples:
                   signet support customer 2000000000000001
                   signet support customer 5E1F7C2A-0D3B-4C8E-9A61-7F2B3C4D5E6F
                 """)
 
-        @Argument(help: "An originalTransactionId or an appAccountToken.")
+        @Argument(help: "An originalTransactionId, an appAccountToken or an appTransactionId.")
         var query: String
 
         @OptionGroup var store: StoreOptions
 
         func run() throws {
-            try store.show("no purchase with the originalTransactionId or appAccountToken '\(query)'") { database in
+            try store.show("no purchase with the originalTransactionId, appAccountToken or appTransactionId '\(query)'") { database in
                 try CustomerProfile.find(query, in: database, now: WallClock.milliseconds()).map { try StateJSON.encode($0) }
             }
         }

@@ -90,6 +90,8 @@ import Testing
 
         let byToken = try #require(try CustomerProfile.find("5e1f7c2a-0d3b-4c8e-9a61-7f2b3c4d5e6f", in: store, now: now))
         #expect(byToken.matchedBy == "appAccountToken" && byToken.purchases.count == 1)
+        let byApp = try #require(try CustomerProfile.find("a1", in: store, now: now))
+        #expect(byApp.matchedBy == "appTransactionId" && byApp.purchases.map(\.originalTransactionId) == ["1000"])
         #expect(try CustomerProfile.find("9999", in: store, now: now) == nil)
         #expect(try CustomerProfile.find("  ", in: store, now: now) == nil)
     }

@@ -86,6 +86,7 @@ import Testing
         func pruneRetentionOffers(answeredBefore: Int64, limit: Int) throws -> Int {
             try inner.pruneRetentionOffers(answeredBefore: answeredBefore, limit: limit)
         }
+        func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot] { try inner.subscriptions(appTransactionId: appTransactionId) }
         func beginSupportAction(_ record: SupportActionRecord) throws -> SupportActionRecord { try inner.beginSupportAction(record) }
         func finishSupportAction(_ record: SupportActionRecord) throws { try inner.finishSupportAction(record) }
         func supportAction(requestIdentifier: String) throws -> SupportActionRecord? { try inner.supportAction(requestIdentifier: requestIdentifier) }

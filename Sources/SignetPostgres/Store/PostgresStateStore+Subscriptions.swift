@@ -31,6 +31,18 @@ extension PostgresStateStore {
         }
     }
 
+    package func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot] {
+        try withSession("app transaction lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(PostgresSchema.subscriptionColumns) FROM signet_subscriptions
+                    WHERE app_transaction_id = $1 ORDER BY original_transaction_id
+                    """,
+                binds: Self.binds(appTransactionId)))
+            return try rows.map { try PostgresSchema.snapshot(from: $0).0 }
+        }
+    }
+
     package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         try withSession("purchase listing", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(

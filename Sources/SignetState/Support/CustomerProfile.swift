@@ -33,7 +33,7 @@ package struct CustomerProfile: Encodable, Sendable {
         package var summary: String
     }
 
-    /// What was searched for, and what it matched as (`originalTransactionId`, `appAccountToken`).
+    /// What was searched for, and what it matched as (`originalTransactionId`, `appAccountToken`, `appTransactionId`).
     package var query: String
     package var matchedBy: String
     package var purchases: [Purchase]
@@ -42,8 +42,8 @@ package struct CustomerProfile: Encodable, Sendable {
     /// Entries of the timeline kept at most (the newest).
     package static let timelineLimit = 500
 
-    /// The profile of the customer `query` names (an originalTransactionId, or an
-    /// appAccountToken in any case), as of `now`; nil when the store knows none of it.
+    /// The profile of the customer `query` names (an originalTransactionId, an appAccountToken
+    /// in any case, or an appTransactionId), as of `now`; nil when the store knows none of it.
     package static func find(_ query: String, in store: any StoreRoles, now: Int64) throws -> CustomerProfile? {
         let trimmed = query.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return nil }
@@ -54,6 +54,9 @@ package struct CustomerProfile: Encodable, Sendable {
         } else if let token = AppAccountToken(trimmed) {
             snapshots = try store.subscriptions(appAccountToken: token).sorted { $0.originalTransactionId < $1.originalTransactionId }
             matchedBy = "appAccountToken"
+        } else {
+            snapshots = try store.subscriptions(appTransactionId: trimmed)
+            matchedBy = "appTransactionId"
         }
         guard !snapshots.isEmpty else { return nil }
         return try CustomerProfile(query: trimmed, matchedBy: matchedBy, snapshots: snapshots, store: store, now: now)

@@ -16,6 +16,13 @@ extension InMemoryStateStore {
         }
     }
 
+    /// A scan: the memory store serves embedding and tests.
+    package func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot] {
+        contents.withLock { contents in
+            contents.subscriptions.values.filter { $0.appTransactionId == appTransactionId }.sorted { $0.originalTransactionId < $1.originalTransactionId }
+        }
+    }
+
     package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         contents.withLock { contents in
             // Sorted per call: the memory store serves embedding and tests, not millions of purchases.

@@ -8,6 +8,10 @@ package protocol SubscriptionStore: StateStore {
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
 
+    /// The purchases made in the app download `appTransactionId` names (Apple's one id per
+    /// customer and app), in ascending originalTransactionId: the support desk's search.
+    func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot]
+
     /// Up to `limit` auto-renewable subscriptions, in ascending originalTransactionId after
     /// `after` (nil: from the first), whose period ended after `endedAfter` and at or before
     /// `endedBefore` (ms since 1970) although Signet expects them to renew: auto-renew on, no

@@ -214,6 +214,8 @@ enum SQLiteSchema {
     /// (no renewal_date, no policy end then) is the earliest of the period and grace ends still ahead.
     static let createNextBoundaryIndex = """
         CREATE INDEX IF NOT EXISTS subscriptions_next_boundary ON subscriptions (next_boundary) WHERE next_boundary IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS subscriptions_app_transaction_id
+            ON subscriptions (app_transaction_id) WHERE app_transaction_id IS NOT NULL;
         """
     static let backfillNextBoundary = """
         UPDATE subscriptions SET next_boundary = CASE
@@ -245,6 +247,8 @@ enum SQLiteSchema {
     static let selectSubscription = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?1")
     static let selectIdsAfter = SQLiteQuery(
         "SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id > ?1 ORDER BY original_transaction_id LIMIT ?2")
+    static let selectByAppTransaction = SQLiteQuery(
+        "SELECT \(subscriptionColumns) FROM subscriptions WHERE app_transaction_id = ?1 ORDER BY original_transaction_id")
     static let selectByToken = SQLiteQuery("SELECT \(subscriptionColumns) FROM subscriptions WHERE app_account_token = ?1 ORDER BY original_transaction_id")
     /// Updates a row in place when it exists (`INSERT OR REPLACE` would delete it and its
     /// index entries, then insert them again).

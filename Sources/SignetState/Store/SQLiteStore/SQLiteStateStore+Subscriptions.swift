@@ -25,6 +25,17 @@ extension SQLiteStateStore {
         }
     }
 
+    package func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot] {
+        try withReader { database in
+            let statement = try database.statement(SQLiteSchema.selectByAppTransaction)
+            defer { statement.reset() }
+            try statement.bind(1, appTransactionId)
+            var snapshots: [SubscriptionSnapshot] = []
+            while try statement.step() { snapshots.append(SQLiteSchema.snapshot(from: statement)) }
+            return snapshots
+        }
+    }
+
     package func originalTransactionIds(after: String?, limit: Int) throws -> [String] {
         try withConnection { connection in
             let statement = try connection.database.statement(SQLiteSchema.selectIdsAfter)
