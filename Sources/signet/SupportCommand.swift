@@ -275,15 +275,18 @@ struct SupportCommand: AsyncParsableCommand {
             let record = SupportActionRecord(
                 requestIdentifier: request.requestIdentifier, actor: audit.actor, action: "extend", originalTransactionId: originalTransactionId,
                 parameters: try ConsumptionRecordCoding.encode(request), at: now)
-            // Done before under this identifier: the recorded answer, whatever the state is now.
-            if let kept = try audit.previous(record, command: "extend"), kept.status == .done, let answered = kept.answer {
+            /// The answer Apple gave under this identifier before: printed, Apple not asked again.
+            func replay(_ kept: SupportActionRecord) throws -> Bool {
+                guard kept.status == .done, let answered = kept.answer else { return false }
                 let answer = try ConsumptionRecordCoding.decode(ExtendRenewalDateResponse.self, from: answered)
                 try SupportCommand.printJSON(Printed(
                     originalTransactionId: originalTransactionId, requestIdentifier: request.requestIdentifier, success: answer.success,
                     effectiveDate: answer.effectiveDate, webOrderLineItemId: answer.webOrderLineItemId,
                     note: "done already by \(kept.actor) (the audit log); Apple was not asked again"))
-                return
+                return true
             }
+            // Done before under this identifier: the recorded answer, whatever the state is now.
+            if let kept = try audit.previous(record, command: "extend"), try replay(kept) { return }
             let snapshot = SupportCommand.snapshots([originalTransactionId], acting.store)[originalTransactionId]
             if !skipStateCheck, let snapshot, let why = Self.refusal(snapshot, now: WallClock.milliseconds()) {
                 throw ConfigurationFailure(
@@ -299,16 +302,10 @@ struct SupportCommand: AsyncParsableCommand {
                 throw ConfigurationFailure(
                     description: "signet support extend: not sent: purchase \(originalTransactionId) was extended twice within 365 days (\(earlier.map(\.requestIdentifier).joined(separator: ", ")) in the audit log); Apple allows two; --skip-state-check sends anyway")
             }
-            // Recorded before Apple is asked (a concurrent run of the same identifier that finished first is replayed).
-            if case .done(let kept) = try audit.begin(record, command: "extend"), let answered = kept.answer {
-                let answer = try ConsumptionRecordCoding.decode(ExtendRenewalDateResponse.self, from: answered)
-                try SupportCommand.printJSON(Printed(
-                    originalTransactionId: originalTransactionId, requestIdentifier: request.requestIdentifier, success: answer.success,
-                    effectiveDate: answer.effectiveDate, webOrderLineItemId: answer.webOrderLineItemId,
-                    note: "done already by \(kept.actor) (the audit log); Apple was not asked again"))
-                return
-            }
             try await SupportCommand.withClient("extend") { client in
+                // Recorded once a client exists, just before Apple is asked (a concurrent run of
+                // the same identifier that finished first is replayed).
+                if case .done(let kept) = try audit.begin(record, command: "extend"), try replay(kept) { return }
                 // Asked for explicitly, the store must be reachable; as recorded, it falls back to the configured one.
                 let store = self.environment != nil ? try SupportCommand.store(environment, of: client)
                     : environment.flatMap { client.reaches($0) ? $0 : nil } ?? client.configuration.environment
@@ -396,8 +393,8 @@ struct SupportCommand: AsyncParsableCommand {
             let record = SupportActionRecord(
                 requestIdentifier: request.requestIdentifier, actor: audit.actor, action: "extend_all", productId: product,
                 parameters: try ConsumptionRecordCoding.encode(request), at: WallClock.milliseconds())
-            _ = try audit.begin(record, command: "extend-all")
             try await SupportCommand.withClient("extend-all") { client in
+                _ = try audit.begin(record, command: "extend-all")
                 // Apple takes the same identifier again without extending twice: asked even when done, so --wait can follow it.
                 let answer = try await audit.finish(record) { try await client.massExtendRenewalDates(request) }
                 Terminal.error("signet support extend-all: Apple took request \(answer.requestIdentifier) for \(product)")
@@ -531,11 +528,11 @@ struct SupportCommand: AsyncParsableCommand {
                 requestIdentifier: SupportAuditLog.canonical(requestId) ?? UUID().uuidString.lowercased(), actor: audit.actor, action: "set_token",
                 originalTransactionId: originalTransactionId, parameters: try ConsumptionRecordCoding.encode(Done(appAccountToken: token.description)),
                 at: WallClock.milliseconds())
-            if case .done(let kept) = try audit.begin(record, command: "set-token") {
-                try Terminal.printLine(Array("appAccountToken of \(originalTransactionId) set to \(token) already by \(kept.actor) (the audit log)".utf8))
-                return
-            }
             try await SupportCommand.withClient("set-token") { client in
+                if case .done(let kept) = try audit.begin(record, command: "set-token") {
+                    try Terminal.printLine(Array("appAccountToken of \(originalTransactionId) set to \(token) already by \(kept.actor) (the audit log)".utf8))
+                    return
+                }
                 let store = try SupportCommand.store(environment, of: client)
                 _ = try await audit.finish(record) {
                     try await client.setAppAccountToken(originalTransactionId: originalTransactionId, token, in: store)

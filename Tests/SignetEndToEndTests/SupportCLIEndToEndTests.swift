@@ -68,6 +68,13 @@ struct SupportCLIEndToEndTests {
         let reused = try await support(["extend", "3002", "--days", "3", "--reason", "other", "--request-id", request, "--skip-state-check"])
         #expect(reused.exitCode == 2 && reused.stderr.contains("names another action"), "\(reused.stderr)")
 
+        // No key configured: nothing sent, and nothing recorded as pending either.
+        var keyless = bed.environment
+        keyless["SIGNET_APPSTORE_KEY_ID"] = nil
+        let unconfigured = try await SignetProcess.output(
+            ["support", "extend", "3001", "--days", "1", "--reason", "other", "--skip-state-check"], environment: keyless, timeout: 60)
+        #expect(unconfigured.exitCode == 2 && unconfigured.stderr.contains("SIGNET_APPSTORE_KEY_ID"), "\(unconfigured.stderr)")
+
         let audit = try await SignetProcess.output(["support", "audit", "--purchase", "3001"], environment: bed.environment, timeout: 60)
         let lines = audit.stdoutText.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Read-only connections beside a writer, for its point lookups (the entitlement API,
-/// retention decisions, `signet state`).
+/// retention decisions, the support desk's reads).
 ///
 /// The writer's connection is used under a lock that a batch holds through its commit and
 /// fsync, so a lookup on it waits for the batch: at a hundred concurrent lookups that wait
