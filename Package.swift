@@ -16,6 +16,7 @@ import PackageDescription
 /// - `SignetHTTP`      the `http` webhook source and the service lifecycle (Hummingbird, ServiceLifecycle)
 /// - `SignetAppStoreAPI` the App Store Server API client (JWT auth, paging, retries, rate limits; async-http-client)
 /// - `SignetAppStorePipeline` the client's sources (history, statuses) and stages (catch-up, reconcile), their checkpoints
+/// - `SignetConsole`   the support desk's web console on the operators' listener (sign-in, customer pages, actions)
 /// - `SignetTesting`   `signet test`: a pipeline's test cases run against in-memory stores and capturing sinks
 /// - `Signet`          everything registered in one registry (what the CLI runs)
 extension TargetDependencyCondition {
@@ -67,6 +68,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // `swift package generate-documentation`: the DocC catalogs of the libraries (scripts/docs.sh).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The support console's HTML templates (escaped by default; no Node build step).
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // C libraries from Debian packages, each behind a thin Swift wrapper module.
@@ -125,7 +128,7 @@ let package = Package(
         .target(
             name: "SignetHTTP",
             dependencies: [
-                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStorePipeline", "SignetAppStoreAPI",
+                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStorePipeline", "SignetAppStoreAPI", "SignetConsole",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
@@ -159,6 +162,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]),
+        // The support console: server-rendered pages on the operators' listener (docs/console.md).
+        .target(
+            name: "SignetConsole",
+            dependencies: [
+                "SignetCore", "SignetJWS", "SignetState", "SignetOpenSSL", "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .whenService),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .whenService),
+                .product(name: "NIOCore", package: "swift-nio", condition: .whenService),
+                .product(name: "Mustache", package: "swift-mustache", condition: .whenService),
+            ]),
         // `signet test`: runs a pipeline file's test cases with in-memory stores and capturing sinks.
         .target(
             name: "SignetTesting",
@@ -182,7 +197,7 @@ let package = Package(
             name: "signet",
             dependencies: [
                 "Signet", "SignetCore", "SignetJWS", "SignetState", "SignetKafka", "SignetHTTP", "SignetOpenSSL", "SignetPostgres",
-                "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "SignetTesting", "CMalloc", "CBuildInfo",
+                "SignetAppStoreAPI", "SignetAppStorePipeline", "AppStoreModels", "SignetFixtures", "SignetTesting", "CMalloc", "CBuildInfo", "SignetConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .whenService),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -233,6 +248,7 @@ let package = Package(
             name: "SignetHTTPTests",
             dependencies: [
                 "SignetHTTP", "Signet", "SignetAppStorePipeline", "SignetCore", "SignetJWS", "SignetOpenSSL", "SignetFixtures", "AppStoreModels", "SignetTestSupport",
+                "SignetConsole", "SignetState", "SignetAppStoreAPI", "SignetAppStoreAPITestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .whenService),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .whenService),

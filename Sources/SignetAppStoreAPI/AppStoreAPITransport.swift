@@ -188,6 +188,9 @@ struct AppStoreAPITransport: Sendable {
             label: "signet_appstore_api_paused_until_seconds",
             dimensions: [("environment", bucket.environment.rawValue), ("endpoint", bucket.endpointClass.label)]
         ).record(end.timeIntervalSince1970)
+        AppStoreAPIPauses.record(AppStoreAPIPauses.Pause(
+            environment: bucket.environment.rawValue, endpoint: bucket.endpointClass.label,
+            until: Int64((end.timeIntervalSince1970 * 1000).rounded(.up))))
         logger.warning(
             "App Store Server API: \(cause.summary): Apple asked for a pause; no \(bucket.endpointClass.label) request of \(bucket.bundleId) in \(bucket.environment.rawValue) goes before \(ISO8601DateFormatter().string(from: end)) (\(Int(delay / .milliseconds(1))) ms), then the calls waiting retry")
     }

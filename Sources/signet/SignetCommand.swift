@@ -23,7 +23,7 @@ struct SignetCommand: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, LintCommand.self, VerifyCommand.self, DecodeCommand.self, FixturesCommand.self,
             StateCommand.self, EntitlementsCommand.self, ConsentCommand.self, ConsumptionCommand.self, RetentionCommand.self, ExpireCommand.self, DevBrokerCommand.self, ComponentsCommand.self, TestCommand.self, TopCommand.self,
-            MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self, AppStoreCommand.self, SupportCommand.self, OffersCommand.self, DeadLettersCommand.self,
+            MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self, AppStoreCommand.self, SupportCommand.self, ConsoleCommand.self, OffersCommand.self, DeadLettersCommand.self,
         ]
     )
 

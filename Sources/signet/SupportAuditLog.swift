@@ -1,24 +1,23 @@
-import AppStoreModels
-import ArgumentParser
 import Foundation
-import SignetAppStoreAPI
+import SignetAppStorePipeline
 import SignetCore
 import SignetState
 
-/// The audit log side of `signet support`'s actions: each is recorded before Apple is asked
-/// and finished with Apple's answer, keyed by its request identifier, so running it again
-/// with the same identifier never acts twice (docs/support.md).
+/// `signet support`'s side of the audit log: the store opened for writing and the acting
+/// operator; the recording itself is ``SupportDesk``'s, shared with the console
+/// (docs/support.md). A ``SupportDesk/NotSent`` becomes exit 2, "not sent".
 struct SupportAuditLog {
-    let store: any StoreRoles
-    let actor: String
-    let location: String
+    let desk: SupportDesk
+    let command: String
+
+    var actor: String { desk.actor }
 
     /// The state store opened for writing beside a running pipeline (created when there is none,
     /// as `signet consent` does); the action is refused when it cannot be recorded.
     static func open(_ options: StoreOptions, actor: String?, command: String) throws -> SupportAuditLog {
         do {
-            return SupportAuditLog(
-                store: try options.open(writingBesideThePipeline: true), actor: Self.actor(actor), location: options.location)
+            let store = try options.open(writingBesideThePipeline: true)
+            return SupportAuditLog(desk: SupportDesk(store: store, actor: Self.actor(actor)), command: command)
         } catch {
             throw ConfigurationFailure(
                 description: "signet support \(command): not sent: the action cannot be recorded in the audit log at \(options.location): \(error)")
@@ -34,77 +33,17 @@ struct SupportAuditLog {
         return "operator"
     }
 
-    /// What happened before under `record`'s identifier.
-    enum Start {
-        /// New, or never answered by Apple: ask Apple (again, with the same identifier).
-        case ask(SupportActionRecord)
-        /// Apple did it already: the recorded answer stands.
-        case done(SupportActionRecord)
-    }
-
-    /// An identifier as the log keys it: a UUID lower-case (one action however it is spelled), other text as given.
-    static func canonical(_ identifier: String?) -> String? {
-        guard let identifier, !identifier.isEmpty else { return nil }
-        return UUID(uuidString: identifier)?.uuidString.lowercased() ?? identifier
-    }
-
-    /// The action kept under `record`'s identifier, if any; throws when it is another action.
-    func previous(_ record: SupportActionRecord, command: String) throws -> SupportActionRecord? {
-        guard let kept = try store.supportAction(requestIdentifier: record.requestIdentifier) else { return nil }
-        try Self.same(kept, record, command: command)
-        return kept
-    }
-
-    /// Records `record` (or finds the one kept under its identifier) before Apple is asked.
-    func begin(_ record: SupportActionRecord, command: String) throws -> Start {
-        let kept = try store.beginSupportAction(record)
-        try Self.same(kept, record, command: command)
-        return kept.status == .done ? .done(kept) : .ask(kept)
-    }
-
-    private static func same(_ kept: SupportActionRecord, _ record: SupportActionRecord, command: String) throws {
-        guard kept.action == record.action, kept.originalTransactionId == record.originalTransactionId,
-            kept.productId == record.productId
-        else {
-            throw ConfigurationFailure(
-                description: "signet support \(command): not sent: request identifier \(record.requestIdentifier) names another action in the audit log (\(kept.action) by \(kept.actor)); use a new one")
-        }
-    }
-
-    /// Runs `call` (Apple) for the recorded action and records its answer: done, refused (Apple
-    /// said no) or failed (Apple not reached; it may have happened: run it again with the same identifier).
-    func finish<Answer: Encodable>(_ record: SupportActionRecord, _ call: () async throws -> Answer, succeeded: (Answer) -> Bool = { _ in true })
-        async throws -> Answer
-    {
-        var finished = record
+    /// `body` with the desk's refusals said as this command's "not sent" (exit 2).
+    func notSent<T>(_ body: () throws -> T) throws -> T {
         do {
-            let answer = try await call()
-            finished.status = succeeded(answer) ? .done : .refused
-            finished.answer = try ConsumptionRecordCoding.encode(answer)
-            finished.answeredAt = WallClock.milliseconds()
-            try store.finishSupportAction(finished)
-            return answer
-        } catch let error as AppStoreAPIError {
-            finished.status = error.kind == .permanent ? .refused : .failed
-            finished.answer = "\(error)"
-            finished.answeredAt = WallClock.milliseconds()
-            try? store.finishSupportAction(finished)
-            throw error
-        } catch {
-            finished.status = .failed
-            finished.answer = "\(error)"
-            finished.answeredAt = WallClock.milliseconds()
-            try? store.finishSupportAction(finished)
-            throw error
+            return try body()
+        } catch let refused as SupportDesk.NotSent {
+            throw ConfigurationFailure(description: "signet support \(command): not sent: \(refused)")
         }
     }
 
-    /// The purchase's extensions Apple granted within 365 days of `now`, this one apart.
-    func extensionsWithinAYear(of originalTransactionId: String, now: Int64, besides requestIdentifier: String) throws -> [SupportActionRecord] {
-        try store.supportActions(originalTransactionId: originalTransactionId).filter {
-            $0.action == "extend" && $0.status == .done && $0.requestIdentifier != requestIdentifier && now - $0.at < 365 * 86_400_000
-        }
-    }
+    func previous(_ record: SupportActionRecord) throws -> SupportActionRecord? { try notSent { try desk.previous(record) } }
+    func begin(_ record: SupportActionRecord) throws -> SupportDesk.Start { try notSent { try desk.begin(record) } }
 
-    func close() { try? store.close() }
+    func close() { try? desk.store.close() }
 }

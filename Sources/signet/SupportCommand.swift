@@ -34,24 +34,7 @@ struct SupportCommand: AsyncParsableCommand {
     }
 
     /// What Apple's support error codes mean, for the ones an operator meets.
-    static func explanation(_ error: AppStoreAPIError) -> String? {
-        switch error.errorCode {
-        case AppStoreAPIErrorCode.subscriptionExtensionIneligible?:
-            "Apple extends only active auto-renewable subscriptions with a paid period behind them: not in a free offer period, billing retry, an expired grace period, nor after two extensions within 365 days"
-        case AppStoreAPIErrorCode.subscriptionMaxExtension?: "the subscription has had as many extensions as Apple allows (two within 365 days)"
-        case AppStoreAPIErrorCode.familySharedSubscriptionExtensionIneligible?:
-            "a family member's subscription: extend the purchaser's (the family-shareable original purchase) instead"
-        case AppStoreAPIErrorCode.originalTransactionIdNotFound?, AppStoreAPIErrorCode.transactionIdNotFound?:
-            "Apple does not know that id in this environment (SIGNET_ENVIRONMENT); TestFlight and App Review purchases are in Sandbox"
-        case AppStoreAPIErrorCode.transactionIdIsNotOriginalTransactionId?:
-            "give the purchase's originalTransactionId (`signet state show` or `signet support order` print it)"
-        case AppStoreAPIErrorCode.familyTransactionNotSupported?: "family-shared purchases have no app account token of their own"
-        case AppStoreAPIErrorCode.appTransactionIdNotSupported?: "that is an appTransactionId: give the purchase's originalTransactionId"
-        case AppStoreAPIErrorCode.statusRequestNotFound?: "no mass extension with that product and request identifier: check both"
-        case AppStoreAPIErrorCode.appTransactionDoesNotExist?: "the customer has no app transaction for this app"
-        default: nil
-        }
-    }
+    static func explanation(_ error: AppStoreAPIError) -> String? { SupportDesk.explanation(error) }
 
     /// The verifier for Apple's signed answers from `environment`'s store: SIGNET_ROOT_CERTS
     /// (Apple's root unless set), that environment, SIGNET_BUNDLE_ID and SIGNET_APP_APPLE_ID
@@ -286,9 +269,11 @@ struct SupportCommand: AsyncParsableCommand {
                 return true
             }
             // Done before under this identifier: the recorded answer, whatever the state is now.
-            if let kept = try audit.previous(record, command: "extend"), try replay(kept) { return }
+            if let kept = try audit.previous(record), try replay(kept) { return }
             let snapshot = SupportCommand.snapshots([originalTransactionId], acting.store)[originalTransactionId]
-            if !skipStateCheck, let snapshot, let why = Self.refusal(snapshot, now: WallClock.milliseconds()) {
+            if !skipStateCheck,
+                let why = try audit.desk.extensionRefusal(snapshot, originalTransactionId: originalTransactionId, now: now, besides: request.requestIdentifier)
+            {
                 throw ConfigurationFailure(
                     description: "signet support extend: not sent: \(why) (Signet's store, \(acting.store.location)); --skip-state-check sends anyway")
             }
@@ -296,20 +281,14 @@ struct SupportCommand: AsyncParsableCommand {
                 Terminal.error("signet support extend: Signet's store does not know purchase \(originalTransactionId); sending, Apple decides")
             }
             let environment = try SupportCommand.environment(self.environment) ?? snapshot?.environment.map(AppStoreEnvironment.init(rawValue:))
-            // Apple's "twice within 365 days", counted from the audit log before Apple counts it.
-            let earlier = try audit.extensionsWithinAYear(of: originalTransactionId, now: now, besides: request.requestIdentifier)
-            if !skipStateCheck, earlier.count >= 2 {
-                throw ConfigurationFailure(
-                    description: "signet support extend: not sent: purchase \(originalTransactionId) was extended twice within 365 days (\(earlier.map(\.requestIdentifier).joined(separator: ", ")) in the audit log); Apple allows two; --skip-state-check sends anyway")
-            }
             try await SupportCommand.withClient("extend") { client in
                 // Recorded once a client exists, just before Apple is asked (a concurrent run of
                 // the same identifier that finished first is replayed).
-                if case .done(let kept) = try audit.begin(record, command: "extend"), try replay(kept) { return }
+                if case .done(let kept) = try audit.begin(record), try replay(kept) { return }
                 // Asked for explicitly, the store must be reachable; as recorded, it falls back to the configured one.
                 let store = self.environment != nil ? try SupportCommand.store(environment, of: client)
                     : environment.flatMap { client.reaches($0) ? $0 : nil } ?? client.configuration.environment
-                let answer = try await audit.finish(record, {
+                let answer = try await audit.desk.finish(record, {
                     try await client.extendRenewalDate(originalTransactionId: originalTransactionId, request, in: store)
                 }, succeeded: \.success)
                 try SupportCommand.printJSON(Printed(
@@ -319,28 +298,6 @@ struct SupportCommand: AsyncParsableCommand {
                         ? "Apple sends RENEWAL_EXTENDED; Signet's state changes when it arrives"
                         : "Apple did not extend the renewal date"))
                 if !answer.success { throw ExitCode.failure }
-            }
-        }
-
-        /// Why Apple would refuse to extend `snapshot`, as far as Signet's store knows; nil: send.
-        static func refusal(_ snapshot: SubscriptionSnapshot, now: Int64) -> String? {
-            if snapshot.productType != TransactionType.autoRenewableSubscription.rawValue {
-                return "purchase \(snapshot.originalTransactionId) is not an auto-renewable subscription (\(snapshot.productType ?? "type unknown")); Apple extends only those"
-            }
-            if snapshot.ownership == InAppOwnershipType.familyShared.rawValue {
-                return "purchase \(snapshot.originalTransactionId) is a family member's copy; Apple extends only the purchaser's (FamilySharedSubscriptionExtensionIneligibleError)"
-            }
-            switch snapshot.state {
-            case .active:
-                return nil
-            case .gracePeriod:
-                // Apple: a grace period whose expiration date is in the past is ineligible.
-                if let end = snapshot.expiresDate, end <= now {
-                    return "purchase \(snapshot.originalTransactionId) is in a grace period past its expiration date; Apple extends only active subscriptions"
-                }
-                return nil
-            default:
-                return "purchase \(snapshot.originalTransactionId) is \(snapshot.state.rawValue), not active; Apple extends only active subscriptions (SubscriptionExtensionIneligibleError)"
             }
         }
     }
@@ -394,9 +351,9 @@ struct SupportCommand: AsyncParsableCommand {
                 requestIdentifier: request.requestIdentifier, actor: audit.actor, action: "extend_all", productId: product,
                 parameters: try ConsumptionRecordCoding.encode(request), at: WallClock.milliseconds())
             try await SupportCommand.withClient("extend-all") { client in
-                _ = try audit.begin(record, command: "extend-all")
+                _ = try audit.begin(record)
                 // Apple takes the same identifier again without extending twice: asked even when done, so --wait can follow it.
-                let answer = try await audit.finish(record) { try await client.massExtendRenewalDates(request) }
+                let answer = try await audit.desk.finish(record) { try await client.massExtendRenewalDates(request) }
                 Terminal.error("signet support extend-all: Apple took request \(answer.requestIdentifier) for \(product)")
                 if polling.wait {
                     try await polling.untilComplete(client, productId: product, requestIdentifier: answer.requestIdentifier)
@@ -525,16 +482,16 @@ struct SupportCommand: AsyncParsableCommand {
             let audit = try SupportAuditLog.open(acting.store, actor: acting.actor, command: "set-token")
             defer { audit.close() }
             let record = SupportActionRecord(
-                requestIdentifier: SupportAuditLog.canonical(requestId) ?? UUID().uuidString.lowercased(), actor: audit.actor, action: "set_token",
+                requestIdentifier: SupportDesk.canonical(requestId) ?? UUID().uuidString.lowercased(), actor: audit.actor, action: "set_token",
                 originalTransactionId: originalTransactionId, parameters: try ConsumptionRecordCoding.encode(Done(appAccountToken: token.description)),
                 at: WallClock.milliseconds())
             try await SupportCommand.withClient("set-token") { client in
-                if case .done(let kept) = try audit.begin(record, command: "set-token") {
+                if case .done(let kept) = try audit.begin(record) {
                     try Terminal.printLine(Array("appAccountToken of \(originalTransactionId) set to \(token) already by \(kept.actor) (the audit log)".utf8))
                     return
                 }
                 let store = try SupportCommand.store(environment, of: client)
-                _ = try await audit.finish(record) {
+                _ = try await audit.desk.finish(record) {
                     try await client.setAppAccountToken(originalTransactionId: originalTransactionId, token, in: store)
                     return Done(appAccountToken: token.description)
                 }

@@ -27,7 +27,8 @@ struct EntitlementAPITests {
     /// Runs the pipeline again over the last notification with its events held by a
     /// receiver, so the store stays open while `body` queries the API; then lets it end.
     static func whileRunning<T: Sendable>(
-        _ bed: ServiceTestBed, http: String, environment: [String: String] = [:], _ body: @Sendable (Int) async throws -> T
+        _ bed: ServiceTestBed, http: String, environment: [String: String] = [:], sections: String = "",
+        _ body: @Sendable (Int) async throws -> T
     ) async throws -> T {
         // The held request keeps the pipeline (and its store) running until the body is done;
         // the sink's timeout is longer than the hold, so a slow machine cannot end it early.
@@ -36,6 +37,7 @@ struct EntitlementAPITests {
         let release = receiver.releaser
         let yaml = bed.pipelineYAML(
             input: bed.directory.appendingPathComponent("last.ndjson"), sink: "type: http\nurl: \(receiver.url)\ntimeout: 120s", http: http)
+            + sections
         let (runner, admin, _) = try bed.service(try bed.load(yaml), environment: environment)
         return try await withListening(try #require(admin)) { port in
             let run = Task { try await runner.run() }

@@ -70,6 +70,9 @@ public final class AppStoreDeliveryHealthStage: Stage {
         self.makeClient = makeClient
     }
 
+    /// The file the round trips are kept in, once the stage opened (the console reads it).
+    package var stateFilePath: String? { statePath.withLock { $0 } }
+
     public func open() async throws {
         guard options.interval > .zero else {
             logger.info("appstore_delivery_health: interval is 0s; no round trips")

@@ -2,6 +2,7 @@ public import Logging
 public import Prometheus
 import ServiceLifecycle
 import SignetAppStoreAPI
+import SignetConsole
 public import SignetCore
 
 extension AdminServer {
@@ -18,8 +19,11 @@ extension AdminServer {
         let signer = Result<OfferSigner, any Error> {
             OfferSigner(credentials: try AppStoreAPIConfiguration.fromEnvironment(environment).credentials)
         }
+        let console = try Console.make(
+            for: runner.pipeline, apiToken: configuration.apiToken, environment: environment, summary: { runner.currentSummary },
+            metrics: PrometheusMetricsFactory(registry: registry), logger: Logger(label: "signet.console"))
         return try AdminServer(
             configuration: configuration, pipeline: runner.pipeline, health: runner.health, registry: registry, offerSigner: signer,
-            logger: logger)
+            console: console, logger: logger)
     }
 }

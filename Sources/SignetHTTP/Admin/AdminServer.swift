@@ -7,6 +7,7 @@ public import Prometheus
 public import ServiceLifecycle
 public import SignetAppStoreAPI
 import SignetAppStorePipeline
+public import SignetConsole
 public import SignetCore
 import SignetState
 
@@ -28,6 +29,8 @@ public final class AdminServer: Service {
     private let token: BearerToken?
     /// The In-App Purchase key `POST /v1/offers/signature` signs with, or why there is none.
     private let offerSigner: Result<OfferSigner, any Error>
+    /// The support console under `/console`, when the pipeline has a `console:` section.
+    private let console: Console?
     private let logger: Logger
     /// The port it bound, once it listens (tests bind port 0).
     private let listening = OneShot<Int>()
@@ -41,11 +44,13 @@ public final class AdminServer: Service {
     ///   - registry: where `/metrics` reads from.
     ///   - offerSigner: the In-App Purchase key `POST /v1/offers/signature` signs with, or why
     ///     there is none (the endpoint then answers 503 saying so).
+    ///   - console: the support console to serve under `/console` (``Console/make(for:apiToken:environment:logger:)``).
     ///   - logger: where the listener logs.
     public init(
         configuration: AdminConfiguration, pipeline: Pipeline, health: PipelineHealth,
         registry: PrometheusCollectorRegistry = PrometheusBackend.registry,
         offerSigner: Result<OfferSigner, any Error> = .failure(AdminServerError.noOfferKey),
+        console: Console? = nil,
         logger: Logger = Logger(label: "signet.http")
     ) throws(AdminServerError) {
         try configuration.validate()
@@ -54,6 +59,7 @@ public final class AdminServer: Service {
         self.health = health
         self.registry = registry
         self.offerSigner = offerSigner
+        self.console = console
         self.logger = logger
         if let name = configuration.store {
             let resource = pipeline.resources.first { $0.name == name }?.resource
@@ -72,7 +78,8 @@ public final class AdminServer: Service {
     }
 
     public func run() async throws {
-        let router = Router()
+        let router = Router(context: OperatorRequestContext.self)
+        console?.register(on: router)
         router.get("/metrics") { [registry] _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -158,6 +165,11 @@ public final class AdminServer: Service {
                 listening.fulfill(channel.localAddress?.port ?? 0)
             },
             logger: logger)
+        let sampling = console.map { console in Task { await console.sampleHistory() } }
+        defer {
+            sampling?.cancel()
+            if let console { Task { await console.shutdown() } }
+        }
         do {
             try await app.run()
         } catch where !listening.isFulfilled && !(error is CancellationError) {

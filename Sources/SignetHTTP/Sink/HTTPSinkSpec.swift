@@ -1,4 +1,5 @@
 public import SignetCore
+import SignetConsole
 
 extension ComponentSpec {
     /// `type: http` (a sink).
@@ -84,11 +85,13 @@ extension HTTPSink.Options {
 extension HTTPSink.Options.Mode: ConfigBindable {}
 
 extension ComponentRegistry {
-    /// Registers the `http` sink and the top-level `http:` section.
+    /// Registers the `http` sink, the top-level `http:` section and the `console:` section served on it.
     public mutating func registerHTTPComponents() {
         registerSink(.httpSink) { config, context in
             HTTPSink(options: try HTTPSink.Options(config), name: context.name ?? "http", logger: context.logger)
         }
         registerSection(.httpSection)
+        registerSection(.consoleSection)
+        registerPipelineCheck(ConsoleConfiguration.check)
     }
 }

@@ -18,6 +18,8 @@ package struct CustomerProfile: Encodable, Sendable {
         package var expiresDate: Int64?
         package var appAccountToken: String?
         package var appTransactionId: String?
+        /// Whether the customer withdrew consent for the app download and it is still in force.
+        package var consentRestricted: Bool
         package var why: String
     }
 
@@ -77,6 +79,7 @@ package struct CustomerProfile: Encodable, Sendable {
                 state: snapshot.state.rawValue, entitled: snapshot.entitled,
                 entitlements: names.names(productId: snapshot.productId, subscriptionGroupId: snapshot.subscriptionGroupIdentifier),
                 expiresDate: snapshot.periodEnd, appAccountToken: snapshot.appAccountToken?.description, appTransactionId: snapshot.appTransactionId,
+                consentRestricted: restriction?.isInForce ?? false,
                 why: AccessExplanation.sentence(
                     for: snapshot, restriction: restriction, pendingExtension: Self.pendingExtension(actions), now: now)))
             timeline += try Self.events(of: id, in: store)
