@@ -29,7 +29,8 @@ extension Console {
         var csrf: String
         var fields: [Field]
         var button: String
-        var back: String
+        /// Where Cancel goes.
+        var cancel: String
     }
 
     func act(_ action: ConsoleAction, on id: String, _ fields: [String: String], _ session: ConsoleSessions.Session) async -> Response {
@@ -71,7 +72,7 @@ extension Console {
         html(.ok, "confirm", title: heading, session: session, Confirmation(
             heading: heading, warning: warning, facts: facts,
             action: "\(ConsoleConfiguration.path)/customers/\(ConsoleForm.pathSegment(id))/\(action.rawValue)", csrf: session.csrf,
-            fields: fields, button: button, back: back))
+            fields: fields, button: button, cancel: "\(ConsoleConfiguration.path)/customers/\(back)"))
     }
 
     /// The store to ask for a purchase: the one Signet recorded it in, when the client reaches it.

@@ -22,8 +22,8 @@ extension Console {
     /// only find purchases, which are then read from the store).
     public static func make(
         for pipeline: Pipeline, apiToken: String?, environment: [String: String],
-        summary: @escaping @Sendable () -> RunSummary = { RunSummary() }, metrics: any MetricsFactory = MetricsSystem.factory,
-        logger: Logger
+        summary: @escaping @Sendable () -> RunSummary = { RunSummary() }, deadLetters: ConsoleDeadLetters? = nil,
+        metrics: any MetricsFactory = MetricsSystem.factory, logger: Logger
     ) throws -> Console? {
         guard let configuration = try ConsoleConfiguration(pipeline: pipeline) else { return nil }
         try ConsoleConfiguration.check(pipeline)
@@ -56,7 +56,7 @@ extension Console {
         let health = pipeline.stages.lazy.compactMap { $0 as? AppStoreDeliveryHealthStage }.first
         return Console(
             configuration: configuration, credentials: credentials, store: store, apple: apple, summary: summary,
-            deliveryHealthPath: { health?.stateFilePath }, metrics: metrics, logger: logger)
+            deliveryHealthPath: { health?.stateFilePath }, deadLetters: deadLetters, metrics: metrics, logger: logger)
     }
 
     /// Samples the pipeline's counts once a minute for the operations page, until cancelled.

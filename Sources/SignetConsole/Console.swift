@@ -43,6 +43,8 @@ public final class Console: Sendable {
     let history: OperationsHistory
     /// The delivery health stage's file of round trips, once it opened; nil without one.
     let deliveryHealthPath: @Sendable () -> String?
+    /// The pipeline's dead-letter file and how to replay one, when the console can.
+    let deadLetters: ConsoleDeadLetters?
     /// Store reads and writes block: on a thread of their own, never the event loops.
     let reads = BlockingExecutor(label: "signet.console.store")
 
@@ -56,12 +58,13 @@ public final class Console: Sendable {
     ///   - apple: the App Store Server API client and its answers' verifier, when the key is configured.
     ///   - summary: the running pipeline's counts so far (`PipelineRunner.currentSummary`), drawn on the operations page.
     ///   - deliveryHealthPath: the delivery health stage's file of round trips, when there is one.
+    ///   - deadLetters: the dead-letter file and its replay, when the pipeline writes one the console can read.
     ///   - metrics: where the sign-in counts go.
     ///   - logger: where sign-ins and actions are logged.
     public init(
         configuration: ConsoleConfiguration, credentials: ConsoleCredentials, store: StateStoreResource, apple: ConsoleAppleAccess?,
         summary: @escaping @Sendable () -> RunSummary = { RunSummary() }, deliveryHealthPath: @escaping @Sendable () -> String? = { nil },
-        metrics: any MetricsFactory = MetricsSystem.factory, logger: Logger = Logger(label: "signet.console")
+        deadLetters: ConsoleDeadLetters? = nil, metrics: any MetricsFactory = MetricsSystem.factory, logger: Logger = Logger(label: "signet.console")
     ) {
         self.configuration = configuration
         self.credentials = credentials
@@ -72,6 +75,7 @@ public final class Console: Sendable {
         throttle = SignInThrottle(factory: metrics)
         history = OperationsHistory(summary: summary)
         self.deliveryHealthPath = deliveryHealthPath
+        self.deadLetters = deadLetters
     }
 
     /// Adds the console's routes under `/console`.
@@ -87,6 +91,13 @@ public final class Console: Sendable {
         group.post("/sign-out") { [self] request, _ in try await signOut(request) }
         group.get("") { [self] request, _ in await signedIn(request) { session in await home(session) } }
         group.get("/audit") { [self] request, _ in await signedIn(request) { session in await audit(session) } }
+        group.get("/dead-letters") { [self] request, _ in
+            let action = request.uri.queryParameters["action"].map(String.init)
+            return await signedIn(request) { session in await deadLetterList(session, action: action) }
+        }
+        group.post("/dead-letters/replay") { [self] request, _ in
+            try await form(request) { session, fields in await replayDeadLetter(fields, session) }
+        }
         group.get("/operations") { [self] request, _ in await signedIn(request) { session in await operations(session) } }
         group.get("/search") { [self] request, _ in
             await signedIn(request) { session in await search(request.uri.queryParameters["q"].map(String.init) ?? "", session) }

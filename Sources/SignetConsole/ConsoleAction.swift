@@ -32,6 +32,10 @@ enum ConsoleAction: String, CaseIterable, Sendable {
             return "Renewal date\(purchase) extended\(days)"
         case "set_token": return "App account token\(purchase) set"
         case "record_consent": return "Consent\(purchase) recorded again"
+        case "replay_dead_letter":
+            struct Asked: Decodable { var deadLetterId: String }
+            let id = (try? ConsumptionRecordCoding.decode(Asked.self, from: record.parameters).deadLetterId).map { " \($0)" } ?? ""
+            return "Dead letter\(id) replayed"
         default: return "\(record.action)\(purchase)"
         }
     }
@@ -43,6 +47,8 @@ enum ConsoleAction: String, CaseIterable, Sendable {
             struct Answer: Decodable { var effectiveDate: Int64? }
             let date = record.answer.flatMap { try? ConsumptionRecordCoding.decode(Answer.self, from: $0).effectiveDate }
             return "New renewal date \(date.map(ConsoleTime.text) ?? "as Apple answered"). Pending: Apple sends RENEWAL_EXTENDED, and access updates when it arrives."
+        case "replay_dead_letter":
+            return "The webhook answered: \(record.answer ?? "nothing")."
         case "set_token":
             return "Apple puts it on the purchase's current and later transactions; Signet's state takes it from the next notification."
         default:

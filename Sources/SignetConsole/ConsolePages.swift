@@ -49,7 +49,7 @@ struct ConsolePages: Sendable {
             <a class="skip" href="#main">Skip to content</a>
             <header><nav aria-label="Console">
             <a class="brand" href="/console">Signet console</a>
-            {{#user}}<a href="/console">Search</a><a href="/console/operations">Operations</a><a href="/console/audit">Audit log</a>
+            {{#user}}<a href="/console">Search</a><a href="/console/operations">Operations</a><a href="/console/dead-letters">Dead letters</a><a href="/console/audit">Audit log</a>
             <form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out {{name}} ({{role}})</button></form>{{/user}}
             </nav></header>
             <main id="main">
@@ -163,7 +163,7 @@ struct ConsolePages: Sendable {
             <form method="post" action="{{action}}">
             <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="confirm" value="yes">
             {{#fields}}<input type="hidden" name="{{name}}" value="{{value}}">{{/fields}}
-            <p><button type="submit" class="danger" autofocus>{{button}}</button> <a class="button" href="/console/customers/{{back}}">Cancel</a></p>
+            <p><button type="submit" class="danger" autofocus>{{button}}</button> <a class="button" href="{{cancel}}">Cancel</a></p>
             </form>
             """,
         "chart": """
@@ -197,6 +197,19 @@ struct ConsolePages: Sendable {
             <table><thead><tr><th>environment</th><th>endpoint</th><th>no request before</th></tr></thead><tbody>
             {{#pauses}}<tr><td>{{environment}}</td><td>{{endpoint}}</td><td>{{until}}</td></tr>{{/pauses}}
             {{^pauses}}<tr><td colspan="3" class="muted">None: Apple asked for no pause.</td></tr>{{/pauses}}
+            </tbody></table>
+            """,
+        "dead-letters": """
+            <h1>Dead letters</h1>
+            <p class="muted">The newest in <span class="mono">{{file}}</span>, newest first (docs/reason-codes.md).</p>
+            {{#note}}<p class="banner pending">{{note}}</p>{{/note}}
+            {{#banner}}<p class="banner {{tone}}" role="status">{{text}}</p>{{/banner}}
+            <table><thead><tr><th>refused at</th><th>reason</th><th>stage</th><th>detail</th><th>id</th><th></th></tr></thead><tbody>
+            {{#rows}}<tr><td>{{when}}</td><td>{{reason}}</td><td>{{stage}}</td><td>{{detail}}</td><td class="mono">{{id}}</td><td>
+            {{#canReplay}}<form method="post" action="/console/dead-letters/replay"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit">Replay…</button></form>{{/canReplay}}
+            {{^replayable}}<span class="muted">input not kept</span>{{/replayable}}
+            </td></tr>{{/rows}}
+            {{^rows}}<tr><td colspan="6" class="muted">No dead letters.</td></tr>{{/rows}}
             </tbody></table>
             """,
         "error": """

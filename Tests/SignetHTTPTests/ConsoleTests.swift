@@ -180,7 +180,7 @@ struct ConsoleHTTPTests {
         #expect(report.count == Self.expectedChecks, "\(report.joined(separator: "\n"))")
     }
 
-    static let expectedChecks = 22
+    static let expectedChecks = 23
 
     /// Runs the browsing script on a Dispatch thread (the server runs on the cooperative pool).
     static func browse(port: Int, original: String, account: String) async throws -> [String] {
@@ -281,6 +281,9 @@ struct ConsoleHTTPTests {
 
         status, headers, text = request("GET", "/console/operations", cookies=operator)
         check("operations page: charts drawn as SVG, no script", status == 200 and "<svg" in text and "<script" not in text.lower() and "Refund questions" in text, status)
+
+        status, headers, text = request("GET", "/console/dead-letters", cookies=operator)
+        check("dead letters page: no webhook here, says how to replay", status == 200 and "signet dead-letters replay" in text, status)
 
         status, headers, _ = request("POST", "/console/sign-out", {"csrf": csrf}, cookies=operator)
         check("signed out", status == 303 and "Max-Age=0" in (cookie_of(headers, "signet_console") or ""), status)

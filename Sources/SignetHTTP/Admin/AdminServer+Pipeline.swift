@@ -21,9 +21,33 @@ extension AdminServer {
         }
         let console = try Console.make(
             for: runner.pipeline, apiToken: configuration.apiToken, environment: environment, summary: { runner.currentSummary },
-            metrics: PrometheusMetricsFactory(registry: registry), logger: Logger(label: "signet.console"))
+            deadLetters: consoleDeadLetters(runner.pipeline), metrics: PrometheusMetricsFactory(registry: registry), logger: Logger(label: "signet.console"))
         return try AdminServer(
             configuration: configuration, pipeline: runner.pipeline, health: runner.health, registry: registry, offerSigner: signer,
             console: console, logger: logger)
+    }
+
+
+    /// The console's view of the dead letters: a `json` file sink's, replayed through the
+    /// pipeline's own webhook when it reads one.
+    static func consoleDeadLetters(_ pipeline: Pipeline) -> ConsoleDeadLetters? {
+        guard pipeline.deadLetter.format == .json, let file = pipeline.deadLetter.sink as? FileSink else { return nil }
+        var replay: (@Sendable ([UInt8]) async -> String)?
+        if let webhook = pipeline.source as? HTTPSource {
+            replay = { input in
+                guard let bound = webhook.boundAddress else { return "the webhook is not listening" }
+                // A wildcard bind answers on loopback too.
+                let host = ["0.0.0.0", "::", ""].contains(bound.host) ? "127.0.0.1" : bound.host
+                let address = host.contains(":") ? "[\(host)]:\(bound.port)" : "\(host):\(bound.port)"
+                let client = WebhookReplayClient(url: "http://\(address)\(webhook.options.path)", patience: .seconds(10))
+                let record = Record(raw: input, position: SourcePosition(stream: "console-replay", offset: 0))
+                do {
+                    return try await client.post([record]).description
+                } catch {
+                    return "the replay failed: \(error)"
+                }
+            }
+        }
+        return ConsoleDeadLetters(file: file.path, replay: replay)
     }
 }
