@@ -85,10 +85,22 @@ extension Console {
     struct Results {
         var query: String
         var message: String?
-        var tone = "error"
-        var matches: [Match] = []
-        var hasMatches: Bool { !matches.isEmpty }
+        var tone: String
+        var matches: [Match]
+        /// Stored, not computed: the templates read values through Mirror, which sees stored properties only.
+        var hasMatches: Bool
+
+        init(query: String, message: String?, tone: String = "error", matches: [Match] = []) {
+            self.query = query
+            self.message = message
+            self.tone = tone
+            self.matches = matches
+            hasMatches = !matches.isEmpty
+        }
     }
+
+    /// How long a search waits for Apple: a page must answer, and the client retries for longer.
+    static let appleLookupDeadline = Duration.seconds(15)
 
     /// Finds the customer `text` names: in the store first (originalTransactionId,
     /// appAccountToken, appTransactionId), then at Apple: an order id through Look Up Order ID, a
@@ -112,8 +124,16 @@ extension Console {
                 message: "Signet's store knows no purchase by that identifier. Order ids and later transaction ids are looked up at Apple, which needs the In-App Purchase key (docs/console.md)."))
         }
         let isTransactionId = query.allSatisfy(\.isASCIIDigit)
+        // Apple's order ids are letters and digits: anything else is not asked (Apple's budget is 10 a second).
+        guard isTransactionId || (query.count <= 64 && query.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            return html(.notFound, "results", title: "Search", session: session, Results(
+                query: query,
+                message: "Signet's store knows no purchase by that identifier, and it is not an order id (letters and digits) nor a transaction id (digits) to ask Apple about."))
+        }
         do {
-            let found = try await isTransactionId ? transaction(query, apple) : order(query, apple)
+            let found = try await Self.withDeadline(Self.appleLookupDeadline) { [self] in
+                try await isTransactionId ? transaction(query, apple) : order(query, apple)
+            }
             if let message = found.message {
                 return html(.notFound, "results", title: "Search", session: session, Results(query: query, message: message))
             }
@@ -136,6 +156,9 @@ extension Console {
         } catch let error as AppStoreAPIError {
             let explained = SupportDesk.explanation(error).map { " (\($0))" } ?? ""
             return html(.badGateway, "results", title: "Search", session: session, Results(query: query, message: "Apple: \(error)\(explained)"))
+        } catch is DeadlineExceeded {
+            return html(.gatewayTimeout, "results", title: "Search", session: session, Results(
+                query: query, message: "Apple did not answer within \(Self.appleLookupDeadline): try again in a moment."))
         } catch let rejection as RecordRejection {
             return html(.badGateway, "results", title: "Search", session: session, Results(
                 query: query, message: "Apple's answer did not verify (\(rejection.reason.rawValue)); nothing is shown from it."))
@@ -144,7 +167,23 @@ extension Console {
         }
     }
 
-    struct Found {
+    struct DeadlineExceeded: Error {}
+
+    /// `body`'s answer, or ``DeadlineExceeded`` once `deadline` passed (the body is cancelled).
+    static func withDeadline<T: Sendable>(_ deadline: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                throw DeadlineExceeded()
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw DeadlineExceeded() }
+            return first
+        }
+    }
+
+    struct Found: Sendable {
         var ids: [String] = []
         var via: String
         var message: String?

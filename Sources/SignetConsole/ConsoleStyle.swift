@@ -44,7 +44,7 @@ enum ConsoleStyle {
         .kind { font-size: 12px; padding: 1px 6px; border-radius: 10px; background: #eef2fb; white-space: nowrap; }
         dl.confirm { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff; padding: 12px; border: 1px solid var(--line); border-radius: 6px; }
         dl.confirm dt { color: var(--muted); }
-        svg.chart { background: #fff; border: 1px solid var(--line); border-radius: 6px; }
+        svg.chart { background: #fff; border: 1px solid var(--line); border-radius: 6px; max-width: 100%; height: auto; }
         svg.chart .bar { fill: var(--accent); }
         svg.chart .bad { fill: var(--bad); }
         svg.chart text { font-size: 11px; fill: var(--muted); }

@@ -344,3 +344,91 @@ class FakeAppleServer:
     def since(self, mark):
         with self.lock:
             return list(self.log[mark:])
+
+
+# ----------------------------------------------------------------------------- more shared mechanics
+
+
+def metric_value(series, name, **labels):
+    """The value Prometheus would read for `name` with these labels (every other label summed over),
+    from `parse_metrics`' result; 0.0 when no such series exists yet (a counter not yet born)."""
+    want = set(labels.items())
+    return sum(value for (metric, have), value in series.items() if metric == name and want <= set(have))
+
+
+def apple_jwt_problem(authorization, key_id, issuer_id, bundle_id, public_key):
+    """What is wrong (None: nothing) with the `Authorization` header of a request to the App Store
+    Server API, as Apple's "Generating JSON Web Tokens for API requests" says: `Bearer` + a compact
+    ES256 JWS, header alg ES256 / kid / typ JWT; claims iss, aud appstoreconnect-v1, bid, iat not in
+    the future, exp after now and at most 60 minutes after iat; the signature verifies with the
+    public half of the In-App Purchase key."""
+    auth = authorization or ""
+    if not auth.startswith("Bearer "):
+        return f"no `Authorization: Bearer <JWT>` header (got {auth[:40]!r})"
+    parts = auth[len("Bearer "):].strip().split(".")
+    if len(parts) != 3:
+        return "the bearer token is not a compact JWS"
+    try:
+        header, claims = json.loads(b64url_decode(parts[0])), json.loads(b64url_decode(parts[1]))
+        signature = b64url_decode(parts[2])
+    except (ValueError, TypeError):
+        return "the JWT's header or payload is not base64url JSON"
+    problems = []
+    if header.get("alg") != "ES256":
+        problems.append(f"alg {header.get('alg')!r}")
+    if header.get("kid") != key_id:
+        problems.append(f"kid {header.get('kid')!r}, the key id is {key_id!r}")
+    if header.get("typ") != "JWT":
+        problems.append(f"typ {header.get('typ')!r}")
+    if claims.get("iss") != issuer_id:
+        problems.append(f"iss {claims.get('iss')!r}")
+    if claims.get("aud") != "appstoreconnect-v1":
+        problems.append(f"aud {claims.get('aud')!r}")
+    if claims.get("bid") != bundle_id:
+        problems.append(f"bid {claims.get('bid')!r}, the bundle id is {bundle_id!r}")
+    now = time.time()
+    iat, exp = claims.get("iat"), claims.get("exp")
+    if not isinstance(iat, int) or isinstance(iat, bool) or iat > now + 1:
+        problems.append(f"iat {iat!r} (now {now:.0f})")
+    if not isinstance(exp, int) or isinstance(exp, bool) or exp <= now or \
+            (isinstance(iat, int) and exp - iat > 3600):
+        problems.append(f"exp {exp!r} (iat {iat!r}, now {now:.0f})")
+    if not es256_verify(public_key, (parts[0] + "." + parts[1]).encode(), signature):
+        problems.append("the ES256 signature does not verify with the .p8's public key")
+    return "; ".join(problems) or None
+
+
+class RunningChild:
+    """A long-running child (`signet run`) whose stdout and stderr are drained into memory as it
+    writes them (so a full pipe never stalls it); it is in CHILDREN, stopped at the end."""
+
+    def __init__(self, argv, environment, cwd, command=None):
+        self.command = command or " ".join(argv)
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, env=environment, cwd=cwd)
+        CHILDREN.append(self.process)
+        self.out, self.err = bytearray(), bytearray()
+        self.readers = [threading.Thread(target=self._drain, args=(self.process.stdout, self.out), daemon=True),
+                        threading.Thread(target=self._drain, args=(self.process.stderr, self.err), daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    @staticmethod
+    def _drain(pipe, buffer):
+        while True:
+            chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
+            if not chunk:
+                return
+            buffer.extend(chunk)
+
+    def stdout(self):
+        return bytes(self.out).decode("utf-8", "replace")
+
+    def stderr(self):
+        return bytes(self.err).decode("utf-8", "replace")
+
+    def running(self):
+        return self.process.poll() is None
+
+    def said(self, tail=2000):
+        return f"ran: {self.command}\nexit: {self.process.poll()}\nstderr (tail): {clip(self.stderr()[-tail:], tail)}"

@@ -7,10 +7,10 @@ import Testing
 enum AcceptanceScript {
     /// Runs `Tests/Acceptance/<name>` with the binary's path; records an issue with its output
     /// unless it exits 0.
-    static func expectPasses(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func expectPasses(_ name: String, timeout: Double = 240, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let script = FixturePaths.packageRoot.appendingPathComponent("Tests/Acceptance/\(name)").path
         let result = try await offPool {
-            try SignetProcess.run(executable: ChildProcess.env, ["python3", script, SignetProcess.executable.path], timeout: 240)
+            try SignetProcess.run(executable: ChildProcess.env, ["python3", script, SignetProcess.executable.path], timeout: timeout)
         }
         #expect(
             result.exitCode == 0,
