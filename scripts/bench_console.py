@@ -8,9 +8,12 @@ For each store:
      scripts/bench_retention.py does: copies of the applied purchases under new ids);
   2. `signet run` serves Pipelines/webhook.yaml with a `console:` section; the script signs in
      with a read-only credential made by `signet console credential`;
-  3. `wrk` fetches /console/customers/{id} for ids drawn at random among the purchases, at each
-     --concurrency (closed loop), and prints pages/s and p50/p99/max latency, with signet's peak
-     RSS. At concurrency 1 the latency is the page's server time plus loopback.
+  3. `wrk` fetches /console/customers/{id} at each --concurrency (closed loop) for ids drawn at
+     random (a) among all the purchases (most are copies: one purchase, no history) and (b) among
+     the applied ones, which keep their event history (applied with outbox_retention, as the
+     webhook pipeline keeps it): their pages carry a timeline. It prints pages/s and p50/p99/max
+     latency, with signet's peak RSS. At concurrency 1 the latency is the page's server time plus
+     loopback.
 
 Usage: scripts/bench_console.py [--purchases N] [--concurrency 1,8] [--seconds S]
                                 [--no-build | --binary PATH] [--no-postgres] [--keep DIR]
@@ -21,6 +24,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -36,11 +40,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 WRK_SCRIPT = r"""
 local cookie = os.getenv("SIGNET_BENCH_COOKIE")
-local first = tonumber(os.getenv("SIGNET_BENCH_FIRST"))
 local count = tonumber(os.getenv("SIGNET_BENCH_COUNT"))
+local ids = {}
+if os.getenv("SIGNET_BENCH_IDS") ~= "" then
+  for id in string.gmatch(os.getenv("SIGNET_BENCH_IDS"), "[^,]+") do ids[#ids + 1] = id end
+end
 function init(args) math.randomseed(os.time() + math.random(1000000)) end
 function request()
-  local id = string.format("3%015d", first + math.random(0, count - 1))
+  local id
+  if #ids > 0 then id = ids[math.random(#ids)] else id = string.format("3%015d", math.random(0, count - 1)) end
   return wrk.format("GET", "/console/customers/" .. id, {["Cookie"] = cookie})
 end
 function done(summary, latency, requests)
@@ -69,7 +77,7 @@ def sign_in(admin, token):
     return cookies[0].split(";")[0]
 
 
-def measure(binary, work, name, env, first, count, concurrencies, seconds, pool_size):
+def measure(binary, work, name, env, count, applied, concurrencies, seconds, pool_size):
     port, admin = free_port(), free_port()
     credentials = os.path.join(work, "console-credentials")
     made = subprocess.run([binary, "console", "credential", "bench", "--role", "read_only"], capture_output=True, text=True, check=True)
@@ -98,16 +106,17 @@ def measure(binary, work, name, env, first, count, concurrencies, seconds, pool_
         lua = os.path.join(work, "console.lua")
         with open(lua, "w") as file:
             file.write(WRK_SCRIPT)
-        wrk_env = dict(os.environ, SIGNET_BENCH_COOKIE=cookie, SIGNET_BENCH_FIRST=str(first), SIGNET_BENCH_COUNT=str(count))
-        subprocess.run(["wrk", "-t1", "-c2", "-d3s", "-s", lua, f"http://127.0.0.1:{admin}/"], env=wrk_env, capture_output=True, check=True)
         results = []
-        for concurrency in concurrencies:
-            out = subprocess.run(["wrk", f"-t{min(concurrency, 2)}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", "5s", "-s", lua,
-                                  f"http://127.0.0.1:{admin}/"], env=wrk_env, capture_output=True, text=True, check=True).stdout
-            requests, duration, p50, p99, worst = map(int, re.search(r"RESULT (.*)", out).group(1).split())
-            non200 = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-            results.append((concurrency, requests / (duration / 1e6), p50 / 1000, p99 / 1000, worst / 1000,
-                            int(non200.group(1)) if non200 else 0))
+        for pages, ids in (("any purchase", ""), ("with history", ",".join(applied))):
+            wrk_env = dict(os.environ, SIGNET_BENCH_COOKIE=cookie, SIGNET_BENCH_COUNT=str(count), SIGNET_BENCH_IDS=ids)
+            subprocess.run(["wrk", "-t1", "-c2", "-d3s", "-s", lua, f"http://127.0.0.1:{admin}/"], env=wrk_env, capture_output=True, check=True)
+            for concurrency in concurrencies:
+                out = subprocess.run(["wrk", f"-t{min(concurrency, 2)}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", "5s", "-s", lua,
+                                      f"http://127.0.0.1:{admin}/"], env=wrk_env, capture_output=True, text=True, check=True).stdout
+                requests, duration, p50, p99, worst = map(int, re.search(r"RESULT (.*)", out).group(1).split())
+                non200 = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+                results.append((pages, concurrency, requests / (duration / 1e6), p50 / 1000, p99 / 1000, worst / 1000,
+                                int(non200.group(1)) if non200 else 0))
         return results, peak_rss(process.pid)
     finally:
         process.terminate()
@@ -119,6 +128,7 @@ def main():
     parser.add_argument("--purchases", type=int, default=1_000_000, help="purchases in the store (default 1000000)")
     parser.add_argument("--concurrency", default="1,8", help="comma-separated open connections (default 1,8)")
     parser.add_argument("--seconds", type=int, default=10, help="each measurement's length (default 10)")
+    parser.add_argument("--notifications", type=int, default=2000, help="fixture notifications applied with their history (default 2000)")
     parser.add_argument("--no-build", action="store_true", help="use the existing release build")
     parser.add_argument("--binary", help="measure this signet binary instead of building .build/release/signet")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
@@ -135,7 +145,11 @@ def main():
     os.makedirs(work, exist_ok=True)
     fixtures = os.path.join(work, "fixtures")
     shutil.rmtree(fixtures, ignore_errors=True)
-    subprocess.run([binary, "fixtures", "--out", fixtures, "--count", "60"], check=True, capture_output=True)
+    subprocess.run([binary, "fixtures", "--out", fixtures, "--count", str(args.notifications)], check=True, capture_output=True)
+    # The default stdin pipeline with the purchases' history kept, as the webhook pipeline keeps it.
+    applying = os.path.join(work, "apply.yaml")
+    with open(applying, "w") as file:
+        file.write(open(os.path.join(ROOT, "Pipelines", "stdin.yaml")).read().replace("# outbox_retention: 90d", "outbox_retention: 90d"))
     for name in ["sqlite"] + ([] if args.no_postgres else ["postgres"]):
         data = os.path.join(work, f"data-{name}")
         shutil.rmtree(data, ignore_errors=True)
@@ -150,18 +164,30 @@ def main():
         try:
             env = environment_for(fixtures, data, url)
             with open(os.path.join(fixtures, "notifications.ndjson"), "rb") as stdin:
-                subprocess.run([binary, "run"], env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                subprocess.run([binary, "run", "--pipeline", applying], env=env, stdin=stdin, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
             started = time.perf_counter()
             if server:
                 total, templates, _ = seed_postgres(server, url, args.purchases)
+                applied = subprocess.run([os.path.join(server.bin, "psql"), url, "-qAtX", "-c",
+                                          "SELECT original_transaction_id FROM signet_subscriptions WHERE original_transaction_id NOT LIKE '3%'"],
+                                         capture_output=True, text=True, check=True).stdout.split()
+                events = subprocess.run([os.path.join(server.bin, "psql"), url, "-qAtX", "-c", "SELECT count(*) FROM signet_outbox"],
+                                        capture_output=True, text=True).stdout.strip()
             else:
                 total, templates, _ = seed_sqlite(os.path.join(data, "signet.sqlite"), args.purchases)
-            print(f"{name}: {total:,} purchases ({templates} applied, the rest copied in {time.perf_counter() - started:.1f} s)", flush=True)
-            results, rss = measure(binary, work, name, env, 0, total - templates, concurrencies, args.seconds,
+                database = sqlite3.connect(os.path.join(data, "signet.sqlite"))
+                applied = [row[0] for row in database.execute(
+                    "SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id NOT LIKE '3%'")]
+                events = database.execute("SELECT count(*) FROM outbox").fetchone()[0]
+                database.close()
+            print(f"{name}: {total:,} purchases ({templates} applied with {events} events kept, the rest copied in "
+                  f"{time.perf_counter() - started:.1f} s)", flush=True)
+            results, rss = measure(binary, work, name, env, total - templates, applied, concurrencies, args.seconds,
                                    args.pool_size if server else None)
-            for concurrency, rate, p50, p99, worst, non200 in results:
+            for pages, concurrency, rate, p50, p99, worst, non200 in results:
                 verdict = "PASS" if p99 < 100 and non200 == 0 else "FAIL"
-                print(f"  {concurrency:>3} connections: {rate:7.0f} pages/s, p50 {p50:6.2f} ms, p99 {p99:6.2f} ms, "
+                print(f"  {pages:>12}, {concurrency:>3} connections: {rate:7.0f} pages/s, p50 {p50:6.2f} ms, p99 {p99:6.2f} ms, "
                       f"max {worst:7.2f} ms, non-200 {non200} -> p99 < 100 ms: {verdict}", flush=True)
             print(f"  signet peak RSS {rss:.0f} MiB", flush=True)
         finally:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh clone to a running pipeline: installs what is missing, builds signet
 # (release), makes demo notifications with `signet fixtures`, and runs the embedded
-# default pipeline (Pipelines/stdin.yaml) on them.
+# default pipeline (Pipelines/stdin.yaml) on them; its last line says how to open the support console
+# on demo data (scripts/console-demo.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,3 +20,4 @@ echo "--- first output line ($(wc -l < "$demo/events.ndjson") in $demo/events.nd
 head -c 600 "$demo/events.ndjson"; echo
 echo "--- dead letters ($SIGNET_DATA_DIR/dead-letter.ndjson), by reason:"
 python3 -c 'import json,sys,collections; c=collections.Counter(json.loads(l)["reason"] for l in open(sys.argv[1])); [print(f"  {k}: {v}") for k,v in sorted(c.items())]' "$SIGNET_DATA_DIR/dead-letter.ndjson"
+echo "--- the support console on demo data, a local fake App Store answering Apple's calls: python3 scripts/console-demo.py $signet   (prints the URL and tokens; Ctrl-C stops it)"

@@ -28,9 +28,16 @@ extension Console {
             actor = record.actor
             action = record.action
             originalTransactionId = record.originalTransactionId
-            productId = record.productId
+            productId = record.productId ?? Self.deadLetter(record).map { "dead letter \($0)" }
             status = record.status.rawValue
             answer = String((record.answer ?? "").prefix(400))
+        }
+
+        /// The dead letter a replay names, for the subject column.
+        static func deadLetter(_ record: SupportActionRecord) -> String? {
+            guard record.action == "replay_dead_letter" else { return nil }
+            struct Asked: Decodable { var deadLetterId: String }
+            return try? ConsumptionRecordCoding.decode(Asked.self, from: record.parameters).deadLetterId
         }
     }
 
@@ -111,9 +118,7 @@ extension Console {
             return html(.ok, "results", title: "Search", session: session, Results(query: String(query.prefix(256)), message: "Enter an identifier."))
         }
         do {
-            let known = try await onStore { [store] in
-                try CustomerProfile.find(query, in: store.roles(), now: WallClock.milliseconds()) != nil
-            }
+            let known = try await onStore { [store] in try CustomerProfile.purchases(named: query, in: store.roles()) != nil }
             if known { return Self.redirect("\(ConsoleConfiguration.path)/customers/\(ConsoleForm.pathSegment(query))") }
         } catch {
             return storeFailure(error, session)
@@ -303,6 +308,10 @@ extension Console {
         switch record.status {
         case .done:
             return Banner(text: "\(what): done by \(record.actor). \(ConsoleAction.followUp(record))", tone: "done")
+        case .refused where record.action == "replay_dead_letter":
+            return Banner(text: "\(what) by \(record.actor), and refused again: \(record.answer ?? "")", tone: "refused")
+        case .failed where record.action == "replay_dead_letter":
+            return Banner(text: "\(what): the webhook gave no answer; replay it again. \(record.answer ?? "")", tone: "failed")
         case .refused:
             return Banner(text: "\(what): Apple refused. \(record.answer ?? "")", tone: "refused")
         case .failed:

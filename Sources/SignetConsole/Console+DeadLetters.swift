@@ -78,7 +78,8 @@ extension Console {
                 requestIdentifier: requestId, actor: session.name, action: "replay_dead_letter",
                 parameters: try ConsumptionRecordCoding.encode(Asked(deadLetterId: id, reason: entry.reason)), at: WallClock.milliseconds())
             let desk = SupportDesk(store: try await onStore { [store] in try store.roles() }, actor: session.name)
-            if let kept = try await onStore({ try desk.previous(record) }), kept.status == .done { return done }
+            // Answered before under this identifier (processed, or refused again): that answer stands.
+            if let kept = try await onStore({ try desk.previous(record) }), kept.status == .done || kept.status == .refused { return done }
             guard fields["confirm"] == "yes" else {
                 return html(.ok, "confirm", title: "Replay a dead letter?", session: session, Confirmation(
                     heading: "Replay this dead letter?",
@@ -93,8 +94,11 @@ extension Console {
             }
             _ = try await onStore { try desk.begin(record) }
             logger.info("console: \(session.name) replays dead letter \(id) (\(entry.reason))")
-            let outcome = await replay(input)
-            try await onStore { try desk.recordDone(record, answer: outcome) }
+            let (answer, status): (String, SupportActionRecord.Status) = switch await replay(input) {
+            case .success(let outcome): (outcome.description, outcome.refusedAgain > 0 ? .refused : outcome.unanswered.isEmpty ? .done : .failed)
+            case .failure(let failure): (failure.description, .failed)
+            }
+            try await onStore { try desk.recordDone(record, answer: answer, status: status) }
             return done
         } catch let notSent as SupportDesk.NotSent {
             return failure(.conflict, "Not replayed", "\(notSent)", session: session)

@@ -1,5 +1,5 @@
 import Foundation
-import SignetCore
+package import SignetCore
 
 /// Where the console reads the pipeline's dead letters and how it replays one: the `json`
 /// dead-letter file the pipeline writes, and (for a webhook pipeline) a post of the kept input
@@ -8,11 +8,18 @@ import SignetCore
 public struct ConsoleDeadLetters: Sendable {
     /// The dead-letter file (the `json` format).
     public var file: String
-    /// Posts one kept input to the running pipeline and says what became of it; nil when the
-    /// pipeline's source is not a webhook (then `signet dead-letters replay` is the way).
-    public var replay: (@Sendable ([UInt8]) async -> String)?
+    /// Posts one kept input to the running pipeline and says what became of it (nil: it got
+    /// no answer, with why); nil when the pipeline's source is not a webhook (then `signet
+    /// dead-letters replay` is the way).
+    package var replay: (@Sendable ([UInt8]) async -> Result<DeadLetterReplayOutcome, ReplayFailure>)?
 
-    public init(file: String, replay: (@Sendable ([UInt8]) async -> String)?) {
+    /// Why a replay got no outcome.
+    package struct ReplayFailure: Error, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
+    }
+
+    package init(file: String, replay: (@Sendable ([UInt8]) async -> Result<DeadLetterReplayOutcome, ReplayFailure>)?) {
         self.file = file
         self.replay = replay
     }

@@ -5,6 +5,9 @@ Chromium through Selenium, beside raw HTTP requests (http.client) for headers an
 
     python3 Tests/Acceptance/console_browser_acceptance.py [--signet .build/debug/signet] [--screenshots DIR]
 
+The fake App Store, `Fixtures` (crafting signed notifications), the credentials and the pipeline
+are in fake_appstore.py beside this script, shared with scripts/console-demo.py.
+
 Written from the documentation only (docs/console.md, docs/support.md, docs/state-machine.md on
 consent, Apple's rules in /work/shared/appstore-api-facts.md) and the binary's own help; not from
 Signet's sources.
@@ -37,7 +40,14 @@ RENEWAL_EXTENDED, audit log, recent actions, resubmission not sent again, Apple'
 third extension within 365 days and days out of 1..90 refused before sending), set token (sent
 lower case, once), record consent (the RESCIND_CONSENT restriction lifted, timeline), forged
 forms (no or wrong CSRF token, forged sign-out), read-only refusals (no forms, 403 on posts, Apple
-not called), sign-out, idle timeout, the operations page, keyboard-only navigation of the main flow.
+not called), sign-out, idle timeout, the operations page, keyboard-only navigation of the main flow, and the dead
+letters page: the newest 200 entries of the dead-letter file newest first with reason, stage, detail
+and id, an operator's replay through a confirmation page (a forged notification refused again with
+its reason; a genuine one first refused as signed_date_in_future, processed once its date is in
+range, then processed before and dropped as a duplicate), the page saying what the webhook answered,
+each replay in the audit log (replay_dead_letter) once however often its confirmation is resubmitted,
+a read-only credential offered no Replay button and refused (403) with its own CSRF token, a post
+without the CSRF token refused.
 One line per check (`ok - ` or `FAIL - ` with `#` details); exit 0 when all passed, 1 when any
 failed, 2 when it could not run. `--screenshots DIR` saves console-sign-in.png, console-search.png,
 console-customer.png (the whole page), console-confirm.png, console-audit.png,
@@ -50,7 +60,6 @@ which an offline test cannot stand in for.
 
 import argparse
 import datetime
-import hashlib
 import html
 import html.parser
 import http.client
@@ -75,17 +84,18 @@ except ImportError:  # pragma: no cover
     sys.exit(2)
 
 from harness import (
-    CHILDREN, RESULTS, CannotRun, FakeAppleServer, OutOfTime, Result, RunningChild, Signer, apple_jwt_problem,
-    arm_time_limit, check, clip, free_port, jws_payload, metric_value, ndjson_lines, parse_json, parse_metrics,
-    read_fixtures_env, signet_binary, stop, wait_until,
+    CHILDREN, RESULTS, CannotRun, OutOfTime, Result, RunningChild, arm_time_limit, check, clip, free_port,
+    metric_value, ndjson_lines, parse_json, parse_metrics, signet_binary, stop, wait_until,
 )
+from fake_appstore import (  # the fake App Store and the set-up scripts/console-demo.py shares
+    DAY_MS, FakeApple, Fixtures, Reply, console_run_env, lettered_uuid, new_id,
+    send_notification, write_credentials, write_pipeline,
+)
+from fake_appstore import make_credential as make_credential_line
 
 TIME_LIMIT = 480  # seconds
 DEFAULT_SIGNET = "/work/main/.build/debug/signet"
-APP_APPLE_ID = 1234567890
-DAY_MS = 86_400_000
 OPERATOR, READER = "alice", "helpdesk"
-UUID_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 SCRIPT_PAYLOAD = "<script>alert(1)</script>"
 IMG_PAYLOAD = '"><img src=x onerror=alert(2)>'
 ORDER_A, ORDER_BC, ORDER_U, ORDER_NONE = "MK5TTTVWJH", "MK7TWOPURCH", "MK9NOTSTORE", "MQ0UNKNOWN1"
@@ -99,17 +109,6 @@ def note(*lines):
     for text in lines:
         for line in str(text).rstrip().splitlines() or [""]:
             print("# " + line, flush=True)
-
-
-def new_id():
-    return str(2_300_000_000_000_000 + secrets.randbelow(10 ** 14))
-
-
-def lettered_uuid():
-    while True:
-        value = str(uuid.uuid4())
-        if sum(c.isalpha() for c in value) >= 8:
-            return value
 
 
 def now_ms():
@@ -199,36 +198,6 @@ def parse_forms(body):
     return parser.forms
 
 
-class Reply:
-    def __init__(self, method, path, status, headers, body, error=None, sent=b""):
-        self.method, self.path, self.status, self.headers, self.body, self.error, self.sent = \
-            method, path, status, headers or [], body, error, sent
-
-    def header(self, name):
-        for key, value in self.headers:
-            if key.lower() == name.lower():
-                return value
-        return None
-
-    def all(self, name):
-        return [v for k, v in self.headers if k.lower() == name.lower()]
-
-    def text(self):
-        return self.body.decode("utf-8", "replace")
-
-    def json(self):
-        return parse_json(self.text()) if self.body else None
-
-    def said(self):
-        lines = [f"sent: {self.method} {self.path}" + (f" body: {clip(self.sent, 400)}" if self.sent else "")]
-        if self.error:
-            lines.append(f"no answer: {self.error}")
-        else:
-            lines.append(f"status {self.status}; headers: " + "; ".join(f"{k}: {v}" for k, v in self.headers))
-            lines.append(f"body: {clip(self.body, 900)}")
-        return "\n".join(lines)
-
-
 class Client:
     """A raw HTTP client with a cookie jar of its own (name -> value), no redirects followed; POSTs
     carry the Origin a browser on the same page would send."""
@@ -284,214 +253,10 @@ def cookie_attributes(line):
     return name.strip(), value, attributes
 
 
-def send_notification(port, payload_jws):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    body = json.dumps({"signedPayload": payload_jws}).encode()
-    try:
-        conn.request("POST", "/notifications", body=body, headers={"Content-Type": "application/json"})
-        response = conn.getresponse()
-        return Reply("POST", "/notifications", response.status, response.getheaders(), response.read(), sent=body[:200])
-    except (OSError, http.client.HTTPException) as error:
-        return Reply("POST", "/notifications", None, [], b"", repr(error))
-    finally:
-        conn.close()
-
-
-# ----------------------------------------------------------------------------- the fake Apple
-
-
-class FakeApple(FakeAppleServer):
-    """Look Up Order ID (Production only), Get Transaction Info, Extend a Subscription Renewal Date,
-    Set App Account Token; every request's JWT checked (401 without a body when wrong)."""
-
-    def __init__(self, key_id, issuer_id, public_key, bundle_id):
-        super().__init__()
-        self.key_id, self.issuer_id, self.public_key, self.bundle_id = key_id, issuer_id, public_key, bundle_id
-        self.purchases = {}  # otid -> {"payload", "jws", "expires", "extensions": {rid: answer}, "token"}
-        self.transactions = {}  # any transactionId -> JWS
-        self.orders = {}  # orderId -> [JWS]
-
-    @staticmethod
-    def error(status, code, message):
-        return status, json.dumps({"errorCode": code, "errorMessage": message}).encode()
-
-    def handle(self, seen):
-        problem = apple_jwt_problem(seen.headers.get("authorization"), self.key_id, self.issuer_id, self.bundle_id,
-                                    self.public_key)
-        if problem:
-            seen.violations.append("401: " + problem)
-            return 401, b""
-        parts = [urllib.parse.unquote(p) for p in seen.path.split("/")]
-        with self.lock:
-            if seen.method == "GET" and len(parts) == 5 and parts[1:4] == ["inApps", "v1", "lookup"]:
-                if seen.env != "Production":
-                    seen.violations.append("Look Up Order ID on the Sandbox host: Apple serves it in Production only")
-                    return 404, b""
-                if parts[4] not in self.orders:
-                    return 200, json.dumps({"status": 1}).encode()
-                return 200, json.dumps({"status": 0, "signedTransactions": self.orders[parts[4]]}).encode()
-            if seen.method == "GET" and len(parts) == 5 and parts[1:4] == ["inApps", "v1", "transactions"]:
-                jws = self.transactions.get(parts[4])
-                if jws is None:
-                    return self.error(404, 4040010, "Transaction id not found.")
-                return 200, json.dumps({"signedTransactionInfo": jws}).encode()
-            if seen.method == "PUT" and len(parts) == 6 and parts[1:5] == ["inApps", "v1", "subscriptions", "extend"] \
-                    and parts[5] != "mass":
-                return self.extend(seen, parts[5])
-            if seen.method == "PUT" and len(parts) == 6 and parts[1:4] == ["inApps", "v1", "transactions"] \
-                    and parts[5] == "appAccountToken":
-                return self.set_token(seen, parts[4])
-        seen.violations.append(f"an endpoint this test does not expect: {seen.method} {seen.path}")
-        return 404, b""
-
-    def body(self, seen, fields):
-        if seen.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-            seen.violations.append(f"Content-Type {seen.headers.get('content-type')!r}, Apple wants application/json")
-        body = seen.json()
-        if not isinstance(body, dict):
-            seen.violations.append("the body is not a JSON object")
-            return None
-        extra = sorted(set(body) - set(fields))
-        if extra:
-            seen.violations.append(f"fields Apple does not define here: {extra}")
-        return body
-
-    def extend(self, seen, otid):
-        body = self.body(seen, ("extendByDays", "extendReasonCode", "requestIdentifier"))
-        if body is None:
-            return self.error(400, 4000000, "not a JSON object")
-        days, reason, rid = body.get("extendByDays"), body.get("extendReasonCode"), body.get("requestIdentifier")
-        if not (type(days) is int and 1 <= days <= 90):
-            seen.violations.append(f"extendByDays {days!r}")
-            return self.error(400, 4000009, "Invalid extend by days value.")
-        if not (type(reason) is int and 0 <= reason <= 3):
-            seen.violations.append(f"extendReasonCode {reason!r}")
-            return self.error(400, 4000010, "Invalid extend reason code.")
-        if not (isinstance(rid, str) and 1 <= len(rid) <= 128):
-            seen.violations.append(f"requestIdentifier {rid!r}")
-            return self.error(400, 4000011, "Invalid request identifier.")
-        purchase = self.purchases.get(otid)
-        if purchase is None:
-            return self.error(404, 4040005, "Original transaction id not found.")
-        if purchase.get("refuse"):
-            return self.error(*purchase["refuse"])
-        if rid in purchase["extensions"]:
-            return 200, json.dumps(purchase["extensions"][rid]).encode()
-        purchase["expires"] += days * DAY_MS
-        answer = {"originalTransactionId": otid, "webOrderLineItemId": purchase["payload"].get("webOrderLineItemId"),
-                  "success": True, "effectiveDate": purchase["expires"]}
-        purchase["extensions"][rid] = answer
-        return 200, json.dumps(answer).encode()
-
-    def set_token(self, seen, otid):
-        body = self.body(seen, ("appAccountToken",))
-        token = (body or {}).get("appAccountToken")
-        if not (isinstance(token, str) and re.fullmatch(r"[0-9a-fA-F-]{36}", token)):
-            seen.violations.append(f"appAccountToken {token!r} is not a UUID")
-            return self.error(400, 4000183, "Invalid request. The app account token field must be a valid UUID.")
-        if not UUID_LOWER.match(token):
-            seen.violations.append(f"appAccountToken {token!r} is not lower-case (docs: sent lower-case)")
-        purchase = self.purchases.get(otid)
-        if purchase is None:
-            return self.error(404, 4040005, "The transaction identifier wasn't found.")
-        purchase["token"] = token
-        return 200, b""
-
-    def calls(self, mark, method, path):
-        return [s for s in self.since(mark) if s.method == method and s.path == path]
-
-
 def seen_said(seen):
     if not seen:
         return "requests that reached the fake Apple: none"
     return "requests that reached the fake Apple:\n" + "\n".join(s.line() for s in seen)
-
-
-# ----------------------------------------------------------------------------- fixtures and notifications
-
-
-class Fixtures:
-    def __init__(self, folder, signet_run):
-        self.folder = folder
-        self.made = signet_run(["fixtures", "--out", folder, "--now", "--count", "40", "--environment", "Production",
-                                "--app-apple-id", str(APP_APPLE_ID)])
-        names = ("notifications.ndjson", "fixtures.env")
-        if self.made.code != 0 or not all(os.path.exists(os.path.join(folder, n)) for n in names):
-            raise CannotRun("`signet fixtures` failed:\n" + self.made.said())
-        self.env = read_fixtures_env(folder)
-        self.bundle_id = self.env.get("SIGNET_BUNDLE_ID", "com.example.signet")
-        self.root_pem = self.env.get("SIGNET_ROOT_CERTS") or os.path.join(folder, "root.pem")
-        self.notifications = ndjson_lines(os.path.join(folder, "notifications.ndjson"))
-        self.signer = Signer(folder, parse_json(self.notifications[0])["signedPayload"])
-        self.subscribed, self.rescind = None, None
-        for line in self.notifications:
-            payload = jws_payload(parse_json(line)["signedPayload"])
-            data = payload.get("data") or {}
-            if payload.get("notificationType") == "RESCIND_CONSENT" and self.rescind is None:
-                self.rescind = payload
-            if payload.get("notificationType") == "SUBSCRIBED" and "signedRenewalInfo" in data \
-                    and "signedTransactionInfo" in data and self.subscribed is None:
-                self.subscribed = {"payload": payload, "transaction": jws_payload(data["signedTransactionInfo"]),
-                                   "renewal": jws_payload(data["signedRenewalInfo"])}
-        if self.subscribed is None:
-            raise CannotRun("the fixtures hold no SUBSCRIBED notification with a transaction and renewal info")
-        if self.rescind is None:
-            shape_dir = os.path.join(os.path.dirname(folder), "fixtures-rescind")
-            made = signet_run(["fixtures", "--out", shape_dir, "--now", "--count", "1", "--type", "RESCIND_CONSENT",
-                               "--environment", "Production", "--app-apple-id", str(APP_APPLE_ID)])
-            try:
-                self.rescind = jws_payload(parse_json(ndjson_lines(os.path.join(shape_dir, "notifications.ndjson"))[0])
-                                           ["signedPayload"])
-            except (OSError, ValueError, KeyError, IndexError, TypeError):
-                note("no RESCIND_CONSENT shape from the fixtures: " + made.said())
-
-    def purchase(self, otid, product, token, app_tx, purchased, expires, signed, transaction_id=None, group=None,
-                 kind="SUBSCRIBED", subtype="INITIAL_BUY", extra_renewal=None):
-        """A notification (JWS) of an active subscription, and its transaction's (payload, JWS)."""
-        transaction = dict(self.subscribed["transaction"])
-        renewal = dict(self.subscribed["renewal"])
-        for name in ("offerType", "offerIdentifier", "offerDiscountType", "offerPeriod", "revocationDate",
-                     "revocationReason", "revocationType", "appAccountToken"):
-            transaction.pop(name, None)
-        for name in ("expirationIntent", "gracePeriodExpiresDate", "offerType", "offerIdentifier", "appAccountToken",
-                     "offerDiscountType", "offerPeriod"):
-            renewal.pop(name, None)
-        transaction.update({"transactionId": transaction_id or otid, "originalTransactionId": otid,
-                            "webOrderLineItemId": new_id(), "productId": product, "purchaseDate": purchased,
-                            "originalPurchaseDate": purchased if transaction_id is None else purchased - 30 * DAY_MS,
-                            "expiresDate": expires, "appTransactionId": app_tx, "signedDate": signed,
-                            "transactionReason": "PURCHASE" if transaction_id is None else "RENEWAL",
-                            "bundleId": self.bundle_id, "inAppOwnershipType": "PURCHASED", "environment": "Production",
-                            "type": "Auto-Renewable Subscription"})
-        if group:
-            transaction["subscriptionGroupIdentifier"] = group
-        if token:
-            transaction["appAccountToken"] = token
-            renewal["appAccountToken"] = token
-        renewal.update({"originalTransactionId": otid, "autoRenewProductId": product, "productId": product,
-                        "autoRenewStatus": 1, "isInBillingRetryPeriod": False, "signedDate": signed,
-                        "recentSubscriptionStartDate": purchased, "renewalDate": expires, "appTransactionId": app_tx,
-                        "environment": "Production"})
-        renewal.update(extra_renewal or {})
-        transaction_jws = self.signer.sign(transaction)
-        data = dict(self.subscribed["payload"]["data"])
-        data.update({"bundleId": self.bundle_id, "status": 1, "environment": "Production", "appAppleId": APP_APPLE_ID,
-                     "signedTransactionInfo": transaction_jws, "signedRenewalInfo": self.signer.sign(renewal)})
-        payload = {"notificationType": kind, "notificationUUID": str(uuid.uuid4()), "data": data, "version": "2.0",
-                   "signedDate": signed}
-        if subtype:
-            payload["subtype"] = subtype
-        return self.signer.sign(payload), transaction, transaction_jws
-
-    def rescind_consent(self, app_tx, signed):
-        shape = json.loads(json.dumps(self.rescind))
-        app_transaction = jws_payload(shape["appData"]["signedAppTransactionInfo"])
-        app_transaction.update({"appTransactionId": app_tx, "bundleId": self.bundle_id, "signedDate": signed,
-                                "receiptCreationDate": signed - 1000})
-        shape.update({"notificationUUID": str(uuid.uuid4()), "signedDate": signed})
-        shape["appData"]["bundleId"] = self.bundle_id
-        shape["appData"]["signedAppTransactionInfo"] = self.signer.sign(app_transaction)
-        return self.signer.sign(shape)
 
 
 # ----------------------------------------------------------------------------- the browser
@@ -754,6 +519,7 @@ class Bed:
         self.last_failure = 0.0
         self.sandbox = None
         self.forged_reply = None
+        self.late = None  # a notification dead-lettered as signed in the future (case_dead_letters)
 
     def env(self, extra=None):
         environment = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_")}
@@ -776,11 +542,8 @@ class Bed:
                       err.decode("utf-8", "replace"))
 
     def run_env(self):
-        return dict(self.fixtures.env, SIGNET_DATA_DIR=self.data_dir, SIGNET_APPSTORE_KEY_ID=self.key_id,
-                    SIGNET_APPSTORE_ISSUER_ID=self.issuer_id, SIGNET_APPSTORE_PRIVATE_KEY=self.key_path,
-                    SIGNET_BUNDLE_ID=self.fixtures.bundle_id, SIGNET_ENVIRONMENT="Production",
-                    SIGNET_APP_APPLE_ID=str(APP_APPLE_ID), SIGNET_ROOT_CERTS=self.fixtures.root_pem,
-                    SIGNET_APPSTORE_API_URL=self.fake.url("Production"))
+        return console_run_env(self.fixtures, self.data_dir, self.key_id, self.issuer_id, self.key_path,
+                               self.fake.url("Production"))
 
     def client(self):
         return Client(self.admin)
@@ -801,57 +564,9 @@ class Bed:
                 time.sleep(left)
 
 
-PIPELINE = """\
-description: console browser acceptance (Pipelines/webhook.yaml with a console)
-stores:
-  default:
-    type: sqlite
-    path: {data}/signet.sqlite
-    outbox_retention: 90d
-source:
-  type: http
-  address: 127.0.0.1:{webhook}
-  path: /notifications
-  max_body_bytes: 65536
-stages:
-  - type: decode
-  - type: verify
-    roots: {roots}
-    environment: {environment}
-    bundle_id: {bundle}
-    app_apple_id: {app_apple_id}
-  - type: dedupe
-  - type: transition
-    policy:
-      billing_retry_entitled: false
-      grace_period_entitled: true
-      family_shared_entitled: true
-      entitle_on_app_transaction: true
-  - type: fanout
-    default_sinks: [stdout]
-sinks:
-  stdout:
-    type: stdout
-dead_letter:
-  type: file
-  path: {data}/dead-letter.ndjson
-  format: json
-http:
-  address: 127.0.0.1:{admin}
-console:
-  credentials: {credentials}
-{console_extra}settings:
-  shutdown_timeout: 10s
-"""
-
-
 def make_credential(bed, name, role):
-    result = bed.run(["console", "credential", name, "--role", role])
-    line = next((l.strip() for l in result.out.splitlines() if l.strip() and not l.startswith("#")), "")
+    line, token, result = make_credential_line(bed.run, name, role)
     parts = line.split()
-    digest = parts[2].split(":", 1)[1].lower() if len(parts) == 3 and parts[2].startswith("sha256:") else None
-    candidates = re.findall(r"[A-Za-z0-9_\-~.+/=]{32,}", result.err)
-    token = next((c for c in candidates if digest and hashlib.sha256(c.encode()).hexdigest() == digest), None)
     check(f"`signet console credential {name} --role {role}`: exit 0, the file's line `{name} {role} sha256:HEX` on "
           "stdout and a token on stderr whose SHA-256 is that HEX (the file keeps only the hash)",
           result.code == 0 and len(parts) == 3 and parts[0] == name and parts[1] == role and token is not None
@@ -862,7 +577,7 @@ def make_credential(bed, name, role):
 
 
 def setup(bed):
-    bed.fixtures = Fixtures(os.path.join(bed.root, "fixtures"), lambda args: bed.run(args))
+    bed.fixtures = Fixtures(os.path.join(bed.root, "fixtures"), lambda args: bed.run(args), say=note)
     fx = bed.fixtures
     bed.fake = FakeApple(bed.key_id, bed.issuer_id, bed.public_key, fx.bundle_id)
     bed.fake.start()
@@ -875,13 +590,10 @@ def setup(bed):
         lines.append(line)
         bed.tokens[name] = token
     credentials = os.path.join(bed.root, "console-credentials")
-    with open(credentials, "w", encoding="utf-8") as file:
-        file.write("# name      role       sha256 of the token\n" + "\n".join(lines) + "\n")
-    pipeline = os.path.join(bed.root, "console.yaml")
-    with open(pipeline, "w", encoding="utf-8") as file:
-        file.write(PIPELINE.format(data=bed.data_dir, webhook=bed.webhook, admin=bed.admin, roots=fx.root_pem,
-                                   bundle=fx.bundle_id, app_apple_id=APP_APPLE_ID, credentials=credentials,
-                                   environment="Production", console_extra=""))
+    write_credentials(credentials, lines)
+    pipeline = write_pipeline(os.path.join(bed.root, "console.yaml"), fx, bed.data_dir, bed.webhook, bed.admin,
+                              credentials, description="console browser acceptance (Pipelines/webhook.yaml with a "
+                                                        "console)")
     bed.pipeline, bed.credentials = pipeline, credentials
     lint = bed.run(["lint", pipeline], bed.run_env())
     note(f"`signet lint {pipeline}`: exit {lint.code}" + ("" if lint.code == 0 else "\n" + lint.said()))
@@ -936,6 +648,16 @@ def setup(bed):
     forged = ndjson_lines(os.path.join(fx.folder, "forged.ndjson"))
     if forged:  # one rejected notification: a dead letter for the operations page
         bed.forged_reply = send_notification(bed.webhook, parse_json(forged[0]).get("signedPayload", ""))
+    # A genuine notification signed "in the future" (beyond verify's max_future_skew, 5 minutes by
+    # default): dead-lettered as signed_date_in_future now, verifiable a few seconds later, when
+    # case_dead_letters replays it (a dead letter whose reason went away).
+    late = {"otid": new_id(), "app_tx": new_id(), "token": lettered_uuid(), "product": product,
+            "signed": now_ms() + 5 * 60_000 + 8_000}
+    jws, late["transaction"], late["jws"] = fx.purchase(late["otid"], product, late["token"], late["app_tx"],
+                                                        now - 2 * DAY_MS, now + 28 * DAY_MS, late["signed"],
+                                                        group=group)
+    late["reply"] = send_notification(bed.webhook, jws)
+    bed.late = late
     bad = [f"{label}:\n{reply.said()}" for label, reply in posted
            if reply.status != 200 or (reply.json() or {}).get("status") not in (None, "committed")]
     check("setup: every crafted notification POSTed to the webhook as Apple does ({\"signedPayload\"}) is answered 200 "
@@ -1817,11 +1539,9 @@ def start_sandbox(bed):
     os.makedirs(data)
     webhook, admin = free_port(), free_port()
     pipeline = os.path.join(bed.root, "console-sandbox.yaml")
-    with open(pipeline, "w", encoding="utf-8") as file:
-        file.write(PIPELINE.format(data=data, webhook=webhook, admin=admin, roots=bed.fixtures.root_pem,
-                                   bundle=bed.fixtures.bundle_id, app_apple_id=APP_APPLE_ID,
-                                   credentials=bed.credentials, environment="Sandbox",
-                                   console_extra="  idle_timeout: 1m\n"))
+    write_pipeline(pipeline, bed.fixtures, data, webhook, admin, bed.credentials, environment="Sandbox",
+                   console_extra="  idle_timeout: 1m\n",
+                   description="console browser acceptance (Pipelines/webhook.yaml with a console)")
     environment = dict(bed.run_env(), SIGNET_DATA_DIR=data, SIGNET_ENVIRONMENT="Sandbox",
                        SIGNET_APPSTORE_API_URL=bed.fake.url("Sandbox"))
     child = RunningChild([bed.binary, "run", "--pipeline", pipeline], bed.env(environment), bed.root,
@@ -2060,6 +1780,421 @@ def case_headers(bed):
               f"external: {external[:5]}")
 
 
+# ----------------------------------------------------------------------------- dead letters
+
+
+class TableParser(html.parser.HTMLParser):
+    """The first <table> of a page: its header cells and its rows' cell texts (whitespace folded),
+    with the `id` hidden field of a form in the row, when there is one."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.headers, self.rows = [], []
+        self.tables, self.cell, self.row, self.in_table = 0, None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.tables += 1
+            self.in_table = self.tables == 1
+        if not self.in_table:
+            return
+        if tag == "tr":
+            self.row = {"cells": [], "form_id": None, "forms": 0}
+        elif tag in ("td", "th"):
+            self.cell = []
+        elif tag == "form" and self.row is not None:
+            self.row["forms"] += 1
+        elif tag == "input" and self.row is not None and a.get("name") == "id":
+            self.row["form_id"] = a.get("value")
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+    def handle_endtag(self, tag):
+        if not self.in_table:
+            return
+        if tag in ("td", "th") and self.cell is not None and self.row is not None:
+            self.row["cells"].append((tag, " ".join("".join(self.cell).split())))
+            self.cell = None
+        elif tag == "tr" and self.row is not None:
+            if self.row["cells"] and all(kind == "th" for kind, _ in self.row["cells"]):
+                self.headers = [text.lower() for _, text in self.row["cells"]]
+            elif self.row["cells"]:
+                self.rows.append(self.row)
+            self.row = None
+        elif tag == "table":
+            self.in_table = False
+
+
+def dead_letter_table(body):
+    """The dead-letters page's rows as {column header: text} (plus `_form_id` and `_forms`)."""
+    parser = TableParser()
+    parser.feed(body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+    rows = []
+    for row in parser.rows:
+        cells = [text for _, text in row["cells"]]
+        entry = {parser.headers[i] if i < len(parser.headers) else f"#{i}": text for i, text in enumerate(cells)}
+        entry["_form_id"], entry["_forms"] = row["form_id"], row["forms"]
+        rows.append(entry)
+    return rows
+
+
+def dead_letter_file(bed):
+    """The pipeline's dead-letter file (json format), oldest first."""
+    try:
+        lines = ndjson_lines(os.path.join(bed.data_dir, "dead-letter.ndjson"))
+    except OSError:
+        return []
+    return [v for v in (parse_json(line) for line in lines) if isinstance(v, dict)]
+
+
+def folded(text):
+    return " ".join(str(text or "").split())
+
+
+def records_read(bed):
+    series, _ = bed.metrics()
+    return metric_value(series, "signet_records_read_total")
+
+
+def replay_answer(browser):
+    """The part of the page that says what became of a replay: the status/alert banner, else the
+    page's text before its table."""
+    By = browser.by()
+    parts = [e.text for e in browser.driver.find_elements(By.CSS_SELECTOR, "main [role=status], main [role=alert]")
+             if e.text.strip()]
+    if parts:
+        return folded(" ".join(parts))
+    text = browser.text()
+    tables = browser.driver.find_elements(By.TAG_NAME, "table")
+    if tables and tables[0].text and tables[0].text in text:
+        text = text[:text.index(tables[0].text)]
+    return folded(text)
+
+
+def replay_outcomes(text):
+    """What a replay's answer says became of the input, as a set of 'processed', 'duplicate' and
+    'refused': from counts when the answer gives them ("1 processed, 0 processed before, 0 refused
+    again"), else from the words."""
+    text = folded(text)
+    counts = {"processed": re.search(r"(\d+) processed(?! before)", text),
+              "duplicate": re.search(r"(\d+) (?:processed before|dropped as duplicates?|duplicates?)", text),
+              "refused": re.search(r"(\d+) refused again", text)}
+    if any(counts.values()):
+        return {name for name, match in counts.items() if match and int(match.group(1)) > 0}
+    found = set()
+    if re.search(r"refused again|dead.lettered again", text, re.I):
+        found.add("refused")
+    if re.search(r"processed before|duplicate", text, re.I):
+        found.add("duplicate")
+    if re.search(r"\bprocessed\b(?! before)", text, re.I):
+        found.add("processed")
+    return found
+
+
+def support_audit(bed):
+    """`signet support audit --database STORE`: the audit log's entries (docs/support.md)."""
+    result = bed.run(["support", "audit", "--since", "30d", "--database", os.path.join(bed.data_dir, "signet.sqlite")])
+    entries = [v for v in (parse_json(l) for l in result.out.splitlines() if l.strip()) if isinstance(v, dict)]
+    return entries, result
+
+
+def replay_form_in_browser(browser, dl_id):
+    """The dead-letters page's replay form of the newest row of this dead letter (None: no form)."""
+    By = browser.by()
+    forms = browser.driver.find_elements(By.XPATH, f"//main//form[.//input[@name='id' and @value='{dl_id}']]")
+    return forms[0] if forms else None
+
+
+def replay_through_browser(bed, dl_id, label):
+    """Dead letters page -> the row's Replay button -> the confirmation page -> its button: returns
+    (what the confirmation page said, its fields, its target, the page after, checks' details)."""
+    browser = bed.browser
+    browser.get("/console/dead-letters", f"dead letters ({label})")
+    form = replay_form_in_browser(browser, dl_id)
+    if form is None:
+        return None, None, None, None, clip(browser.driver.page_source, 1500)
+    browser.submit(form)
+    browser.record(f"confirm replay ({label})")
+    confirmation = browser.text()
+    confirm = confirm_form(browser)
+    if confirm is None:
+        return confirmation, None, None, None, "no confirmation form:\n" + clip(browser.driver.page_source, 1500)
+    fields, target = browser.fields(confirm), form_target(browser, confirm)
+    return confirmation, fields, target, confirm, ""
+
+
+def case_dead_letters(bed):
+    """docs/console.md "Dead letters": the newest dead letters, newest first, with reason, stage,
+    detail and id; an operator's confirmed replay through the pipeline's webhook, the page saying
+    what it answered (refused again with its reason, processed, processed before and dropped as a
+    duplicate), recorded in the audit log as replay_dead_letter; a resubmitted confirmation not
+    replayed again; a read-only credential and a post without the CSRF token refused."""
+    browser = bed.browser
+    By = browser.by()
+    late = bed.late
+    sign_out(bed)
+    ok, said = browser_sign_in(bed, bed.tokens[OPERATOR])
+    if not check("dead letters: the operator signs in", ok, said):
+        return
+    session = {"signet_console": browser.cookie()["value"]}
+
+    # ---- the listing
+    entries = dead_letter_file(bed)
+    forged_reason = (bed.forged_reply.json() or {}).get("reason") if bed.forged_reply is not None else None
+    check("set-up: the forged notification POSTed to the webhook is answered 200 {\"status\": \"dead_lettered\", "
+          "\"reason\": ...} (docs/webhook.md)", bed.forged_reply is not None and bed.forged_reply.status == 200
+          and (bed.forged_reply.json() or {}).get("status") == "dead_lettered" and forged_reason,
+          bed.forged_reply.said() if bed.forged_reply else "not posted")
+    late_answer = late["reply"].json() or {}
+    check("set-up: a genuine notification signed 5 min 8 s in the future (beyond verify's max_future_skew, 5m) is "
+          "answered 200 dead_lettered, reason signed_date_in_future (docs/reason-codes.md)",
+          late["reply"].status == 200 and late_answer.get("status") == "dead_lettered"
+          and late_answer.get("reason") == "signed_date_in_future", late["reply"].said())
+    page = bed.client().request("GET", "/console/dead-letters", cookies=session)
+    bed.replies.append(("GET /console/dead-letters", page))
+    rows = dead_letter_table(page.body)
+    newest = list(reversed(entries))[:200]
+    page_ids = [r.get("id") for r in rows]
+    check(f"the Dead letters page (/console/dead-letters) lists the dead-letter file's {len(newest)} entries newest "
+          "first (its id column, in order, is the file's ids from the last line up)",
+          page.status == 200 and entries and page_ids == [e.get("id") for e in newest],
+          f"page ids: {page_ids[:12]}", f"file ids, newest first: {[e.get('id') for e in newest][:12]}",
+          page.said() if page.status != 200 else "")
+    wrong = []
+    for row, entry in zip(rows, newest):
+        for column in ("reason", "stage", "detail"):
+            if folded(row.get(column)) != folded(entry.get(column)):
+                wrong.append(f"{entry.get('id')}: {column} {row.get(column)!r}, the file says {entry.get(column)!r}")
+    check("each row shows the dead letter's reason, stage and detail as the file has them", rows and not wrong,
+          *wrong[:6])
+    forged_payload = (bed.fixtures.forged() or [""])[0]
+    forged_entry = next((e for e in entries if forged_payload and forged_payload[:200] in str(e.get("input"))), None)
+    forged_row = next((r for r in rows if forged_entry and r.get("id") == forged_entry.get("id")), None)
+    check(f"the forged notification is on the page with its reason code ({forged_reason}), stage verify and its id",
+          forged_entry is not None and forged_row is not None and forged_row.get("reason") == forged_reason
+          and forged_row.get("stage") == "verify", f"file entry: {clip(json.dumps(forged_entry or {}), 400)}",
+          f"rows: {rows[:4]}")
+    late_entry = next((e for e in reversed(entries) if e.get("reason") == "signed_date_in_future"), None)
+    check("the notification signed in the future is the newest row (newest first), reason signed_date_in_future",
+          late_entry is not None and rows and rows[0].get("id") == late_entry.get("id")
+          and rows[0].get("reason") == "signed_date_in_future", f"rows: {rows[:3]}")
+    browser.get("/console/dead-letters", "dead letters")
+    check("the operator's Dead letters page offers a Replay button on each dead letter whose input was kept",
+          forged_entry is not None and replay_form_in_browser(browser, forged_entry.get("id")) is not None
+          and late_entry is not None and replay_form_in_browser(browser, late_entry.get("id")) is not None,
+          clip(browser.text(), 1200))
+    if forged_entry is None or late_entry is None:
+        return
+    forged_id, late_id = forged_entry["id"], late_entry["id"]
+
+    # ---- replaying the forged one: refused again, with its reason
+    before_lines, before_read = len(dead_letter_file(bed)), records_read(bed)
+    confirmation, fields, target, confirm, details = replay_through_browser(bed, forged_id, "forged")
+    rid = request_identifier(browser, confirm) if confirm is not None else None
+    check("Replay leads to a confirmation page naming the dead letter (its id) with a request identifier and a "
+          "button, and nothing is replayed yet (the dead-letter file and signet_records_read_total unchanged)",
+          confirm is not None and forged_id in (confirmation or "") and rid and rid in confirmation
+          and len(dead_letter_file(bed)) == before_lines and records_read(bed) == before_read,
+          details, clip(confirmation or "", 1000))
+    if confirm is None:
+        return
+    browser.submit(confirm)
+    browser.record("after replay (forged)")
+    answer = replay_answer(browser)
+    after = dead_letter_file(bed)
+    check(f"confirming replays it: the page then says the webhook refused it again with its reason ({forged_reason})",
+          replay_outcomes(answer) == {"refused"} and forged_reason in answer, f"answer: {answer}",
+          clip(browser.text(), 1000))
+    check("... and it really went through the webhook: one more record read, the dead-letter file has one more line, "
+          "the same input dead-lettered again with the same id and reason",
+          len(after) == before_lines + 1 and after[-1].get("id") == forged_id
+          and after[-1].get("reason") == forged_reason and records_read(bed) == before_read + 1,
+          f"lines {before_lines} -> {len(after)}", f"last: {clip(json.dumps(after[-1]) if after else '', 300)}")
+    page = bed.client().request("GET", "/console/dead-letters", cookies=session)
+    rows = dead_letter_table(page.body)
+    check("the dead letter written by the replay is now the newest row", rows and rows[0].get("id") == forged_id
+          and rows[0].get("reason") == forged_reason, f"rows: {rows[:3]}")
+    lines, read = len(after), records_read(bed)
+    again = bed.client().request("POST", target, fields=fields, cookies=session)
+    bed.replies.append(("POST the same replay confirmation again", again))
+    shown = again
+    if again.status in (301, 302, 303, 307) and again.header("Location"):
+        shown = bed.client().request("GET", again.header("Location"), cookies=session)
+    time.sleep(0.3)
+    check("submitting the same confirmation again (the same request identifier) does not replay it twice: no server "
+          "error, no record read, no new dead letter",
+          again.status is not None and again.status < 500 and records_read(bed) == read
+          and len(dead_letter_file(bed)) == lines, again.said(), clip(shown.text(), 800))
+
+    # ---- replaying the one signed in the future, now that its date is in range: processed
+    wait = late["signed"] - 5 * 60_000 + 1500 - now_ms()
+    if wait > 0:
+        note(f"waiting {wait / 1000:.1f} s until the late notification's signedDate is within max_future_skew")
+        time.sleep(wait / 1000)
+    before_lines, before_read = len(dead_letter_file(bed)), records_read(bed)
+    confirmation, fields, target, confirm, details = replay_through_browser(bed, late_id, "late")
+    late_rid = request_identifier(browser, confirm) if confirm is not None else None
+    check("the late notification's Replay leads to its confirmation page (its id, a request identifier)",
+          confirm is not None and late_id in (confirmation or "") and late_rid, details, clip(confirmation or "", 800))
+    if confirm is None:
+        return
+    browser.submit(confirm)
+    browser.record("after replay (late)")
+    answer = replay_answer(browser)
+    snapshot = bed.client().request("GET", f"/v1/subscriptions/{late['otid']}", headers={"Accept": "application/json"})
+    state = (snapshot.json() or {}).get("state") if snapshot.status == 200 else None
+    check("a dead letter whose reason went away (signed_date_in_future, now within 5 min) replayed: the page says the "
+          "webhook processed it", replay_outcomes(answer) == {"processed"}, f"answer: {answer}",
+          clip(browser.text(), 800))
+    check("... and it is processed: the purchase is now in the store, active (/v1/subscriptions/{id}); one record "
+          "read; no new dead letter", state == "active" and records_read(bed) == before_read + 1
+          and len(dead_letter_file(bed)) == before_lines, snapshot.said(),
+          f"records read {before_read} -> {records_read(bed)}")
+    lines, read = len(dead_letter_file(bed)), records_read(bed)
+    again = bed.client().request("POST", target, fields=fields, cookies=session)
+    shown = again
+    if again.status in (301, 302, 303, 307) and again.header("Location"):
+        shown = bed.client().request("GET", again.header("Location"), cookies=session)
+    shown_text = html.unescape(re.sub(r"<[^>]+>", " ", shown.text()))
+    time.sleep(0.3)
+    check("submitting the processed replay's confirmation again does not replay it (no record read) and shows the "
+          "first answer (processed), not a duplicate",
+          again.status is not None and again.status < 500 and records_read(bed) == read
+          and len(dead_letter_file(bed)) == lines and "processed" in replay_outcomes(shown_text)
+          and "duplicate" not in replay_outcomes(shown_text), again.said(), clip(folded(shown_text), 800))
+
+    # ---- the same dead letter replayed once more (a new confirmation): processed before, dropped
+    series, _ = bed.metrics()
+    dropped = metric_value(series, "signet_records_dropped_total", reason="duplicate")
+    before_lines, before_read = len(dead_letter_file(bed)), records_read(bed)
+    confirmation, fields2, target2, confirm, details = replay_through_browser(bed, late_id, "late, again")
+    if confirm is None:
+        check("replaying the late notification a second time: its confirmation page", False, details)
+        return
+    check("a second Replay of the same dead letter is a new confirmation (a new request identifier)",
+          request_identifier(browser, confirm) not in (None, late_rid), clip(confirmation, 600))
+    browser.submit(confirm)
+    answer = replay_answer(browser)
+    series, _ = bed.metrics()
+    check("replaying a dead letter already processed: the page says it was processed before and dropped as a "
+          "duplicate; the pipeline dropped one duplicate (signet_records_dropped_total{reason=\"duplicate\"} +1), no "
+          "new dead letter (replaying twice changes nothing)",
+          replay_outcomes(answer) == {"duplicate"}
+          and metric_value(series, "signet_records_dropped_total", reason="duplicate") == dropped + 1
+          and len(dead_letter_file(bed)) == before_lines and records_read(bed) == before_read + 1,
+          f"answer: {answer}", f"dropped duplicates {dropped} -> "
+          f"{metric_value(series, 'signet_records_dropped_total', reason='duplicate')}")
+
+    # ---- the audit log
+    browser.get("/console/audit", "audit (replays)")
+    audit_rows = [r.text for r in browser.driver.find_elements(By.CSS_SELECTOR, "main tr")
+                  if r.text.strip() and not r.find_elements(By.TAG_NAME, "th")]
+    replays = [r for r in audit_rows if "replay_dead_letter" in r]
+    check("the audit log page shows the three replays as replay_dead_letter by the operator, newest first (the "
+          "duplicate, the processed one, the refused one), each with the webhook's answer",
+          len(replays) == 3 and audit_rows[:3] == replays and all(OPERATOR in r for r in replays)
+          and replay_outcomes(replays[0]) == {"duplicate"} and replay_outcomes(replays[1]) == {"processed"}
+          and replay_outcomes(replays[2]) == {"refused"}, *[f"row: {r}" for r in audit_rows[:6]])
+    browser.get("/console", "search (recent actions with replays)")
+    recent = [r.text for r in browser.driver.find_elements(By.CSS_SELECTOR, "main tr") if "replay_dead_letter" in r.text]
+    check("the search page's last 7 days of operator actions list the replays too (replay_dead_letter by the operator)",
+          len(recent) >= 3 and all(OPERATOR in r for r in recent[:3]), clip(browser.text(), 1200))
+    exported, result = support_audit(bed)
+    replayed = [e for e in exported if e.get("action") == "replay_dead_letter"]
+    # A replay refused again is recorded refused (the webhook dead-lettered it again), the others done.
+    check("`signet support audit` exports exactly three replay_dead_letter actions by the operator, one per "
+          "confirmation (the one refused again recorded refused, the others done): the resubmitted confirmations "
+          "added none (their request identifiers kept)",
+          result.code == 0 and len(replayed) == 3 and all(e.get("actor") == OPERATOR for e in replayed)
+          and sorted(e.get("status") for e in replayed) == ["done", "done", "refused"]
+          and {e.get("requestIdentifier") for e in replayed} >= {rid, late_rid},
+          result.said() if result.code else "", *[clip(json.dumps(e), 400) for e in replayed])
+
+    # ---- a post without the CSRF token (the operator's own session)
+    name = csrf_name(fields)
+    probes = [("the confirmation without its CSRF token", [(k, v) for k, v in fields if k != name]),
+              ("the confirmation with another CSRF token", [(k, secrets.token_urlsafe(32) if k == name else v)
+                                                            for k, v in fields]),
+              ("the Replay button's form without its CSRF token", [("id", forged_id)])]
+    for label, posted in probes:
+        posted = [(k, str(uuid.uuid4()) if re.search(r"request", k, re.I) else v) for k, v in posted]
+        lines, read = len(dead_letter_file(bed)), records_read(bed)
+        reply = bed.client().request("POST", target, fields=posted, cookies=session)
+        bed.replies.append((f"POST a replay ({label})", reply))
+        time.sleep(0.3)
+        check(f"{label}, with the operator's session: refused 403, nothing replayed", name is not None
+              and reply.status == 403 and records_read(bed) == read and len(dead_letter_file(bed)) == lines,
+              reply.said())
+    token = dict(fields).get(name)
+    bogus = [(k, ("0" * 32) if k == "id" else (str(uuid.uuid4()) if re.search(r"request", k, re.I) else v))
+             for k, v in fields]
+    read = records_read(bed)
+    reply = bed.client().request("POST", target, fields=bogus, cookies=session)
+    check("a confirmed replay of a dead letter the file does not hold: answered without a server error, nothing "
+          "posted to the webhook", token and reply.status is not None and reply.status < 500
+          and records_read(bed) == read, reply.said())
+
+    # ---- a read-only credential
+    sign_out(bed)
+    ok, said = browser_sign_in(bed, bed.tokens[READER])
+    browser.get("/console/dead-letters", "dead letters (read-only)")
+    posts = [describe_form(browser, f) for f in browser.forms() if (f.get_attribute("method") or "").lower() == "post"
+             and form_kind(browser, f) != "sign-out"]
+    check("a read-only credential sees the dead letters but no Replay button (no form but sign-out)",
+          ok and forged_id in browser.text() and not posts, said, f"forms: {posts}", clip(browser.text(), 600))
+    ro_session = {"signet_console": browser.cookie()["value"]} if browser.cookie() else {}
+    ro_token = None
+    for form in browser.forms():
+        found = csrf_name(browser.fields(form))
+        if found:
+            ro_token = dict(browser.fields(form))[found]
+    check("the read-only session has a CSRF token of its own (on its sign-out form)", ro_token is not None)
+    for label, base in (("the Replay button's form", [(name, ""), ("id", forged_id)]), ("the confirmation", fields)):
+        posted = [(k, ro_token if k == name else (str(uuid.uuid4()) if re.search(r"request", k, re.I) else v))
+                  for k, v in base]
+        lines, read = len(dead_letter_file(bed)), records_read(bed)
+        reply = bed.client().request("POST", target, fields=posted, cookies=ro_session)
+        bed.replies.append((f"POST {label} of a replay as read-only", reply))
+        time.sleep(0.3)
+        check(f"{label} of a replay POSTed by the read-only credential with its own valid session and CSRF token: "
+              "refused 403, nothing replayed", ro_token is not None and reply.status == 403
+              and records_read(bed) == read and len(dead_letter_file(bed)) == lines, reply.said())
+    exported, _ = support_audit(bed)
+    check("the audit log holds no replay by the read-only credential",
+          not [e for e in exported if e.get("actor") == READER and e.get("action") == "replay_dead_letter"],
+          *[clip(json.dumps(e), 300) for e in exported if e.get("actor") == READER])
+    sign_out(bed)
+    ok, said = browser_sign_in(bed, bed.tokens[OPERATOR])
+    session = {"signet_console": browser.cookie()["value"]} if ok and browser.cookie() else session
+
+    # ---- the newest 200
+    import concurrent.futures
+
+    def post_bad(i):
+        conn = http.client.HTTPConnection("127.0.0.1", bed.webhook, timeout=30)
+        try:
+            conn.request("POST", "/notifications", body=json.dumps({"signedPayload": f"not-a-jws-{i}.x.y"}).encode(),
+                         headers={"Content-Type": "application/json"})
+            return conn.getresponse().status
+        except (OSError, http.client.HTTPException) as error:
+            return repr(error)
+        finally:
+            conn.close()
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(post_bad, range(205)))
+    entries = dead_letter_file(bed)
+    page = bed.client().request("GET", "/console/dead-letters", cookies=session)
+    rows = dead_letter_table(page.body)
+    check("with more than 200 dead letters (205 malformed ones posted) the page lists the newest 200, newest first",
+          all(s == 200 for s in statuses) and len(rows) == 200
+          and [r.get("id") for r in rows] == [e.get("id") for e in reversed(entries)][:200],
+          f"statuses: {sorted(set(map(str, statuses)))}", f"{len(rows)} rows, {len(entries)} dead letters")
+
+
 def case_operations(bed):
     """The operations page: SVG charts, dead letters by reason (the forged notification posted at
     set-up), no script; read-only sees it too (it is no action)."""
@@ -2163,7 +2298,7 @@ def main():
                  ("set token", case_set_token),
                  ("consent", case_consent), ("forged forms", case_forged), ("sign-out and read-only", case_read_only),
                  ("keyboard", case_keyboard), ("limits", case_limits), ("order ids in Sandbox", case_sandbox_order),
-                 ("headers and pages", case_headers), ("idle sessions", case_idle), ("operations", case_operations), ("logs", case_logs), ("violations", case_violations)]
+                 ("dead letters", case_dead_letters), ("headers and pages", case_headers), ("idle sessions", case_idle), ("operations", case_operations), ("logs", case_logs), ("violations", case_violations)]
         for label, case in cases:
             try:
                 case(bed)

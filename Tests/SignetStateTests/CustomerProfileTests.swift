@@ -8,6 +8,21 @@ import Testing
 /// The support desk's view of a customer: "why" for each state the machine derives, and one
 /// timeline merging what the store keeps about the purchase, newest first.
 @Suite struct CustomerProfileTests {
+    @Test("a day is said as a UTC calendar would say it, leap years and dates before 1970 included")
+    func days() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "d MMM yyyy"
+        var instants: [Int64] = [0, -1, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, -2_208_988_800_001]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 { instants.append(Int64.random(in: -5_000_000_000_000...10_000_000_000_000, using: &generator)) }
+        for instant in instants {
+            let expected = formatter.string(from: Date(timeIntervalSince1970: Double(instant) / 1000))
+            #expect(AccessExplanation.day(instant) == expected, "\(instant)")
+        }
+    }
+
     static let day: Int64 = 86_400_000
     /// 1 Dec 2026 00:00 UTC.
     static let december1: Int64 = 1_796_083_200_000

@@ -53,7 +53,10 @@ package struct SupportDesk: Sendable {
     }
 
     private static func same(_ kept: SupportActionRecord, _ record: SupportActionRecord) throws {
-        guard kept.action == record.action, kept.originalTransactionId == record.originalTransactionId, kept.productId == record.productId
+        // An action on neither a purchase nor a product (a dead letter's replay) is told apart by what it names.
+        let subjectless = record.originalTransactionId == nil && record.productId == nil
+        guard kept.action == record.action, kept.originalTransactionId == record.originalTransactionId, kept.productId == record.productId,
+            !subjectless || kept.parameters == record.parameters
         else {
             throw NotSent(
                 "request identifier \(record.requestIdentifier) names another action in the audit log (\(kept.action) by \(kept.actor)); use a new one")
@@ -82,11 +85,12 @@ package struct SupportDesk: Sendable {
         }
     }
 
-    /// Records an action Signet does itself (no call to Apple), done at once.
-    package func recordDone(_ record: SupportActionRecord, answer: String) throws {
+    /// Records an action Signet does itself (no call to Apple), finished at once: done, or
+    /// refused (a replayed dead letter refused again).
+    package func recordDone(_ record: SupportActionRecord, answer: String, status: SupportActionRecord.Status = .done) throws {
         _ = try store.beginSupportAction(record)
         var finished = record
-        finished.status = .done
+        finished.status = status
         finished.answer = answer
         finished.answeredAt = WallClock.milliseconds()
         try store.finishSupportAction(finished)

@@ -26,7 +26,7 @@ package struct DeadLetterReplayOutcome: Sendable, Equatable, CustomStringConvert
     }
 
     package var description: String {
-        var text = "replayed \(replayed) inputs: \(processed) processed"
+        var text = "replayed \(replayed) input\(replayed == 1 ? "" : "s"): \(processed) processed"
         if let events { text += " (\(events) events)" }
         text += ", \(duplicates) processed before (dropped as duplicates), \(refusedAgain) refused again"
         if refusedAgain > 0 { text += " (" + Self.list(refusedByReason) + "; dead-lettered again)" }

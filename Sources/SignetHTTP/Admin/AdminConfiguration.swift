@@ -124,7 +124,7 @@ extension AdminConfiguration {
 public enum AdminServerError: Error, Equatable, CustomStringConvertible {
     case tokenRequired(address: String)
     case storeMissing(String)
-    /// No In-App Purchase key was given to sign offers with (``AdminServer/init(configuration:pipeline:health:registry:offerSigner:logger:)``).
+    /// No In-App Purchase key was given to sign offers with (``AdminServer/init(configuration:pipeline:health:registry:offerSigner:console:logger:)``).
     case noOfferKey
 
     public var description: String {

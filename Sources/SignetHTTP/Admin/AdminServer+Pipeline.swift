@@ -32,19 +32,19 @@ extension AdminServer {
     /// pipeline's own webhook when it reads one.
     static func consoleDeadLetters(_ pipeline: Pipeline) -> ConsoleDeadLetters? {
         guard pipeline.deadLetter.format == .json, let file = pipeline.deadLetter.sink as? FileSink else { return nil }
-        var replay: (@Sendable ([UInt8]) async -> String)?
+        var replay: (@Sendable ([UInt8]) async -> Result<DeadLetterReplayOutcome, ConsoleDeadLetters.ReplayFailure>)?
         if let webhook = pipeline.source as? HTTPSource {
             replay = { input in
-                guard let bound = webhook.boundAddress else { return "the webhook is not listening" }
+                guard let bound = webhook.boundAddress else { return .failure(.init("the webhook is not listening")) }
                 // A wildcard bind answers on loopback too.
                 let host = ["0.0.0.0", "::", ""].contains(bound.host) ? "127.0.0.1" : bound.host
                 let address = host.contains(":") ? "[\(host)]:\(bound.port)" : "\(host):\(bound.port)"
                 let client = WebhookReplayClient(url: "http://\(address)\(webhook.options.path)", patience: .seconds(10))
                 let record = Record(raw: input, position: SourcePosition(stream: "console-replay", offset: 0))
                 do {
-                    return try await client.post([record]).description
+                    return .success(try await client.post([record]))
                 } catch {
-                    return "the replay failed: \(error)"
+                    return .failure(.init("the replay failed: \(error)"))
                 }
             }
         }

@@ -44,7 +44,7 @@ public final class AdminServer: Service {
     ///   - registry: where `/metrics` reads from.
     ///   - offerSigner: the In-App Purchase key `POST /v1/offers/signature` signs with, or why
     ///     there is none (the endpoint then answers 503 saying so).
-    ///   - console: the support console to serve under `/console` (``Console/make(for:apiToken:environment:logger:)``).
+    ///   - console: the support console to serve under `/console` (`Console.make(for:apiToken:environment:summary:deadLetters:metrics:logger:)`).
     ///   - logger: where the listener logs.
     public init(
         configuration: AdminConfiguration, pipeline: Pipeline, health: PipelineHealth,

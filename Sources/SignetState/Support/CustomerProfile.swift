@@ -48,20 +48,23 @@ package struct CustomerProfile: Encodable, Sendable {
     /// in any case, or an appTransactionId), as of `now`; nil when the store knows none of it.
     package static func find(_ query: String, in store: any StoreRoles, now: Int64) throws -> CustomerProfile? {
         let trimmed = query.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { return nil }
-        var snapshots: [SubscriptionSnapshot] = []
-        var matchedBy = "originalTransactionId"
-        if let snapshot = try store.subscription(originalTransactionId: trimmed) {
-            snapshots = [snapshot]
-        } else if let token = AppAccountToken(trimmed) {
-            snapshots = try store.subscriptions(appAccountToken: token).sorted { $0.originalTransactionId < $1.originalTransactionId }
-            matchedBy = "appAccountToken"
-        } else {
-            snapshots = try store.subscriptions(appTransactionId: trimmed)
-            matchedBy = "appTransactionId"
-        }
-        guard !snapshots.isEmpty else { return nil }
+        guard let (snapshots, matchedBy) = try purchases(named: trimmed, in: store) else { return nil }
         return try CustomerProfile(query: trimmed, matchedBy: matchedBy, snapshots: snapshots, store: store, now: now)
+    }
+
+    /// The purchases `query` names and what it matched as, without the rest of the profile
+    /// (a search asks only whether there is one); nil when the store knows none.
+    package static func purchases(named query: String, in store: any StoreRoles) throws -> ([SubscriptionSnapshot], matchedBy: String)? {
+        guard !query.isEmpty else { return nil }
+        if let snapshot = try store.subscription(originalTransactionId: query) {
+            return ([snapshot], "originalTransactionId")
+        }
+        if let token = AppAccountToken(query) {
+            let snapshots = try store.subscriptions(appAccountToken: token).sorted { $0.originalTransactionId < $1.originalTransactionId }
+            return snapshots.isEmpty ? nil : (snapshots, "appAccountToken")
+        }
+        let snapshots = try store.subscriptions(appTransactionId: query)
+        return snapshots.isEmpty ? nil : (snapshots, "appTransactionId")
     }
 
     private init(query: String, matchedBy: String, snapshots: [SubscriptionSnapshot], store: any StoreRoles, now: Int64) throws {
