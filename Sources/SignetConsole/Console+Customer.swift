@@ -28,16 +28,9 @@ extension Console {
             actor = record.actor
             action = record.action
             originalTransactionId = record.originalTransactionId
-            productId = record.productId ?? Self.deadLetter(record).map { "dead letter \($0)" }
+            productId = record.productId ?? ConsoleAction.deadLetterId(record).map { "dead letter \($0)" }
             status = record.status.rawValue
             answer = String((record.answer ?? "").prefix(400))
-        }
-
-        /// The dead letter a replay names, for the subject column.
-        static func deadLetter(_ record: SupportActionRecord) -> String? {
-            guard record.action == "replay_dead_letter" else { return nil }
-            struct Asked: Decodable { var deadLetterId: String }
-            return try? ConsumptionRecordCoding.decode(Asked.self, from: record.parameters).deadLetterId
         }
     }
 
@@ -271,14 +264,12 @@ extension Console {
 
     func customer(_ query: String, _ session: ConsoleSessions.Session, action: String?) async -> Response {
         do {
-            let loaded = try await onStore { [store] () -> (CustomerProfile, [SupportActionRecord], SupportActionRecord?)? in
+            let loaded = try await onStore { [store] () -> (CustomerProfile, SupportActionRecord?)? in
                 let roles = try store.roles()
                 guard let profile = try CustomerProfile.find(query, in: roles, now: WallClock.milliseconds()) else { return nil }
-                let actions = try profile.purchases.flatMap { try roles.supportActions(originalTransactionId: $0.originalTransactionId) }
-                let highlighted = try action.flatMap { try roles.supportAction(requestIdentifier: $0) }
-                return (profile, actions, highlighted)
+                return (profile, try action.flatMap { try roles.supportAction(requestIdentifier: $0) })
             }
-            guard let (profile, actions, highlighted) = loaded else {
+            guard let (profile, highlighted) = loaded else {
                 return failure(.notFound, "Not found", "Signet's store knows no purchase by \(query).", session: session)
             }
             let canAct = session.role == .operator
@@ -295,7 +286,7 @@ extension Console {
             }
             let values = CustomerValues(
                 query: query, matchedBy: profile.matchedBy, banner: highlighted.map(Self.banner), purchases: purchases, timeline: timeline,
-                actions: actions.sorted { $0.at > $1.at }.map(ActionRow.init))
+                actions: profile.actions.sorted { $0.at > $1.at }.map(ActionRow.init))
             return html(.ok, "customer", title: "Customer \(query)", session: session, values)
         } catch {
             return storeFailure(error, session)

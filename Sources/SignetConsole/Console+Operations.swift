@@ -65,7 +65,8 @@ extension Console {
             let pending = try await onStore { [store] in
                 try store.roles().consumptionRequests(requestedSince: now - 30 * 86_400_000, limit: 100_000).filter { $0.status == .pending }
             }
-            let trips = deliveryHealthPath().flatMap { try? DeliveryHealthFile.read($0) } ?? []
+            let healthFile = deliveryHealthPath()
+            let trips = healthFile.flatMap { try? DeliveryHealthFile.read($0) } ?? []
             let values = OperationsValues(
                 since: ConsoleTime.text(max(history.since, now - 86_400_000)),
                 totals: "\(read) read, \(rejected) dead-lettered in the last 24 hours",
@@ -76,7 +77,7 @@ extension Console {
                         when: ConsoleTime.text(trip.requestedAt), result: trip.result?.rawValue ?? "waiting",
                         latency: trip.latency.map { "\($0) ms" } ?? "—", detail: trip.detail ?? "")
                 },
-                hasDeliveryHealth: deliveryHealthPath() != nil,
+                hasDeliveryHealth: healthFile != nil,
                 questions: pending.sorted { $0.deadline < $1.deadline }.prefix(Self.questionsShown).map { question in
                     QuestionRow(
                         transactionId: question.transactionId, originalTransactionId: question.originalTransactionId ?? "",

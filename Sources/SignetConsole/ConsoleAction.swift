@@ -33,11 +33,16 @@ enum ConsoleAction: String, CaseIterable, Sendable {
         case "set_token": return "App account token\(purchase) set"
         case "record_consent": return "Consent\(purchase) recorded again"
         case "replay_dead_letter":
-            struct Asked: Decodable { var deadLetterId: String }
-            let id = (try? ConsumptionRecordCoding.decode(Asked.self, from: record.parameters).deadLetterId).map { " \($0)" } ?? ""
-            return "Dead letter\(id) replayed"
+            return "Dead letter\(deadLetterId(record).map { " \($0)" } ?? "") replayed"
         default: return "\(record.action)\(purchase)"
         }
+    }
+
+    /// The dead letter a replay names (its parameters' `deadLetterId`); nil for other actions.
+    static func deadLetterId(_ record: SupportActionRecord) -> String? {
+        guard record.action == "replay_dead_letter" else { return nil }
+        struct Asked: Decodable { var deadLetterId: String }
+        return try? ConsumptionRecordCoding.decode(Asked.self, from: record.parameters).deadLetterId
     }
 
     /// What follows a done action.

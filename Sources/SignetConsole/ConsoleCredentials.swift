@@ -29,7 +29,7 @@ public struct ConsoleCredential: Sendable, Equatable {
     }
 
     /// The line of a credentials file that names this credential.
-    public var line: String { "\(name) \(role.rawValue) sha256:\(digest.map { String(format: "%02x", $0) }.joined())" }
+    public var line: String { "\(name) \(role.rawValue) sha256:\(SHA256.hex(digest))" }
 }
 
 /// The console's credentials, from a file of `name role sha256:HEX` lines (`#` starts a
@@ -78,7 +78,7 @@ public struct ConsoleCredentials: Sendable {
             guard let role = ConsoleRole(rawValue: String(fields[1])) else {
                 throw Invalid(line: number, message: "role '\(fields[1])' is not read_only or operator")
             }
-            guard fields[2].hasPrefix("sha256:"), let digest = Self.hex(fields[2].dropFirst(7)), digest.count == SHA256.byteCount else {
+            guard fields[2].hasPrefix("sha256:"), let digest = SHA256.bytes(hex: fields[2].dropFirst(7)), digest.count == SHA256.byteCount else {
                 throw Invalid(line: number, message: "the token's hash must be sha256: and 64 hex digits")
             }
             credentials.append(ConsoleCredential(name: name, role: role, digest: digest))
@@ -92,7 +92,7 @@ public struct ConsoleCredentials: Sendable {
     public func credential(for token: String) -> ConsoleCredential? {
         let digest = SHA256.hash(Array(token.utf8))
         var found: ConsoleCredential?
-        for credential in credentials where Self.constantTimeEqual(credential.digest, digest) {
+        for credential in credentials where HMACSHA256.constantTimeEquals(credential.digest, digest) {
             found = credential
         }
         return token.isEmpty ? nil : found
@@ -104,33 +104,5 @@ public struct ConsoleCredentials: Sendable {
     static func isValidName(_ name: String) -> Bool {
         (1...64).contains(name.utf8.count)
             && name.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "._-@".unicodeScalars.contains($0) }
-    }
-
-    static func hex(_ text: Substring) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

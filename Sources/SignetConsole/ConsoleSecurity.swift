@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import SignetOpenSSL
 
 /// What every console response carries, and the checks every console request passes: the
 /// security headers (a strict Content-Security-Policy: no script, styles and images from the
@@ -54,6 +55,6 @@ enum ConsoleForm {
     /// Whether two secrets are equal, in time that does not depend on where they differ.
     static func sameSecret(_ a: String?, _ b: String) -> Bool {
         guard let a else { return false }
-        return ConsoleCredentials.constantTimeEqual(Array(a.utf8), Array(b.utf8))
+        return HMACSHA256.constantTimeEquals(Array(a.utf8), Array(b.utf8))
     }
 }

@@ -29,16 +29,7 @@ package enum HMACSHA256 {
     }
 
     /// Lower-case hex of `bytes` (the `X-Signet-Signature` encoding).
-    package static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    package static func hex(_ bytes: [UInt8]) -> String { SHA256.hex(bytes) }
 
     /// Whether `a` equals `b`, in time that depends only on their lengths' maximum: both
     /// are first hashed to 32 bytes, then compared with `CRYPTO_memcmp`, so neither the

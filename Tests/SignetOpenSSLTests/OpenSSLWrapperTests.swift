@@ -67,6 +67,15 @@ struct OpenSSLWrapperTests {
         }
     }
 
+    @Test("hex reads back what SHA256.hex writes, in either case, and refuses anything else")
+    func hexRoundTrip() {
+        let bytes: [UInt8] = Array(0...255)
+        #expect(SHA256.bytes(hex: SHA256.hex(bytes)) == bytes)
+        #expect(SHA256.bytes(hex: SHA256.hex(bytes).uppercased()) == bytes)
+        #expect(SHA256.bytes(hex: "") == [])
+        for bad in ["a", "0g", "+f", "-0", " 0", "0x", "zz"] { #expect(SHA256.bytes(hex: bad) == nil, "\(bad)") }
+    }
+
     @Test("SHA-256 known answer")
     func sha256() {
         #expect(SHA256.hex(SHA256.hash("abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")

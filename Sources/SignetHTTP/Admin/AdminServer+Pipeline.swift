@@ -37,8 +37,12 @@ extension AdminServer {
             replay = { input in
                 guard let bound = webhook.boundAddress else { return .failure(.init("the webhook is not listening")) }
                 // A wildcard bind answers on loopback too.
-                let host = ["0.0.0.0", "::", ""].contains(bound.host) ? "127.0.0.1" : bound.host
-                let address = host.contains(":") ? "[\(host)]:\(bound.port)" : "\(host):\(bound.port)"
+                let host = switch bound.host {
+                case "0.0.0.0", "": "127.0.0.1"
+                case "::": "::1"
+                default: bound.host
+                }
+                let address = ListenAddress(host: host, port: bound.port)
                 let client = WebhookReplayClient(url: "http://\(address)\(webhook.options.path)", patience: .seconds(10))
                 let record = Record(raw: input, position: SourcePosition(stream: "console-replay", offset: 0))
                 do {

@@ -119,7 +119,7 @@ public final class OCSPRevocationChecker: Sendable {
         // An unreadable file only loses the grace it held: it is replaced at the next good answer.
         let stored = (try? answerFile?.load()) ?? []
         kept = Mutex(Dictionary(stored.compactMap { entry in
-            Self.bytes(hex: entry.issuer).map { (Key(issuerFingerprint: $0, serialNumberHex: entry.serial), entry) }
+            SHA256.bytes(hex: entry.issuer).map { (Key(issuerFingerprint: $0, serialNumberHex: entry.serial), entry) }
         }, uniquingKeysWith: { $0.fetchedAt >= $1.fetchedAt ? $0 : $1 }))
     }
 
@@ -266,7 +266,7 @@ public final class OCSPRevocationChecker: Sendable {
             case .good:
                 guard let evidence else { return false }
                 kept[key] = RevocationAnswerFile.Entry(
-                    issuer: Self.hex(key.issuerFingerprint), serial: key.serialNumberHex,
+                    issuer: SHA256.hex(key.issuerFingerprint), serial: key.serialNumberHex,
                     fetchedAt: Int64(clock().timeIntervalSince1970.rounded(.down)), response: Data(evidence).base64EncodedString())
             case .revoked:
                 guard kept.removeValue(forKey: key) != nil else { return false }
@@ -283,20 +283,6 @@ public final class OCSPRevocationChecker: Sendable {
         fileWrites.withLock { _ in
             try? answerFile.save(kept.withLock { Array($0.values) })
         }
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-    private static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-        }
-        return bytes
     }
 
     /// One OCSP exchange: build, send within the deadline, check, classify.

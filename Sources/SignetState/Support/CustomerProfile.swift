@@ -40,6 +40,14 @@ package struct CustomerProfile: Encodable, Sendable {
     package var matchedBy: String
     package var purchases: [Purchase]
     package var timeline: [Moment]
+    /// The operator actions on the purchases, as the audit log keeps them, oldest first per
+    /// purchase (read once for the timeline; the console shows them whole). Not in the JSON:
+    /// the timeline says them.
+    package var actions: [SupportActionRecord]
+
+    private enum CodingKeys: String, CodingKey {
+        case query, matchedBy, purchases, timeline
+    }
 
     /// Entries of the timeline kept at most (the newest).
     package static let timelineLimit = 500
@@ -72,11 +80,13 @@ package struct CustomerProfile: Encodable, Sendable {
         self.matchedBy = matchedBy
         var purchases: [Purchase] = []
         var timeline: [Moment] = []
+        var kept: [SupportActionRecord] = []
         let names = store.entitlementNames
         for snapshot in snapshots {
             let id = snapshot.originalTransactionId
             let restriction = try snapshot.appTransactionId.map { try store.consentRestriction(appTransactionId: $0) } ?? nil
             let actions = try store.supportActions(originalTransactionId: id)
+            kept += actions
             purchases.append(Purchase(
                 originalTransactionId: id, productId: snapshot.productId, productType: snapshot.productType, environment: snapshot.environment,
                 state: snapshot.state.rawValue, entitled: snapshot.entitled,
@@ -106,6 +116,7 @@ package struct CustomerProfile: Encodable, Sendable {
             }
         }
         self.purchases = purchases
+        actions = kept
         self.timeline = Array(timeline.sorted { ($0.at, $0.kind) > ($1.at, $1.kind) }.prefix(Self.timelineLimit))
     }
 
