@@ -95,52 +95,53 @@ public final class AdminServer: Service {
         if let store {
             let offers = OfferSignatureService(store: { [store] in try store.store() }, signer: offerSigner)
             let api = EntitlementAPI(store: store, token: token, offers: offers, logger: logger)
-            // Store reads block (a PostgreSQL round trip, a SQLite page read): on a thread of
-            // their own, so the cooperative pool keeps serving the webhook and /readyz.
-            let reads = BlockingExecutor(label: "signet.api.store")
+            // Store reads block (a PostgreSQL round trip, a SQLite page read): on threads of
+            // their own, so the cooperative pool keeps serving the webhook and /readyz; several,
+            // so the store's connections answer in parallel.
+            let reads = StoreReadExecutors(label: "signet.api.store", count: Self.storeReadParallelism)
             router.get("/v1/entitlements") { request, _ in
-                await withTaskExecutorPreference(reads) { api.entitlements(request) }
+                await withTaskExecutorPreference(reads.next()) { api.entitlements(request) }
             }
             router.get("/v1/subscriptions/:originalTransactionId") { request, context in
                 let id = context.parameters.get("originalTransactionId") ?? ""
-                return await withTaskExecutorPreference(reads) { api.subscription(request, originalTransactionId: id) }
+                return await withTaskExecutorPreference(reads.next()) { api.subscription(request, originalTransactionId: id) }
             }
             router.get("/v1/subscriptions/:originalTransactionId/events") { request, context in
                 let id = context.parameters.get("originalTransactionId") ?? ""
-                return await withTaskExecutorPreference(reads) { api.history(request, originalTransactionId: id) }
+                return await withTaskExecutorPreference(reads.next()) { api.history(request, originalTransactionId: id) }
             }
             router.get("/v1/consent/:appTransactionId") { request, context in
                 let id = context.parameters.get("appTransactionId") ?? ""
-                return await withTaskExecutorPreference(reads) { api.consent(request, appTransactionId: id) }
+                return await withTaskExecutorPreference(reads.next()) { api.consent(request, appTransactionId: id) }
             }
             router.post("/v1/consent/:appTransactionId/clear") { request, context in
                 let id = context.parameters.get("appTransactionId") ?? ""
-                return await withTaskExecutorPreference(reads) { api.clearConsent(request, appTransactionId: id) }
+                return await withTaskExecutorPreference(reads.next()) { api.clearConsent(request, appTransactionId: id) }
             }
             router.get("/v1/consumption/consent") { request, _ in
-                await withTaskExecutorPreference(reads) { api.consumptionConsent(request) }
+                await withTaskExecutorPreference(reads.next()) { api.consumptionConsent(request) }
             }
             router.post("/v1/consumption/consent") { request, _ in
-                await withTaskExecutorPreference(reads) { api.recordConsumptionConsent(request) }
+                await withTaskExecutorPreference(reads.next()) { api.recordConsumptionConsent(request) }
             }
             router.get("/v1/consumption/requests") { request, _ in
-                await withTaskExecutorPreference(reads) { api.consumptionRequests(request) }
+                await withTaskExecutorPreference(reads.next()) { api.consumptionRequests(request) }
             }
             router.get("/v1/consumption/usage") { request, _ in
-                await withTaskExecutorPreference(reads) { api.consumptionUsage(request) }
+                await withTaskExecutorPreference(reads.next()) { api.consumptionUsage(request) }
             }
             router.post("/v1/consumption/usage") { request, _ in
-                await withTaskExecutorPreference(reads) { api.recordConsumptionUsage(request) }
+                await withTaskExecutorPreference(reads.next()) { api.recordConsumptionUsage(request) }
             }
             router.get("/v1/consumption/report") { request, _ in
-                await withTaskExecutorPreference(reads) { api.consumptionReport(request) }
+                await withTaskExecutorPreference(reads.next()) { api.consumptionReport(request) }
             }
             router.get("/v1/retention/report") { request, _ in
-                await withTaskExecutorPreference(reads) { api.retentionReport(request) }
+                await withTaskExecutorPreference(reads.next()) { api.retentionReport(request) }
             }
             router.get("/v1/customers/:query") { request, context in
                 let query = context.parameters.get("query")?.removingPercentEncoding ?? ""
-                return await withTaskExecutorPreference(reads) { api.customer(request, query: query) }
+                return await withTaskExecutorPreference(reads.next()) { api.customer(request, query: query) }
             }
             router.post("/v1/offers/signature") { request, _ in
                 if let refusal = api.authorize(request) { return refusal }
@@ -148,7 +149,7 @@ public final class AdminServer: Service {
                 guard let body = try? await request.collectBody(upTo: EntitlementAPI.maxOfferRequestBytes) else {
                     return EntitlementAPI.json(.contentTooLarge, #"{"error":"the body is larger than 16 KB"}"#)
                 }
-                return await withTaskExecutorPreference(reads) { api.offerSignature(Array(buffer: body)) }
+                return await withTaskExecutorPreference(reads.next()) { api.offerSignature(Array(buffer: body)) }
             }
         }
         let idle = IdleConnections(listener: "http")
@@ -186,4 +187,11 @@ public final class AdminServer: Service {
             status: status, headers: [.contentType: "text/plain; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: body)))
     }
+}
+
+extension AdminServer {
+    /// How many of the API's store reads may block at once: beyond the PostgreSQL store's
+    /// default pool of 2, so encoding one answer overlaps another's round trip; within SQLite's
+    /// 8 readers. Two cores gain nothing from more.
+    static let storeReadParallelism = 4
 }

@@ -141,8 +141,10 @@ public final class PostgresStateStore: StoreRoles {
                     SELECT key FROM signet_dedupe_keys WHERE seen_at < \(keysBefore) LIMIT 20000)
                 """)
             if pruneEvents {
-                try session.query(
-                    "DELETE FROM signet_outbox WHERE delivered_at IS NOT NULL AND delivered_at < \(deliveredBefore)")
+                try session.query("""
+                    DELETE FROM signet_outbox WHERE seq IN (
+                        SELECT seq FROM signet_outbox WHERE delivered_at IS NOT NULL AND delivered_at < \(deliveredBefore) LIMIT 20000)
+                    """)
             }
             _ = try session.query("DELETE FROM signet_instances WHERE lease_expires_at < now() - interval '1 day'")
         }

@@ -3,7 +3,8 @@ import AppStoreModels
 /// The SQL of ``SQLiteStateStore``, in one place.
 ///
 /// Indexes exist only where a query needs them: the primary keys, the appAccountToken
-/// lookup of `signet entitlements`, and `seen_at` for dedupe-key retention.
+/// lookup of `signet entitlements`, `seen_at` for dedupe-key retention and `delivered_at` for
+/// the history's.
 enum SQLiteSchema {
     static let version = 1
 
@@ -202,6 +203,12 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS outbox_undelivered_input_key ON outbox (input_key) WHERE delivered_at IS NULL;
         """
 
+    /// Delivered rows by delivery time, for ``pruneEvents``. Partial: a store that keeps no history
+    /// deletes rows on acknowledgement and never writes `delivered_at`, so it pays nothing.
+    static let createDeliveredIndex = """
+        CREATE INDEX IF NOT EXISTS outbox_delivered_at ON outbox (delivered_at) WHERE delivered_at IS NOT NULL;
+        """
+
     /// Columns added after the first release: (name, SQL type), added to older databases on open.
     static let addedSubscriptionColumns = [
         ("expires_date_source", "TEXT"), ("renewal_date", "INTEGER"), ("next_boundary", "INTEGER"),
@@ -338,13 +345,24 @@ enum SQLiteSchema {
     static let insertKey = SQLiteQuery("INSERT OR IGNORE INTO dedupe_keys (key, seen_at) VALUES (?1, ?2)")
     static let insertEvent = SQLiteQuery("INSERT INTO outbox (event_id, event_type, message_key, environment, product_id, payload, created_at, input_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
-    static let selectUndelivered = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY seq")
+    /// Written so the planner reads the few undelivered rows through the partial index
+    /// `outbox_undelivered_input_key` (the plain `WHERE delivered_at IS NULL ORDER BY seq` scanned
+    /// the whole outbox, 90 days of history, at every start).
+    static let selectUndelivered = SQLiteQuery("""
+        SELECT \(outboxColumns) FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE delivered_at IS NULL) ORDER BY seq
+        """)
     static let selectUndeliveredByInput = SQLiteQuery("SELECT \(outboxColumns) FROM outbox WHERE input_key = ?1 AND delivered_at IS NULL ORDER BY seq")
     /// By runs of consecutive sequences: a batch's events are one run, so one statement.
     static let deleteEvents = SQLiteQuery("DELETE FROM outbox WHERE seq BETWEEN ?1 AND ?2")
     static let markEvents = SQLiteQuery("UPDATE outbox SET delivered_at = ?3 WHERE seq BETWEEN ?1 AND ?2 AND delivered_at IS NULL")
     static let pruneKeys = SQLiteQuery("DELETE FROM dedupe_keys WHERE key IN (SELECT key FROM dedupe_keys WHERE seen_at < ?1 LIMIT ?2)")
-    static let pruneEvents = SQLiteQuery("DELETE FROM outbox WHERE seq <= ?1 AND delivered_at IS NOT NULL AND delivered_at < ?2")
+    /// At most ?2 delivered rows older than ?1, found through `outbox_delivered_at`: the cost of a
+    /// prune follows what it deletes, not the history kept (a scan of 90 days of events took
+    /// seconds at a million purchases, at every process start).
+    static let pruneEvents = SQLiteQuery("""
+        DELETE FROM outbox WHERE seq IN (
+            SELECT seq FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?1 LIMIT ?2)
+        """)
     /// Delivery marks commit without fsync (``SQLiteStateStore/markDelivered(_:at:)``).
     static let relaxSync = SQLiteQuery("PRAGMA synchronous=NORMAL")
     static let fullSync = SQLiteQuery("PRAGMA synchronous=FULL")

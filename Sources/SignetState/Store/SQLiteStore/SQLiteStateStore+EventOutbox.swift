@@ -37,9 +37,6 @@ extension SQLiteStateStore {
                 }
             }
             connection.inFlight.subtract(sequences)
-            if !deleting, let highest = sequences.max() {
-                connection.deliveries.append((instant, highest))
-            }
         }
     }
 

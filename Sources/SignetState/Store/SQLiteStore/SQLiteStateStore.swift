@@ -55,13 +55,10 @@ public final class SQLiteStateStore: StoreRoles {
         let database: SQLiteDatabase
         let cache: SnapshotCache
         let cacheEnabled: Bool
-        /// (delivered at, highest sequence marked then): lets pruning delete by rowid range.
-        var deliveries: [(at: Int64, sequence: Int64)] = []
         /// `PRAGMA data_version` when this connection last looked (nil: never).
         var dataVersion: Int64?
         /// Outbox rows emitted by this process and not yet marked delivered.
         var inFlight: Set<Int64> = []
-        var prunedOnce = false
 
         init(database: SQLiteDatabase, cacheCapacity: Int) {
             self.database = database
@@ -129,6 +126,7 @@ public final class SQLiteStateStore: StoreRoles {
             }
             try database.execute(SQLiteSchema.createInputKeyIndex)
             try database.execute(SQLiteSchema.createMessageKeyIndex)
+            try database.execute(SQLiteSchema.createDeliveredIndex)
             var addedBoundary = false
             for (column, type) in SQLiteSchema.addedSubscriptionColumns
             where try !database.columnExists(table: "subscriptions", column: column) {
@@ -256,19 +254,10 @@ public final class SQLiteStateStore: StoreRoles {
             try keys.bind(2, Int64(20_000))
             try keys.run()
             guard options.outboxRetention > .zero else { return }
-            var bound = Int64.max
-            if connection.prunedOnce {
-                // Deliveries are in sequence order: the last one before the cutoff bounds the range.
-                let expired = connection.deliveries.prefix { $0.at < deliveredBefore }
-                guard let last = expired.last else { return }
-                bound = last.sequence
-                connection.deliveries.removeFirst(expired.count)
-            }
             let events = try database.statement(SQLiteSchema.pruneEvents)
-            try events.bind(1, bound)
-            try events.bind(2, deliveredBefore)
+            try events.bind(1, deliveredBefore)
+            try events.bind(2, Int64(20_000))
             try events.run()
-            connection.prunedOnce = true
         }
     }
 
