@@ -25,7 +25,7 @@ baseline store that holds only the purchases the measured notifications name ("N
        peak RSS (Apple is not asked: the API URL points at a closed port and the run is stopped);
      - `signet expire`: one sweep after a day away, one a minute later (the steady sweep);
      - `signet state show` and `signet state history` of random purchases (whole process);
-     - bytes on disk per purchase, per table, as seeded and at the shipped retentions.
+     - bytes on disk per purchase, per table, indexes included.
   4. PostgreSQL at the largest size (--instances, default 3): that many webhook instances on the
      one database, each sent its share of new notifications at once (throughput) and then
      entitlement queries from 64 connections in all, closed loop (capacity and latency).
@@ -33,15 +33,18 @@ Prints a table, writes the figures as JSON (--json) and draws them (--png, matpl
 
 SEEDING (per purchase i, copying template i mod T): the purchase row under id 3{i:015d}, its
 appAccountToken and appTransactionId derived from i, its renewal dates moved -15 to +45 days;
---events (default 1.5) events in the outbox spread over the last 180 days (the shipped
-retention keeps 90); --keys (default 0.6) dedupe keys spread over the last 60 days (kept: 30);
-one consent restriction per 1,000 purchases; one answered refund question per 200.
+--events (default 1) events in the outbox spread over the last 90 days (what the shipped
+pipelines keep: a store in its steady state, older ones pruned); --keys (default 0.3) dedupe
+keys spread over the last 30 (kept as long); one consent restriction per 1,000 purchases; one
+answered refund question per 200. Roughly a third of the purchases of an app some years old
+are live monthly subscriptions, each with a renewal a month and a few other notifications.
 
 Usage: scripts/bench_scale.py [--sizes 100000,1000000[,10000000]] [--stores sqlite,postgres]
-       [--notifications 3000] [--repeats 2] [--seconds 8] [--events 1.5] [--keys 0.6]
+       [--notifications 3000] [--repeats 2] [--seconds 8] [--events 1] [--keys 0.3]
        [--api-rate 1000] [--instances 3] [--json FILE] [--png FILE] [--no-build | --binary PATH] [--keep DIR]
 Needs wrk, sqlite3, Python's cryptography and matplotlib (scripts/install-deps.sh; pip), and for
-PostgreSQL Debian's postgresql. 10M purchases take about 12 GB on SQLite and 14 GB on PostgreSQL.
+PostgreSQL Debian's postgresql (the server it starts is given 4 GB of shared buffers: see tune()).
+10M purchases take about 20 GB on either store.
 """
 import argparse
 import base64
@@ -63,6 +66,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import PostgresServer, free_port  # noqa: E402
+from bench_http import LUA as POST_LUA  # noqa: E402  (each notification posted once, threads on disjoint slices)
 from bench_retention import environment_for, peak_rss  # noqa: E402
 
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -89,28 +93,6 @@ function done(summary, latency, requests)
 end
 """
 
-POST_LUA = r"""
-local bodies = {}
-for line in io.lines(os.getenv("BENCH_BODIES")) do bodies[#bodies + 1] = line end
-local threads, counter = {}, 0
-function setup(thread)
-  counter = counter + 1
-  thread:set("id", counter)
-end
-function init(args)
-  stride = tonumber(os.getenv("BENCH_THREADS"))
-  index = id - stride
-  headers = { ["Content-Type"] = "application/json" }
-end
-function request()
-  index = index + stride
-  if index > #bodies then
-    wrk.thread:stop()
-    return wrk.format("GET", "/notifications")
-  end
-  return wrk.format("POST", "/notifications", headers, bodies[index])
-end
-"""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,11 +169,11 @@ def seed_statements(dialect, columns, source, now, events, keys, counts):
         INSERT{ignore} INTO {d.table('subscriptions')} ({", ".join(columns["subscriptions"])})
         SELECT {", ".join(chosen)} FROM {source}
         JOIN bench_templates t ON t.k = n.i % {counts[0]}{conflict}"""]
-    # Events: 1.5 a purchase by default: event j = 0, 1, 2 of purchase i is kept when (i + 2j) mod 6 < 2 * events,
-    # so every purchase has one or two at 1.5.
+    # Events: event j = 0, 1, 2 of purchase i exists when (i + 2j) mod 6 < 2 * events: one a purchase by
+    # default, within the 90 days the shipped pipelines keep (a store in its steady state: older ones pruned).
     per_three = max(0, min(6, round(events * 2)))
     if per_three:
-        age = f"((n.i * 7919 + j.j * 104729) % {180 * DAY})"
+        age = f"((n.i * 7919 + j.j * 104729) % {89 * DAY})"
         statements.append(f"""
             INSERT INTO {d.table('outbox')} (event_id, event_type, message_key, environment, product_id, payload,
                                              created_at, delivered_at)
@@ -204,7 +186,7 @@ def seed_statements(dialect, columns, source, now, events, keys, counts):
     if per_ten:
         statements.append(f"""
             INSERT{ignore} INTO {d.table('dedupe_keys')} (key, seen_at)
-            SELECT 'n:' || {d.uuid("n.i", "d000")}, {now} - ((n.i * 7919) % {60 * DAY})
+            SELECT 'n:' || {d.uuid("n.i", "d000")}, {now} - ((n.i * 7919) % {29 * DAY})
             FROM {source} WHERE n.i % 10 < {per_ten}{conflict}""")
     statements.append(f"""
         INSERT{ignore} INTO {d.table('consent_restrictions')} (app_transaction_id, bundle_id, environment, rescinded_at,
@@ -320,7 +302,7 @@ class PostgresStore:
             "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relkind = 'r' AND relname LIKE 'signet_%'")}
 
 
-def seed(store, lo=None, hi=None, values=None, now=None, events=1.5, keys=0.6, chunk=1_000_000):
+def seed(store, lo=None, hi=None, values=None, now=None, events=1.0, keys=0.3, chunk=1_000_000):
     """Copies the templates to purchases lo..<hi (in chunks: one transaction each) or to `values`."""
     columns = {"subscriptions": store.columns("subscriptions")}
     counts = [int(store.rows(f"SELECT count(*) FROM {table}")[0][0]) for table in ("bench_templates", "bench_events")]
@@ -463,8 +445,10 @@ def wrk_api(work, port, paths, seconds, connections=64, threads=2):
     with open(paths_file, "w") as file:
         file.write("\n".join(paths) + "\n")
     lua = os.path.join(work, "api.lua")
-    with open(lua, "w") as file:
-        file.write(API_LUA)
+    if not os.path.exists(lua):  # once: several wrk may be starting on it at the same time
+        with open(lua + ".tmp", "w") as file:
+            file.write(API_LUA)
+        os.replace(lua + ".tmp", lua)
     return subprocess.Popen(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", lua,
                              f"http://127.0.0.1:{port}"], env=dict(os.environ, BENCH_PATHS=paths_file),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -506,10 +490,21 @@ def paced(port, paths, rate, seconds, connections=64):
                 due = start + i / rate
                 if due > time.perf_counter():
                     await asyncio.sleep(due - time.perf_counter())
-                writer.write(f"GET {paths[i % len(paths)]} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
-                await reader.readexactly(length)
+                request = f"GET {paths[i % len(paths)]} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
+                for attempt in range(3):
+                    try:
+                        writer.write(request)
+                        head = await reader.readuntil(b"\r\n\r\n")
+                        length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
+                        await reader.readexactly(length)
+                        break
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        # The listener closes an idle keep-alive connection when its slots are
+                        # all taken; a client connects again and asks again, the wait counted.
+                        writer.close()
+                        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                else:
+                    raise RuntimeError("the entitlement API closed the connection three times in a row")
                 latencies.append(time.perf_counter() - due)
                 failures += int(head.split(b" ", 2)[1]) != 200
             writer.close()
@@ -578,15 +573,9 @@ def lookups(binary, env, ids, count=10):
     return {command: statistics.median(values) for command, values in walls.items()}
 
 
-def disk(store, purchases, events, keys):
+def disk(store, purchases):
     sizes = store.table_bytes()
-    total = sum(sizes.values())
-    kept = dict(sizes)
-    # At the shipped retentions (events 90 of the seeded 180 days, keys 30 of 60), the two history tables
-    # hold half the rows they were seeded with: their bytes scale with their rows.
-    for table in ("outbox", "dedupe_keys"):
-        kept[table] = sizes.get(table, 0) / 2
-    return {"bytes_per_purchase": total / max(purchases, 1), "kept_bytes_per_purchase": sum(kept.values()) / max(purchases, 1),
+    return {"bytes_per_purchase": sum(sizes.values()) / max(purchases, 1),
             "tables": {table: size / max(purchases, 1) for table, size in sorted(sizes.items(), key=lambda x: -x[1])}}
 
 
@@ -602,6 +591,18 @@ def write_pipelines(work):
     with open(path, "w") as file:
         file.write(text.replace(anchor, anchor + "    outbox_retention: 90d\n"))
     return path
+
+
+def tune(server):
+    """Settings for a database of tens of GB (the defaults are for a small one: 128 MB of shared
+    buffers and 1 GB of WAL between checkpoints, so random updates across a 10M-row table write
+    full pages again and again). What an operator of a store this size would set (docs/scaling.md)."""
+    psql = [os.path.join(server.bin, "psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-qAtX", "-c"]
+    for setting in ("shared_buffers = '4GB'", "max_wal_size = '8GB'", "checkpoint_timeout = '15min'",
+                    "effective_cache_size = '12GB'", "random_page_cost = 1.1"):
+        subprocess.run(psql + [f"ALTER SYSTEM SET {setting}"], check=True, capture_output=True)
+    server._run("pg_ctl", "-D", server.dir + "/data", "-l", server.dir + "/server.log", "-w", "restart",
+                "-o", f"-p {server.port} -k {server.dir} -c listen_addresses=127.0.0.1")
 
 
 def make_store(kind, work, server, name):
@@ -687,9 +688,11 @@ def measure_store(kind, args, binary, pipeline, work, base_env, templates_file, 
         row["reconcile_plan_s"], row["reconcile_rss_mib"] = reconcile_planning(binary, big_env, work)
         row["lookup_ms"] = lookups(binary, big_env, ids)
         row["sweeps"] = sweeps(binary, pipeline, big_env)
-        row["disk"] = disk(big, size, args.events, args.keys)
+        row["disk"] = disk(big, size)
         print_row(row)
         rows.append(row)
+        if args.json:  # after every size, so a long run stopped early keeps what it measured
+            save(args.json, args.previous + rows, None)
     multi = None
     if kind == "postgres" and args.instances > 1:
         multi = instances(args, binary, work, big.env(base_env), templates, args.sizes[-1], new_lines[cursor:], renewals)
@@ -765,13 +768,12 @@ def print_row(row):
           f"{steady['events']} in {steady['wall_s']:.2f} s; signet state show {row['lookup_ms']['show']:.0f} ms, "
           f"history {row['lookup_ms']['history']:.0f} ms")
     tables = ", ".join(f"{t} {b:.0f}" for t, b in list(row["disk"]["tables"].items())[:5])
-    print(f"    disk: {row['disk']['bytes_per_purchase']:.0f} B per purchase as seeded, "
-          f"{row['disk']['kept_bytes_per_purchase']:.0f} at the shipped retentions ({tables})", flush=True)
+    print(f"    disk: {row['disk']['bytes_per_purchase']:.0f} B per purchase with indexes ({tables})", flush=True)
 
 
 def markdown(rows, multi, api_rate):
     lines = [f"| store | purchases | CPU/notification | vs N=0 | notifications/s (all, 1 core) | API at {api_rate}/s: p50/p99 by id | "
-             "p99 by token | API flat out: answers/s, p99 | start-up | server RSS | reconcile plan | B/purchase (kept) |",
+             "p99 by token | API flat out: answers/s, p99 | start-up | server RSS | reconcile plan | bytes/purchase |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(
@@ -780,7 +782,7 @@ def markdown(rows, multi, api_rate):
             f"{row['api_token']['p99_ms']:.2f} ms | {row['api_saturated']['rate']:.0f}, {row['api_saturated']['p99_ms']:.1f} ms | "
             f"{row['startup_s']:.2f} s | {row['server_rss_mib']:.0f} MiB | "
             f"{row['reconcile_plan_s']:.1f} s, {row['reconcile_rss_mib']:.0f} MiB | "
-            f"{row['disk']['bytes_per_purchase']:.0f} ({row['disk']['kept_bytes_per_purchase']:.0f}) |")
+            f"{row['disk']['bytes_per_purchase']:.0f} |")
     if multi:
         lines.append("")
         lines.append(f"PostgreSQL, {multi['instances']} instances at {multi['purchases']:,} purchases: "
@@ -789,8 +791,17 @@ def markdown(rows, multi, api_rate):
     return "\n".join(lines)
 
 
+def save(path, rows, multi):
+    with open(path, "w") as file:
+        json.dump({"rows": rows, "instances": multi, "machine_cores": os.cpu_count()}, file, indent=1)
+
+
 def draw(rows, path):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"{NAME}: no PNG: matplotlib is not installed (pip install matplotlib); the figures are in --json")
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axes = plt.subplots(2, 2, figsize=(11, 8))
@@ -829,8 +840,8 @@ def main():
     parser.add_argument("--notifications", type=int, default=3000, help="notifications per measured run (default 3000)")
     parser.add_argument("--repeats", type=int, default=2, help="baseline/N pairs on all cores (default 2), plus one on one core")
     parser.add_argument("--seconds", type=int, default=8, help="each API measurement's length (default 8)")
-    parser.add_argument("--events", type=float, default=1.5, help="outbox events per purchase as seeded (default 1.5)")
-    parser.add_argument("--keys", type=float, default=0.6, help="dedupe keys per purchase as seeded (default 0.6)")
+    parser.add_argument("--events", type=float, default=1.0, help="outbox events per purchase, last 90 days (default 1; steps of 0.5)")
+    parser.add_argument("--keys", type=float, default=0.3, help="dedupe keys per purchase, last 30 days (default 0.3; steps of 0.1)")
     parser.add_argument("--api-rate", type=int, default=1000,
                         help="entitlement questions a second, open loop over 64 connections (default 1000)")
     parser.add_argument("--instances", type=int, default=3, help="PostgreSQL instances at the largest size (default 3; 1: skip)")
@@ -839,8 +850,21 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing release build")
     parser.add_argument("--binary", help="measure this signet binary")
     parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--replot", nargs="+", metavar="JSON",
+                        help="measure nothing: print the table of these --json files and draw --png from them")
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
+    args.previous = []
+    if args.replot:
+        rows, multi = [], None
+        for path in args.replot:
+            figures = json.load(open(path))
+            rows += figures["rows"]
+            multi = figures.get("instances") or multi
+        print(markdown(rows, multi, args.api_rate))
+        if args.png:
+            draw(rows, args.png)
+        return
     binary = args.binary or os.path.join(ROOT, ".build", "release", "signet")
     if not args.binary and not args.no_build:
         subprocess.run(["swift", "build", "-c", "release", "--product", "signet"], cwd=ROOT, check=True)
@@ -859,6 +883,7 @@ def main():
     half = args.notifications // 2
     wanted = half * (len(args.sizes) * (args.repeats + 1) + 1)
     new = os.path.join(work, "new")
+    shutil.rmtree(new, ignore_errors=True)
     # Signed by the templates' PKI: `signet fixtures` reuses DIR/pki when it exists.
     shutil.copytree(os.path.join(fixtures, "pki"), os.path.join(new, "pki"))
     subprocess.run([binary, "fixtures", "--out", new, "--now", "--seed", "7", "--count", str(wanted)], check=True,
@@ -875,6 +900,7 @@ def main():
         if kind == "postgres":
             try:
                 server = PostgresServer(work)
+                tune(server)
             except (RuntimeError, subprocess.CalledProcessError) as error:
                 print(f"postgres: skipped ({error})")
                 continue
@@ -891,8 +917,8 @@ def main():
     print()
     print(markdown(rows, multi, args.api_rate))
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump({"rows": rows, "instances": multi, "machine_cores": os.cpu_count()}, file, indent=1)
+        save(args.json, args.previous + rows, multi)
+    rows = args.previous + rows
     if args.png:
         draw(rows, args.png)
         print(f"drew {args.png}")

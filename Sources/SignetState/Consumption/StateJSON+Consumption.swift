@@ -37,7 +37,7 @@ extension StateJSON {
         since: Int64, limit: Int = defaultConsumptionRequestLimit, in store: any ConsumptionStore, at instant: Int64
     ) throws -> [UInt8] {
         let requests = try store.consumptionRequests(requestedSince: since, limit: limit + 1)
-        let listed = requests.prefix(limit).map { Listed(request: $0, overdue: $0.status == .pending && $0.isPastDeadline(at: instant)) }
+        let listed = requests.prefix(limit).map { Extended($0, "overdue", $0.status == .pending && $0.isPastDeadline(at: instant)) }
         return try encode(Listing(asOf: instant, requests: Array(listed), truncated: requests.count > limit))
     }
 
@@ -53,21 +53,7 @@ extension StateJSON {
 
     private struct Listing: Encodable {
         var asOf: Int64
-        var requests: [Listed]
+        var requests: [Extended<ConsumptionRequestRecord, Bool>]
         var truncated: Bool
-    }
-
-    /// A request with what the listing adds to it, flat.
-    private struct Listed: Encodable {
-        var request: ConsumptionRequestRecord
-        var overdue: Bool
-
-        private enum CodingKeys: String, CodingKey { case overdue }
-
-        func encode(to encoder: any Encoder) throws {
-            try request.encode(to: encoder)
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(overdue, forKey: .overdue)
-        }
     }
 }

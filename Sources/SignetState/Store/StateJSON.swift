@@ -22,13 +22,13 @@ package enum StateJSON {
     /// an array): the instant the answer holds for, so a stored snapshot and an answer for now
     /// never look contradictory.
     package static func encode<Value: Encodable>(_ value: Value, asOf instant: Int64, meaning: String) throws -> [UInt8] {
-        try encode(Stamped(value: value, asOf: AsOf(at: instant, meaning: meaning)))
+        try encode(Extended(value, "asOf", AsOf(at: instant, meaning: meaning)))
     }
 
     /// The same for each element of an array.
     package static func encode<Value: Encodable>(_ values: [Value], asOf instant: Int64, meaning: String) throws -> [UInt8] {
         let asOf = AsOf(at: instant, meaning: meaning)
-        return try encode(values.map { Stamped(value: $0, asOf: asOf) })
+        return try encode(values.map { Extended($0, "asOf", asOf) })
     }
 
     private struct AsOf: Encodable {
@@ -36,19 +36,32 @@ package enum StateJSON {
         let meaning: String
     }
 
-    /// A value encoded with one more key. Encoded in one pass by `JSONEncoder` rather than
-    /// re-serialized through `JSONSerialization`, whose sorted keys compare through ICU:
-    /// 200 µs an answer against 10 (the entitlement API's hot path).
-    private struct Stamped<Value: Encodable>: Encodable {
+    /// A value's JSON object with one more key. Encoded in one pass by `JSONEncoder` rather than
+    /// re-serialized through `JSONSerialization`, whose sorted keys compare through ICU: 200 µs
+    /// an entitlement answer against 10, the API's hot path (`scripts/bench_scale.py`).
+    package struct Extended<Value: Encodable, Extra: Encodable>: Encodable {
         let value: Value
-        let asOf: AsOf
-        private enum Keys: String, CodingKey { case asOf }
+        let key: String
+        let extra: Extra
 
-        func encode(to encoder: any Encoder) throws {
+        package init(_ value: Value, _ key: String, _ extra: Extra) {
+            self.value = value
+            self.key = key
+            self.extra = extra
+        }
+
+        package func encode(to encoder: any Encoder) throws {
             try value.encode(to: encoder)
             // A second keyed container on the same encoder adds to the object the value wrote.
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(asOf, forKey: .asOf)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(extra, forKey: Key(stringValue: key))
+        }
+
+        private struct Key: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
         }
     }
 
@@ -93,19 +106,7 @@ package enum StateJSON {
             try store.consentRestriction(appTransactionId: appTransactionId)
         }
         guard let restriction else { return nil }
-        return try encode(Restricted(restriction: restriction))
-    }
-
-    /// A consent restriction with whether it is in force (`restricted`).
-    private struct Restricted: Encodable {
-        let restriction: ConsentRestriction
-        private enum Keys: String, CodingKey { case restricted }
-
-        func encode(to encoder: any Encoder) throws {
-            try restriction.encode(to: encoder)
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(restriction.isInForce, forKey: .restricted)
-        }
+        return try encode(Extended(restriction, "restricted", restriction.isInForce))
     }
 
     /// Most events `history` returns unless told otherwise.
