@@ -142,7 +142,8 @@ class Dialect:
 
 
 def seed_statements(dialect, columns, source, now, events, keys, counts):
-    """The INSERTs that copy the templates to the purchases `source` names (see SEEDING)."""
+    """The INSERTs that copy the templates to the purchases `source` names (see SEEDING): `columns`
+    are the purchases table's, `counts` the templates' purchases and events."""
     d = dialect
     ignore, conflict = d.ignore()
     # The fixtures' renewal boundaries lie 15 to 45 days ahead: moved by -15 to +45 days, the copies'
@@ -150,7 +151,7 @@ def seed_statements(dialect, columns, source, now, events, keys, counts):
     shift = f"(((n.i * 7919) % {60 * DAY}) - {15 * DAY})"
     moved = {"expires_date", "grace_period_expires_date", "renewal_date", "next_boundary"}
     chosen = []
-    for column in columns["subscriptions"]:
+    for column in columns:
         if column == "original_transaction_id":
             chosen.append(d.digits(3, "n.i"))
         elif column == "transaction_id":
@@ -166,7 +167,7 @@ def seed_statements(dialect, columns, source, now, events, keys, counts):
         else:
             chosen.append(f"t.{column}")
     statements = [f"""
-        INSERT{ignore} INTO {d.table('subscriptions')} ({", ".join(columns["subscriptions"])})
+        INSERT{ignore} INTO {d.table('subscriptions')} ({", ".join(columns)})
         SELECT {", ".join(chosen)} FROM {source}
         JOIN bench_templates t ON t.k = n.i % {counts[0]}{conflict}"""]
     # Events: event j = 0, 1, 2 of purchase i exists when (i + 2j) mod 6 < 2 * events: one a purchase by
@@ -304,7 +305,7 @@ class PostgresStore:
 
 def seed(store, lo=None, hi=None, values=None, now=None, events=1.0, keys=0.3, chunk=1_000_000):
     """Copies the templates to purchases lo..<hi (in chunks: one transaction each) or to `values`."""
-    columns = {"subscriptions": store.columns("subscriptions")}
+    columns = store.columns("subscriptions")
     counts = [int(store.rows(f"SELECT count(*) FROM {table}")[0][0]) for table in ("bench_templates", "bench_events")]
     if values is not None:
         for start in range(0, len(values), 20_000):
@@ -628,13 +629,14 @@ def renewal_targets(size, templates, count):
     return targets
 
 
-def measure_store(kind, args, binary, pipeline, work, base_env, templates_file, new_lines, renewals, server):
+def measure_store(kind, args, binary, pipeline, work, base_env, templates_file, new_lines, renewals, server, rows):
+    """Measures one store at every size, appending a row to `rows` (every store's) after each."""
     now = int(time.time() * 1000)
     big, small = make_store(kind, work, server, "big"), make_store(kind, work, server, "base")
     templates = prepare(binary, pipeline, big, base_env, templates_file, now)
     prepare(binary, pipeline, small, base_env, templates_file, now)
     print(f"{kind}: {len(templates)} template purchases applied", flush=True)
-    rows, held, cursor, small_ids = [], 0, 0, set()
+    held, cursor, small_ids = 0, 0, set()
     half = args.notifications // 2
     for size in args.sizes:
         started = time.perf_counter()
@@ -692,11 +694,11 @@ def measure_store(kind, args, binary, pipeline, work, base_env, templates_file, 
         print_row(row)
         rows.append(row)
         if args.json:  # after every size, so a long run stopped early keeps what it measured
-            save(args.json, args.previous + rows, None)
+            save(args.json, rows, None)
     multi = None
     if kind == "postgres" and args.instances > 1:
         multi = instances(args, binary, work, big.env(base_env), templates, args.sizes[-1], new_lines[cursor:], renewals)
-    return rows, multi
+    return multi
 
 
 def instances(args, binary, work, env, templates, size, new_lines, renewals):
@@ -854,7 +856,6 @@ def main():
                         help="measure nothing: print the table of these --json files and draw --png from them")
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
-    args.previous = []
     if args.replot:
         rows, multi = [], None
         for path in args.replot:
@@ -905,9 +906,8 @@ def main():
                 print(f"postgres: skipped ({error})")
                 continue
         try:
-            mine, more = measure_store(kind, args, binary, pipeline, work, base_env, templates_file, new_lines, renewals, server)
-            rows += mine
-            multi = more or multi
+            multi = measure_store(kind, args, binary, pipeline, work, base_env, templates_file, new_lines, renewals, server,
+                                  rows) or multi
         finally:
             if server:
                 server.stop()
@@ -917,8 +917,7 @@ def main():
     print()
     print(markdown(rows, multi, args.api_rate))
     if args.json:
-        save(args.json, args.previous + rows, multi)
-    rows = args.previous + rows
+        save(args.json, rows, multi)
     if args.png:
         draw(rows, args.png)
         print(f"drew {args.png}")
