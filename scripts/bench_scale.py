@@ -532,7 +532,8 @@ def api_paths(ids, count=20_000):
 
 
 def reconcile_planning(binary, env, work):
-    """Spawn to `signet reconcile --all`'s "reconciling N purchases" line; its peak RSS then."""
+    """Spawn to `signet reconcile --all`'s first progress line ("0/N purchases": the ids are
+    counted and the checkpoint written); its peak RSS then."""
     key = os.path.join(work, "AuthKey_bench.p8")
     if not os.path.exists(key):
         subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key],
@@ -541,11 +542,11 @@ def reconcile_planning(binary, env, work):
     env = dict(env, SIGNET_APPSTORE_KEY_ID="BENCHKEY01", SIGNET_APPSTORE_ISSUER_ID=str(uuid.uuid4()),
                SIGNET_APPSTORE_PRIVATE_KEY=key, SIGNET_APPSTORE_API_URL=f"http://127.0.0.1:{closed}")
     started = time.perf_counter()
-    process = subprocess.Popen([binary, "reconcile", "--all", "--restart"], env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([binary, "reconcile", "--all", "--restart", "--progress-interval", "0.1"], env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stderr:
-            if "reconciling" in line:
+            if re.search(r"\d+/[1-9]\d* purchases", line):
                 return time.perf_counter() - started, peak_rss(process.pid)
         sys.exit(f"{NAME}: signet reconcile --all ended without planning ({process.wait()})")
     finally:

@@ -62,8 +62,8 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
     }
 
     /// Runs `body` on the source's state, under its lock.
-    func withState<Result: Sendable>(_ body: (inout State) -> Result) -> Result {
-        state.withLock { body(&$0) }
+    func withState<Result: Sendable, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+        try state.withLock { state throws(Failure) in try body(&state) }
     }
 
     // MARK: - Opening
@@ -103,7 +103,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
     /// and returns false once a send was refused (the source stopped). A thrown error ends
     /// fetching; the runner gets it after the answers queued before it.
     func startFetching<Item: Sendable>(
-        workers: Int, claim: @escaping @Sendable () -> Item?, fetch: @escaping @Sendable (Item) async throws -> Bool
+        workers: Int, claim: @escaping @Sendable () throws -> Item?, fetch: @escaping @Sendable (Item) async throws -> Bool
     ) async throws {
         try await save()
         let fetcher = Task { [buffer] in
@@ -111,7 +111,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<max(1, workers) {
                         group.addTask {
-                            while let item = claim() {
+                            while let item = try claim() {
                                 guard try await fetch(item) else { return }
                             }
                         }

@@ -26,6 +26,9 @@ func sameBytes(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Storage: ~Copyable {
         var entries: [Key: Value]
+        /// The entry found or inserted last: a steady stream asks for the same one, and
+        /// ``recent`` answers without building a key (for a JWS header, a 3 KB copy).
+        var recent: (key: Key, value: Value)?
     }
 
     let capacity: Int
@@ -40,7 +43,17 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     func value(for key: Key) -> Value? {
         guard capacity > 0 else { return nil }
-        return storage.withLock { $0.entries[key] }
+        return storage.withLock { storage in
+            guard let value = storage.entries[key] else { return nil }
+            storage.recent = (key, value)
+            return value
+        }
+    }
+
+    /// The entry found or inserted last, to be matched by the caller outside the lock.
+    var recent: (key: Key, value: Value)? {
+        guard capacity > 0 else { return nil }
+        return storage.withLock { $0.recent }
     }
 
     func insert(_ value: Value, for key: Key) {
@@ -51,6 +64,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 evicted = storage.entries.remove(at: storage.entries.startIndex).value
             }
             storage.entries[key] = value
+            storage.recent = (key, value)
             return evicted
         }
         _ = evicted  // released here, outside the lock
@@ -63,6 +77,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             var fresh: [Key: Value] = [:]
             fresh.reserveCapacity(capacity)
             swap(&fresh, &storage.entries)
+            storage.recent = nil
             return fresh
         }
         _ = old
@@ -103,6 +118,12 @@ struct PrehashedBytes: Hashable, Sendable {
 
     init(_ raw: UnsafeRawBufferPointer) {
         self.init([UInt8](raw))
+    }
+
+    /// Whether these are exactly `raw`'s bytes.
+    func equals(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == raw.count else { return false }
+        return bytes.withUnsafeBytes { own in raw.count == 0 || memcmp(own.baseAddress!, raw.baseAddress!, raw.count) == 0 }
     }
 
     static func == (lhs: PrehashedBytes, rhs: PrehashedBytes) -> Bool {

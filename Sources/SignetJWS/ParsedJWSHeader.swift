@@ -19,8 +19,15 @@ final class ParsedJWSHeader: Sendable {
     /// The leaf's P-256 key, or nil when the leaf has another key type (see `leafKeyProblem`).
     let leafKey: ECPublicKey?
     let leafKeyProblem: String?
+    /// SHA-256 state after `segment.` when the header came from a JWS: the signing input
+    /// of every JWS with this exact header starts with those bytes (the header cache keys
+    /// on them), so ``SignaturePolicy`` hashes only the payload segment. Nil for a chain
+    /// checked on its own.
+    let signingInputPrefix: SHA256.Midstate?
 
-    init(leaf: X509Certificate, intermediate: X509Certificate, claimedRoot: X509Certificate) {
+    init(leaf: X509Certificate, intermediate: X509Certificate, claimedRoot: X509Certificate,
+         signingInputPrefix: SHA256.Midstate? = nil) {
+        self.signingInputPrefix = signingInputPrefix
         self.leaf = leaf
         self.intermediate = intermediate
         self.claimedRoot = claimedRoot
@@ -111,7 +118,9 @@ final class ParsedJWSHeader: Sendable {
                 throw RecordRejection(.invalidX5C, "\(role.field): x5c[\(index)] (\(names[index])) is not a DER X.509 certificate (\(error))")
             }
         }
-        return ParsedJWSHeader(leaf: certificates[0], intermediate: certificates[1], claimedRoot: certificates[2])
+        return ParsedJWSHeader(
+            leaf: certificates[0], intermediate: certificates[1], claimedRoot: certificates[2],
+            signingInputPrefix: SHA256.Midstate(prefix: segment, separator: UInt8(ascii: ".")))
     }
 
     private static func describe(_ value: JSONElement) -> String {

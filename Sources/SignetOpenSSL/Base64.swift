@@ -84,10 +84,12 @@ package enum Base64 {
         let remainder = length % 4
         guard remainder != 1 else { return .failure(.invalidLength(input.count)) }
         let outputCount = (length / 4) * 3 + (remainder == 0 ? 0 : remainder - 1)
-        var output = [UInt8](repeating: 0, count: outputCount)
         var failure: Base64Error?
-        table.withUnsafeBufferPointer { table in
-            output.withUnsafeMutableBufferPointer { out in
+        // Uninitialized: the loop writes every byte (a failure keeps none), so zero-filling
+        // kilobytes first would be wasted work.
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+            defer { initialized = failure == nil ? outputCount : 0 }
+            table.withUnsafeBufferPointer { table in
                 var i = 0
                 var o = 0
                 let fullEnd = length - remainder

@@ -48,8 +48,7 @@ enum PostgresSchema {
     static let outboxColumns = "seq, event_id, event_type, message_key, environment, product_id, payload, input_key"
 
     /// ``outboxColumns`` over the alias `o` (the claiming `UPDATE signet_outbox o ... RETURNING`).
-    static let aliasedOutboxColumns = outboxColumns.split(separator: ",")
-        .map { "o." + $0.split(whereSeparator: \.isWhitespace)[0] }.joined(separator: ", ")
+    static let aliasedOutboxColumns = qualified(outboxColumns, "o")
 
     /// Whether the instance owning an outbox row is alive (its lease not expired), as SQL
     /// over the alias `o`; `$1` is this instance's id.
@@ -159,6 +158,27 @@ enum PostgresSchema {
     /// One app transaction's restriction (`$1`), read with ``consentRestriction(from:startingAt:)``.
     static let selectConsentRestriction =
         "SELECT \(consentRestrictionColumns) FROM signet_consent_restrictions WHERE app_transaction_id = $1"
+
+    /// Purchases (`s`, ``subscriptionColumns``) each with its download's consent restriction
+    /// (`c`, ``consentRestrictionColumns``, all null when none): an entitlement answer in one
+    /// round trip. The caller appends the WHERE clause.
+    static let selectSubscriptionsWithConsent = """
+        SELECT \(qualified(subscriptionColumns, "s")), \(qualified(consentRestrictionColumns, "c"))
+        FROM signet_subscriptions s LEFT JOIN signet_consent_restrictions c ON c.app_transaction_id = s.app_transaction_id
+        """
+
+    /// A row of ``selectSubscriptionsWithConsent``.
+    static func snapshotWithConsent(from row: PostgresRow) throws -> (SubscriptionSnapshot, ConsentRestriction?) {
+        let snapshot = try snapshot(from: row).0
+        let first = subscriptionFieldNames.count + 1
+        guard try PostgresRandomAccessRow(row)[first].decode(String?.self) != nil else { return (snapshot, nil) }
+        return (snapshot, try consentRestriction(from: row, startingAt: first))
+    }
+
+    /// `columns` (comma-separated) each prefixed with `alias.`.
+    static func qualified(_ columns: String, _ alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias).\($0.split(whereSeparator: \.isWhitespace)[0])" }.joined(separator: ", ")
+    }
 
     /// Reads a row selected with ``consentRestrictionColumns``, from column `first` on.
     static func consentRestriction(from row: PostgresRow, startingAt first: Int = 0) throws -> ConsentRestriction {

@@ -71,16 +71,26 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (environment, api) = try CommandPipelineRun.startAPICommand("reconcile", logLevel: logLevel, logFormat: logFormat)
-        let ids: [String]
+        // --all pages through the store as the run goes (read-only, beside the pipeline's own
+        // connection): ten million ids would otherwise be a gigabyte of strings.
+        var ids: [String] = []
+        var storeReader: (any StoreRoles)?
+        defer { try? storeReader?.close() }
         do {
-            ids = all ? try storedPurchases() : try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
+            if all {
+                let reader = try store.open()
+                storeReader = reader
+                guard try !reader.originalTransactionIds(after: nil, limit: 1).isEmpty else {
+                    throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty (no purchase in \(store.location))")
+                }
+            } else {
+                ids = try PurchaseIDList.read(explicit: originalTransactionIds, file: file)
+                guard !ids.isEmpty else { throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty") }
+            }
         } catch let failure as ConfigurationFailure {
             throw failure
         } catch {
             throw ConfigurationFailure(description: "signet reconcile: \(error)")
-        }
-        guard !ids.isEmpty else {
-            throw ConfigurationFailure(description: "signet reconcile: the list of purchases is empty\(all ? " (no purchase in \(store.location))" : "")")
         }
         let text = try PipelineSourceText(pipeline)
         try text.checkDataDirectory()
@@ -90,12 +100,14 @@ struct ReconcileCommand: AsyncParsableCommand {
             try FileManager.default.removeItem(atPath: checkpointPath)
             Terminal.note("--restart: discarded the reconcile checkpoint \(checkpointPath)")
         }
-        Terminal.note("reconciling \(ids.count) purchases with \(api.baseURL) (\(api.environment.rawValue))")
+        Terminal.note("reconciling \(all ? "every purchase in \(store.location)" : "\(ids.count) purchases") with \(api.baseURL) (\(api.environment.rawValue))")
 
         let logger = Logger(label: "signet.reconcile")
         let resources = built.resources.map(\.resource)
         var options = AppStoreStatusSource.Options(ids: ids, checkpointPath: checkpointPath)
-        options.ascending = all
+        if let storeReader {
+            options.idPages = PurchaseIDPages { after, limit in try storeReader.originalTransactionIds(after: after, limit: limit) }
+        }
         let source = AppStoreStatusSource(options: options, logger: logger) {
             // The budget is shared with every instance on the pipeline's PostgreSQL store, if it has one.
             AppStoreServerAPIClient(configuration: api, rateLimiter: .forPipeline(resources, logger: logger), logger: logger)
@@ -112,17 +124,5 @@ struct ReconcileCommand: AsyncParsableCommand {
         Terminal.note("\(finished ? "reconcile done" : "reconcile stopped; run the same command again to resume"): \(line(summary))")
         Terminal.note(summary.description)
         if let warning = RejectReport(summary: summary).allRejectedWarning { Terminal.error(warning) }
-    }
-
-    /// Every original transaction id in the store, ascending (read before the pipeline opens it).
-    private func storedPurchases() throws -> [String] {
-        let database = try store.open()
-        defer { try? database.close() }
-        var ids: [String] = []
-        while true {
-            let page = try database.originalTransactionIds(after: ids.last, limit: 10_000)
-            if page.isEmpty { return ids }
-            ids += page
-        }
     }
 }

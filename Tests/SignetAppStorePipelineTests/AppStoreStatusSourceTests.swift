@@ -6,6 +6,7 @@ import SignetAppStorePipeline
 import SignetCore
 import SignetFixtures
 import SignetTestSupport
+import Synchronization
 import Testing
 
 /// The `appstore_statuses` source in process, against the fake: one record per subscription
@@ -81,6 +82,70 @@ struct AppStoreStatusSourceTests {
             checkpoint.done = done
             try checkpoint.save(to: path)
             #expect(throws: SourceError.self, "done \(done)") { try AppStoreStatusCheckpoint.load(path) }
+        }
+    }
+
+    @Test("a paged list (reconcile --all) is read a page at a time: every id asked once, the checkpoint the same as for the whole list, a restart resumes after the last id done")
+    func pagedListResumes() async throws {
+        let bed = try APITestBed()
+        try await withFakeAPI(bed: bed) { fake, _ in
+            let directory = try TemporaryDirectory(prefix: "signet-statuses")
+            defer { directory.remove() }
+            let checkpointPath = directory.path("reconcile.json")
+            // Ids Apple does not know: each answered at once (4040010), done without a record.
+            let stored = Mutex((1...10).map { "2000000000000\($0 + 100)" })
+            let reads = Mutex<[String?]>([])
+            let pages = PurchaseIDPages(pageSize: 3) { after, limit in
+                reads.withLock { $0.append(after) }
+                return Array(stored.withLock { ids in ids.filter { after == nil || $0 > after! } }.prefix(limit))
+            }
+            func run(stopAfter: Int? = nil) async throws -> (asked: [String], progress: AppStoreStatusSource.Progress) {
+                let before = Set(fake.requests(.subscriptionStatuses).map(\.arrival))
+                var options = AppStoreStatusSource.Options(ids: [], checkpointPath: checkpointPath)
+                options.idPages = pages
+                options.parallelism = 2
+                let source = AppStoreStatusSource(options: options) { try bed.client(fake) }
+                try await source.open()
+                while let records = try await source.nextBatch(maxRecords: 5) {
+                    try await source.commit(records.map(\.position))
+                    if let stopAfter, (source.progress?.done ?? 0) >= stopAfter { break }
+                }
+                let progress = try #require(source.progress)
+                try await source.close()
+                let asked = fake.requests(.subscriptionStatuses).filter { !before.contains($0.arrival) }.compactMap(\.pathParameter)
+                return (asked, progress)
+            }
+
+            let all = stored.withLock { $0 }
+            let full = try await run()
+            #expect(full.progress.finished && full.progress.total == 10 && full.progress.done == 10 && full.progress.notFound == 10)
+            #expect(full.asked.sorted() == all, "every id once: \(full.asked)")
+            // Counted a page at a time at open, then read a page at a time as it went: never the whole list.
+            let firstReads = reads.withLock { $0 }
+            #expect(firstReads.filter { $0 == nil }.count == 2 && firstReads.count >= 8, "\(firstReads)")
+            #expect(try AppStoreStatusCheckpoint.load(checkpointPath)?.listDigest == AppStoreStatusCheckpoint.digest(all))
+
+            // A run stopped after 4 of the same list (as kill -9 leaves it): the restart asks only
+            // the ids after the last one done, reading from there.
+            var checkpoint = AppStoreStatusCheckpoint(
+                listDigest: AppStoreStatusCheckpoint.digest(all), total: all.count, environment: "Sandbox", bundleId: APITestBed.bundleId)
+            checkpoint.ascending = true
+            checkpoint.done = 4
+            checkpoint.lastDone = all[3]
+            try checkpoint.save(to: checkpointPath)
+            reads.withLock { $0 = [] }
+            let resumed = try await run()
+            #expect(resumed.progress.finished && resumed.progress.resumed && resumed.progress.doneAtStart == 4)
+            #expect(resumed.asked.sorted() == Array(all[4...]), "\(resumed.asked)")
+            #expect(reads.withLock { $0 }.contains(all[3]), "the pages after the last id done were read from it")
+
+            // The store gained purchases since (one before the last id done, one after): the list
+            // differs, so it resumes after the last id done, counting the new one before it as done.
+            try checkpoint.save(to: checkpointPath)
+            stored.withLock { ids in ids = (ids + ["2000000000000000", "2000000000000999"]).sorted() }
+            let grown = try await run()
+            #expect(grown.progress.finished && grown.progress.total == 12 && grown.progress.doneAtStart == 5)
+            #expect(grown.asked.sorted() == stored.withLock { $0 }.filter { $0 > all[3] }, "\(grown.asked)")
         }
     }
 }

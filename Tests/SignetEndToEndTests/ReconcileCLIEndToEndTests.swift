@@ -237,6 +237,11 @@ struct ReconcileCLIEndToEndTests {
         let none = try await bed.reconcile([])
         #expect(none.exitCode == 64 || none.exitCode == 2, "\(none.exitCode) \(none.stderr)")
         #expect(none.stderr.contains("--original-transaction-id"))
+        // --all before the store holds a purchase: one line saying so, exit 2, nothing asked.
+        let empty = try await bed.reconcile(["--all"])
+        #expect(empty.exitCode == 2, "\(empty.exitCode) \(empty.stderr)")
+        #expect(empty.stderr.contains("no purchase in") || empty.stderr.contains("no state database"), "\(empty.stderr)")
+        #expect(bed.fake.requests(.subscriptionStatuses).isEmpty)
         var environment = bed.environment
         environment["SIGNET_APPSTORE_KEY_ID"] = nil
         let missing = try await SignetProcess.output(["reconcile", "--original-transaction-id", "1"], environment: environment, timeout: 60)

@@ -82,6 +82,25 @@ struct OpenSSLWrapperTests {
         #expect(SHA256.hex(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test("a midstate finishes to the one-shot digest of prefix + separator + rest, across block boundaries, any number of times")
+    func sha256Midstate() {
+        let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        for prefixCount in [0, 1, 54, 55, 56, 62, 63, 64, 65, 127, 128, 200] {
+            let prefix = Array(bytes.prefix(prefixCount))
+            let midstate = prefix.withUnsafeBytes { SHA256.Midstate(prefix: $0, separator: UInt8(ascii: ".")) }
+            #expect(midstate.prefixCount == prefixCount + 1)
+            for restCount in [0, 1, 63, 64, 65, 99] {
+                let rest = Array(bytes.suffix(restCount))
+                let expected = SHA256.hash(prefix + [UInt8(ascii: ".")] + rest)
+                #expect(rest.withUnsafeBytes { midstate.finish($0) } == expected, "prefix \(prefixCount), rest \(restCount)")
+                #expect(rest.withUnsafeBytes { midstate.finish($0) } == expected, "finishing twice")
+            }
+        }
+        var stream = SHA256.Stream()
+        for piece in ["a", "", "bc"] { stream.update(piece) }
+        #expect(SHA256.hex(stream.finish()) == SHA256.hex(SHA256.hash("abc")))
+    }
+
     @Test("EC keys: PEM round trip, ES256 sign and verify")
     func keys() throws {
         let key = try ECPrivateKey(generating: .p256)

@@ -26,8 +26,13 @@ package struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
     package var ascending: Bool?
 
     package init(ids: [String], environment: String, bundleId: String) {
-        listDigest = Self.digest(ids)
-        total = ids.count
+        self.init(listDigest: Self.digest(ids), total: ids.count, environment: environment, bundleId: bundleId)
+    }
+
+    /// A fresh checkpoint of a list known by its ``digest(_:)`` and length (a paged list).
+    package init(listDigest: String, total: Int, environment: String, bundleId: String) {
+        self.listDigest = listDigest
+        self.total = total
         done = 0
         statuses = 0
         notFound = 0
@@ -39,7 +44,26 @@ package struct AppStoreStatusCheckpoint: Codable, Sendable, Equatable {
 
     /// The digest of a list of ids.
     package static func digest(_ ids: [String]) -> String {
-        SHA256.hex(SHA256.hash(ids.joined(separator: "\n")))
+        var digest = ListDigest()
+        for id in ids { digest.add(id) }
+        return digest.finish()
+    }
+
+    /// ``digest(_:)`` of a list met one id at a time.
+    package struct ListDigest {
+        private var stream = SHA256.Stream()
+        private var first = true
+
+        package init() {}
+
+        package mutating func add(_ id: String) {
+            if !first { stream.update("\n") }
+            first = false
+            stream.update(id)
+        }
+
+        /// The hex digest; the list ends here.
+        package mutating func finish() -> String { SHA256.hex(stream.finish()) }
     }
 
     /// The checkpoint at `path`, nil when there is none.

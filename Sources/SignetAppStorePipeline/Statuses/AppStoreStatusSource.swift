@@ -21,6 +21,9 @@ public final class AppStoreStatusSource: Source {
         public var ids: [String]
         /// A file with more ids (`PurchaseIDList`), read when the source opens.
         public var idsFile: String?
+        /// Ids read page by page instead of `ids` and `idsFile` (every purchase of a store),
+        /// ascending: memory stays one page however many there are. Implies `ascending`.
+        public var idPages: PurchaseIDPages?
         /// The ids are in ascending order and the list may grow between runs (every purchase
         /// of a store: `signet reconcile --all`): an unfinished checkpoint of an earlier list
         /// resumes after the last id it finished instead of starting over.
@@ -77,7 +80,16 @@ public final class AppStoreStatusSource: Source {
     }
 
     private struct State {
-        var ids: [String] = []
+        /// The ids from index `windowStart` on that are read and not yet claimed past: the whole
+        /// list, or one page of ``Options/idPages``.
+        var window: [String] = []
+        var windowStart = 0
+        /// The list ends at index `total` (a paged list's count at open).
+        var total = 0
+        /// Ids claimed and not yet passed by the checkpoint, by index (for `lastDone`).
+        var claimed: [Int: String] = [:]
+        /// Where a paged list's first page starts (after the last id done by an earlier run).
+        var pageAfter: String?
         var checkpoint: AppStoreStatusCheckpoint?
         var doneAtStart = 0
         var resumed = false
@@ -126,14 +138,34 @@ public final class AppStoreStatusSource: Source {
     }
 
     public func open() async throws {
-        let explicit = options.ids, file = options.idsFile, path = options.checkpointPath, ascending = options.ascending
+        let explicit = options.ids, file = options.idsFile, path = options.checkpointPath, pages = options.idPages
+        let ascending = options.ascending || pages != nil
         let (client, (ids, checkpoint)) = try await core.open { [logger, core] client in
             let environment = client.configuration.environment.rawValue, bundleId = client.configuration.credentials.bundleId
-            let ids = try PurchaseIDList.read(explicit: explicit, file: file)
+            let saved = try AppStoreStatusCheckpoint.load(path)
+            // A paged list is counted and digested here, a page at a time; `doneBefore` counts
+            // its ids up to the saved checkpoint's last one (where an ascending resume goes on).
+            let ids: [String]
+            var fresh: AppStoreStatusCheckpoint
+            var doneBefore = 0
+            if let pages {
+                var digest = AppStoreStatusCheckpoint.ListDigest(), total = 0
+                let last = saved?.lastDone
+                try pages.forEach { id in
+                    digest.add(id)
+                    total += 1
+                    if let last, id <= last { doneBefore += 1 }
+                }
+                ids = []
+                fresh = AppStoreStatusCheckpoint(listDigest: digest.finish(), total: total, environment: environment, bundleId: bundleId)
+            } else {
+                ids = try PurchaseIDList.read(explicit: explicit, file: file)
+                fresh = AppStoreStatusCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
+                if let last = saved?.lastDone { doneBefore = ids.firstIndex { $0 > last } ?? ids.count }
+            }
             try core.createCheckpointFolder()
-            var fresh = AppStoreStatusCheckpoint(ids: ids, environment: environment, bundleId: bundleId)
             fresh.ascending = ascending ? true : nil
-            guard let saved = try AppStoreStatusCheckpoint.load(path), !saved.isFinished else { return (ids, fresh) }
+            guard let saved, !saved.isFinished else { return (ids, fresh) }
             guard saved.environment == environment, saved.bundleId == bundleId else {
                 logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
                 return (ids, fresh)
@@ -141,7 +173,7 @@ public final class AppStoreStatusSource: Source {
             if saved.listDigest == fresh.listDigest { return (ids, saved) }
             if ascending, saved.ascending == true, let last = saved.lastDone {
                 // The store gained purchases since: go on after the last one done.
-                fresh.done = ids.firstIndex { $0 > last } ?? ids.count
+                fresh.done = doneBefore
                 fresh.statuses = saved.statuses
                 fresh.notFound = saved.notFound
                 fresh.lastDone = last
@@ -153,7 +185,14 @@ public final class AppStoreStatusSource: Source {
         let resumed = checkpoint.done > 0
         if resumed { logger.notice("resuming the unfinished reconcile: \(checkpoint.done) of \(checkpoint.total) purchases done") }
         core.withState { state in
-            state.ids = ids
+            if pages != nil {
+                // The first page is read by the first claim, after the last id done.
+                state.windowStart = checkpoint.done
+                state.pageAfter = checkpoint.done > 0 ? checkpoint.lastDone : nil
+            } else {
+                state.window = ids
+            }
+            state.total = checkpoint.total
             state.checkpoint = checkpoint
             state.doneAtStart = checkpoint.done
             state.resumed = resumed
@@ -161,16 +200,28 @@ public final class AppStoreStatusSource: Source {
         }
         // Every id not done yet, `parallelism` at a time.
         try await core.startFetching(
-            workers: options.parallelism, claim: { [self] in claim() },
+            workers: options.parallelism, claim: { [self] in try claim() },
             fetch: { [self] index, id in await core.send(try await answer(index, id: id, client: client)) })
     }
 
-    /// The next id nobody asked about yet: its index and value.
-    private func claim() -> (Int, String)? {
-        core.withState { state in
-            guard state.nextClaim < state.ids.count else { return nil }
-            defer { state.nextClaim += 1 }
-            return (state.nextClaim, state.ids[state.nextClaim])
+    /// The next id nobody asked about yet: its index and value. Reads the next page of a paged
+    /// list when the window is used up: under the state lock, which the other workers wait on
+    /// anyway since they need the same page.
+    private func claim() throws -> (Int, String)? {
+        try core.withState { state in
+            guard state.nextClaim < state.total else { return nil }
+            if state.nextClaim - state.windowStart >= state.window.count {
+                guard let pages = options.idPages else { return nil }
+                let page = try pages.read(state.window.last ?? state.pageAfter, pages.pageSize)
+                guard !page.isEmpty else { return nil }
+                state.windowStart += state.window.count
+                state.window = page
+            }
+            let index = state.nextClaim
+            let id = state.window[index - state.windowStart]
+            state.claimed[index] = id
+            state.nextClaim += 1
+            return (index, id)
         }
     }
 
@@ -236,8 +287,11 @@ public final class AppStoreStatusSource: Source {
         guard var checkpoint = state.checkpoint else { return false }
         state.doneAhead.insert(index)
         let before = checkpoint.done
-        while state.doneAhead.remove(checkpoint.done) != nil { checkpoint.done += 1 }
-        if checkpoint.done > before { checkpoint.lastDone = state.ids[checkpoint.done - 1] }
+        while state.doneAhead.remove(checkpoint.done) != nil {
+            let id = state.claimed.removeValue(forKey: checkpoint.done)
+            checkpoint.done += 1
+            if let id { checkpoint.lastDone = id }
+        }
         state.checkpoint = checkpoint
         return checkpoint.done > before
     }

@@ -53,7 +53,13 @@ struct LineReader {
                 let chunkEnd = newline ?? end
                 let chunk = buffer[start..<chunkEnd]
                 if pendingLength < maxLineBytes {
-                    pending.append(contentsOf: chunk.prefix(maxLineBytes - pendingLength))
+                    // A line whole in the buffer (the common case) is one exact allocation,
+                    // not an array grown by doubling.
+                    if pending.isEmpty {
+                        pending = Array(chunk.prefix(maxLineBytes))
+                    } else {
+                        pending.append(contentsOf: chunk.prefix(maxLineBytes - pendingLength))
+                    }
                 }
                 pendingLength += chunk.count
                 if let last = chunk.last { lastByte = last }

@@ -56,6 +56,11 @@ struct CompactJWSPolicy: JWSVerificationPolicy {
 
     private func parsedHeader(_ segment: UnsafeRawBufferPointer, role: JWSRole) throws(RecordRejection) -> ParsedJWSHeader {
         guard headerCache.capacity > 0 else { return try ParsedJWSHeader.parse(segment: segment, role: role) }
+        // The last header first, compared in place: no key to copy and hash.
+        if let recent = headerCache.recent, recent.key.equals(segment) {
+            metrics.headerHits.increment()
+            return recent.value
+        }
         let key = PrehashedBytes(segment)
         if let cached = headerCache.value(for: key) {
             metrics.headerHits.increment()

@@ -18,7 +18,7 @@ struct SignaturePolicy: JWSVerificationPolicy {
         guard let key = header.leafKey else {
             throw RecordRejection(.invalidCertificateChain, "\(role.field): \(header.leafKeyProblem ?? "the leaf certificate has no usable key")")
         }
-        let digest = SHA256.hash(jws.signingInput)
+        let digest = Self.digest(of: jws)
         let valid = signature.withUnsafeBytes { signatureBytes in
             digest.withUnsafeBytes { key.verifyES256(rawSignature: signatureBytes, digest: $0) }
         }
@@ -28,5 +28,17 @@ struct SignaturePolicy: JWSVerificationPolicy {
                 "\(role.field): the ES256 signature does not verify with the key of x5c[0] (\(header.leaf.subject), serial \(header.leaf.serialNumberHex)) — the data was altered or signed by another key")
         }
         return AuthenticatedJWS(header: header, payloadJSON: jws.payloadJSON)
+    }
+
+    /// SHA-256 of `header.payload`, continuing from the cached header's state when there is
+    /// one (``ParsedJWSHeader/signingInputPrefix``): the same digest, half the bytes hashed.
+    static func digest(of jws: CompactJWS) -> [UInt8] {
+        let input = jws.signingInput
+        if let prefix = jws.header.signingInputPrefix, prefix.prefixCount <= input.count,
+           input[prefix.prefixCount - 1] == UInt8(ascii: ".")
+        {
+            return prefix.finish(UnsafeRawBufferPointer(rebasing: input[prefix.prefixCount...]))
+        }
+        return SHA256.hash(input)
     }
 }

@@ -31,6 +31,25 @@ extension PostgresStateStore {
         }
     }
 
+    package func subscriptionWithConsent(originalTransactionId: String) throws -> (SubscriptionSnapshot, ConsentRestriction?)? {
+        try withSession("entitlement lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: PostgresSchema.selectSubscriptionsWithConsent + " WHERE s.original_transaction_id = $1",
+                binds: Self.binds(originalTransactionId)))
+            return try rows.first.map { try PostgresSchema.snapshotWithConsent(from: $0) }
+        }
+    }
+
+    package func subscriptionsWithConsent(appAccountToken: AppAccountToken) throws -> [(SubscriptionSnapshot, ConsentRestriction?)] {
+        try withSession("account entitlement lookup", waitingOutOutages: false) { session in
+            let rows = try session.query(PostgresQuery(
+                unsafeSQL: PostgresSchema.selectSubscriptionsWithConsent
+                    + " WHERE s.app_account_token = $1 ORDER BY s.original_transaction_id",
+                binds: Self.binds(appAccountToken.description)))
+            return try rows.map { try PostgresSchema.snapshotWithConsent(from: $0) }
+        }
+    }
+
     package func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot] {
         try withSession("app transaction lookup", waitingOutOutages: false) { session in
             let rows = try session.query(PostgresQuery(

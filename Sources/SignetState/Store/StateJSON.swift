@@ -79,10 +79,13 @@ package enum StateJSON {
         _ query: Query, named name: String? = nil, environment: String? = nil, in store: any SubscriptionStore & ConsumptionStore,
         at instant: Int64
     ) throws -> [UInt8] {
-        var answers: [Entitlement] = switch query {
-        case .appAccountToken(let token): try store.entitlements(appAccountToken: token, at: instant)
-        case .originalTransactionId(let id): try store.entitlements(originalTransactionId: id, at: instant)
+        // One read per answer where the store joins purchase and consent (subscriptionWithConsent).
+        let purchases: [(SubscriptionSnapshot, ConsentRestriction?)] = switch query {
+        case .appAccountToken(let token): try store.subscriptionsWithConsent(appAccountToken: token)
+        case .originalTransactionId(let id): try store.subscriptionWithConsent(originalTransactionId: id).map { [$0] } ?? []
         }
+        let names = store.entitlementNames, policy = TransitionPolicy()
+        var answers = purchases.map { Entitlement($0, restriction: $1, at: instant, policy: policy, names: names) }
         if let name { answers.removeAll { !$0.entitlements.contains(name) } }
         if let environment { answers.removeAll { $0.environment != environment } }
         return try encode(answers, asOf: instant, meaning: entitlementsMeaning)

@@ -82,28 +82,38 @@ extension StateStore {
     /// What the purchase entitles to at `instant` (ms since 1970), under `policy`.
     public func entitlements(originalTransactionId: String, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return [] }
-        return [try entitlement(snapshot, at: instant, policy: policy, names: entitlementNames)]
+        return [Entitlement(snapshot, restriction: try restriction(of: snapshot), at: instant, policy: policy, names: entitlementNames)]
     }
 
     /// What every purchase of the account (appAccountToken) entitles to at `instant`.
     public func entitlements(appAccountToken: AppAccountToken, at instant: Int64, policy: TransitionPolicy = TransitionPolicy()) throws -> [Entitlement] {
         let names = entitlementNames
-        return try subscriptions(appAccountToken: appAccountToken).map { try entitlement($0, at: instant, policy: policy, names: names) }
+        return try subscriptions(appAccountToken: appAccountToken).map {
+            Entitlement($0, restriction: try restriction(of: $0), at: instant, policy: policy, names: names)
+        }
     }
 
-    private func entitlement(
-        _ snapshot: SubscriptionSnapshot, at instant: Int64, policy: TransitionPolicy, names: EntitlementNames
-    ) throws -> Entitlement {
+    /// The consent restriction of the download `snapshot` was made in, nil when none was recorded.
+    package func restriction(of snapshot: SubscriptionSnapshot) throws -> ConsentRestriction? {
+        guard let appTransactionId = snapshot.appTransactionId else { return nil }
+        return try consentRestriction(appTransactionId: appTransactionId)
+    }
+}
+
+extension Entitlement {
+    /// The answer for `snapshot` at `instant` under `policy`, `restricted` when `restriction`
+    /// (its download's) is in force.
+    package init(
+        _ snapshot: SubscriptionSnapshot, restriction: ConsentRestriction?, at instant: Int64, policy: TransitionPolicy,
+        names: EntitlementNames
+    ) {
         // Never evaluate before the facts we have (a clock behind Apple's would undo state).
         let at = max(instant, snapshot.evaluatedAt)
         let (state, entitled) = SubscriptionStateMachine.derive(snapshot, at: at, policy: policy)
-        var answer = Entitlement(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at, names: names)
+        self.init(snapshot: snapshot, state: state, entitled: entitled, evaluatedAt: at, names: names)
         // Consent withdrawn for the download this purchase was made in: the entitlement stays
         // as it is, and the answer says to restrict the child's access.
-        if let appTransactionId = snapshot.appTransactionId {
-            answer.restricted = try consentRestriction(appTransactionId: appTransactionId)?.isInForce ?? false
-        }
-        return answer
+        restricted = restriction?.isInForce ?? false
     }
 }
 

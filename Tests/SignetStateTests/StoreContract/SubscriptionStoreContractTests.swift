@@ -30,6 +30,53 @@ import Testing
         #expect(try store.originalTransactionIds(after: "2000", limit: 5).isEmpty, "\(kind)")
     }
 
+    @Test("a purchase read with its download's consent restriction (the entitlement answer's one read): none, in force, cleared, no download id; by id and by account", arguments: StoreKind.available)
+    func subscriptionsWithConsent(_ kind: StoreKind) async throws {
+        let store = try await kind.makeLocation().open()
+        defer { try? store.close() }
+        let token = AppAccountToken(UUID(uuidString: "7D0C6A52-3E1B-4F9A-8C2D-5B6E7F809A1B")!)
+        func snapshot(_ id: String, download: String?) -> SubscriptionSnapshot {
+            var snapshot = SubscriptionSnapshot(originalTransactionId: id, state: .active, entitled: true, evaluatedAt: 1_000)
+            snapshot.appTransactionId = download
+            snapshot.appAccountToken = token
+            snapshot.environment = "Sandbox"
+            return snapshot
+        }
+        let rescinded = ConsentRestriction(
+            appTransactionId: "dl-rescinded", bundleId: "com.example", environment: "Sandbox", rescindedAt: 900, notificationUUID: "u-1")
+        var cleared = ConsentRestriction(
+            appTransactionId: "dl-cleared", bundleId: "com.example", environment: "Production", rescindedAt: 800, notificationUUID: "u-2")
+        cleared.clearedAt = 950
+        cleared.clearedBy = "support"
+        try store.withTransaction { transaction in
+            try transaction.save(snapshot("p-none", download: "dl-none"))
+            try transaction.save(snapshot("p-rescinded", download: "dl-rescinded"))
+            try transaction.save(snapshot("p-cleared", download: "dl-cleared"))
+            try transaction.save(snapshot("p-no-download", download: nil))
+            try transaction.save(rescinded)
+            try transaction.save(cleared)
+        }
+        let expected: [String: ConsentRestriction?] = [
+            "p-none": nil, "p-rescinded": rescinded, "p-cleared": cleared, "p-no-download": nil,
+        ]
+        for (id, restriction) in expected {
+            let read = try #require(try store.subscriptionWithConsent(originalTransactionId: id), "\(kind) \(id)")
+            #expect(read.0 == (try store.subscription(originalTransactionId: id)), "\(kind) \(id)")
+            #expect(read.1 == restriction, "\(kind) \(id)")
+        }
+        #expect(try store.subscriptionWithConsent(originalTransactionId: "p-unknown") == nil)
+        let account = try store.subscriptionsWithConsent(appAccountToken: token)
+        #expect(account.map(\.0.originalTransactionId) == expected.keys.sorted(), "\(kind)")
+        for (snapshot, restriction) in account {
+            #expect(restriction == expected[snapshot.originalTransactionId] ?? nil, "\(kind) \(snapshot.originalTransactionId)")
+        }
+        // The answers: restricted only where the restriction is in force.
+        let answers = try StateJSON.entitlements(.appAccountToken(token), in: store, at: 2_000)
+        let entitlements = try #require(try JSONSerialization.jsonObject(with: Data(answers)) as? [[String: Any]])
+        let restricted = entitlements.filter { $0["restricted"] as? Bool == true }.compactMap { $0["originalTransactionId"] as? String }
+        #expect(restricted == ["p-rescinded"], "\(kind) \(entitlements)")
+    }
+
     @Test("stale subscriptions: a period that ended in the window while a renewal was expected, and nothing else", arguments: StoreKind.available)
     func staleSubscriptions(_ kind: StoreKind) async throws {
         let store = try await kind.makeLocation().open()

@@ -8,6 +8,15 @@ package protocol SubscriptionStore: StateStore {
     /// `after` (nil: from the first): `signet reconcile --all` pages through every purchase.
     func originalTransactionIds(after: String?, limit: Int) throws -> [String]
 
+    /// The purchase with the consent restriction of the download it was made in (nil when none
+    /// was recorded): what an entitlement answer reads. A store that can join them answers in
+    /// one read (PostgreSQL: one round trip, not two); the default asks for each.
+    func subscriptionWithConsent(originalTransactionId: String) throws -> (SubscriptionSnapshot, ConsentRestriction?)?
+
+    /// Every purchase of the account, each with its download's consent restriction, in
+    /// ascending originalTransactionId.
+    func subscriptionsWithConsent(appAccountToken: AppAccountToken) throws -> [(SubscriptionSnapshot, ConsentRestriction?)]
+
     /// The purchases made in the app download `appTransactionId` names (Apple's one id per
     /// customer and app), in ascending originalTransactionId: the support desk's search.
     func subscriptions(appTransactionId: String) throws -> [SubscriptionSnapshot]
@@ -23,6 +32,17 @@ package protocol SubscriptionStore: StateStore {
     /// Stores `names` in place of the mapping kept so far (a pipeline's `entitlements:`,
     /// applied when its store opens), for this process and every later reader of the store.
     func replaceEntitlementNames(_ names: EntitlementNames) throws
+}
+
+extension SubscriptionStore {
+    package func subscriptionWithConsent(originalTransactionId: String) throws -> (SubscriptionSnapshot, ConsentRestriction?)? {
+        guard let snapshot = try subscription(originalTransactionId: originalTransactionId) else { return nil }
+        return (snapshot, try restriction(of: snapshot))
+    }
+
+    package func subscriptionsWithConsent(appAccountToken: AppAccountToken) throws -> [(SubscriptionSnapshot, ConsentRestriction?)] {
+        try subscriptions(appAccountToken: appAccountToken).map { ($0, try restriction(of: $0)) }
+    }
 }
 
 /// Purchases inside a transaction.
