@@ -91,6 +91,12 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
         return (client, loaded)
     }
 
+    /// Runs blocking work (a store read) on the checkpoint writer's thread, off the cooperative
+    /// pool, in order with the checkpoint's writes.
+    func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await checkpoints.run(body)
+    }
+
     /// Creates the folder of the checkpoint file. Blocking: for `load` of ``open(load:)``.
     func createCheckpointFolder() throws {
         let folder = (checkpointPath as NSString).deletingLastPathComponent
@@ -103,7 +109,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
     /// and returns false once a send was refused (the source stopped). A thrown error ends
     /// fetching; the runner gets it after the answers queued before it.
     func startFetching<Item: Sendable>(
-        workers: Int, claim: @escaping @Sendable () throws -> Item?, fetch: @escaping @Sendable (Item) async throws -> Bool
+        workers: Int, claim: @escaping @Sendable () async throws -> Item?, fetch: @escaping @Sendable (Item) async throws -> Bool
     ) async throws {
         try await save()
         let fetcher = Task { [buffer] in
@@ -111,7 +117,7 @@ final class FetchingSourceCore<Fetched: Sendable, State: Sendable, Checkpoint: S
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<max(1, workers) {
                         group.addTask {
-                            while let item = try claim() {
+                            while let item = try await claim() {
                                 guard try await fetch(item) else { return }
                             }
                         }

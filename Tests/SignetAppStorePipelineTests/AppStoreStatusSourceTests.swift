@@ -95,8 +95,16 @@ struct AppStoreStatusSourceTests {
             // Ids Apple does not know: each answered at once (4040010), done without a record.
             let stored = Mutex((1...10).map { "2000000000000\($0 + 100)" })
             let reads = Mutex<[String?]>([])
+            let shrinkAfterCount = Mutex(false)
             let pages = PurchaseIDPages(pageSize: 3) { after, limit in
                 reads.withLock { $0.append(after) }
+                // The count ended (its last, short page); the run's reads see 5 fewer ids.
+                if after != nil, shrinkAfterCount.withLock({ $0 }), stored.withLock({ $0.filter { $0 > after! }.count }) < limit {
+                    shrinkAfterCount.withLock { $0 = false }
+                    let page = Array(stored.withLock { ids in ids.filter { $0 > after! } }.prefix(limit))
+                    stored.withLock { $0.removeLast(5) }
+                    return page
+                }
                 return Array(stored.withLock { ids in ids.filter { after == nil || $0 > after! } }.prefix(limit))
             }
             func run(stopAfter: Int? = nil) async throws -> (asked: [String], progress: AppStoreStatusSource.Progress) {
@@ -146,6 +154,15 @@ struct AppStoreStatusSourceTests {
             let grown = try await run()
             #expect(grown.progress.finished && grown.progress.total == 12 && grown.progress.doneAtStart == 5)
             #expect(grown.asked.sorted() == stored.withLock { $0 }.filter { $0 > all[3] }, "\(grown.asked)")
+
+            // Purchases deleted between the count and the reading: the list ends where the store
+            // does, and the run finishes instead of waiting for ids that are gone.
+            try FileManager.default.removeItem(atPath: checkpointPath)
+            let counted = stored.withLock { $0 }
+            shrinkAfterCount.withLock { $0 = true }
+            let shrunk = try await run()
+            #expect(shrunk.progress.finished && shrunk.progress.total == counted.count - 5, "\(shrunk.progress)")
+            #expect(shrunk.asked.sorted() == Array(counted.dropLast(5)), "\(shrunk.asked)")
         }
     }
 }

@@ -90,6 +90,8 @@ public final class AppStoreStatusSource: Source {
         var claimed: [Int: String] = [:]
         /// Where a paged list's first page starts (after the last id done by an earlier run).
         var pageAfter: String?
+        /// A worker is reading the next page; the others wait for it.
+        var readingPage = false
         var checkpoint: AppStoreStatusCheckpoint?
         var doneAtStart = 0
         var resumed = false
@@ -170,7 +172,8 @@ public final class AppStoreStatusSource: Source {
                 logger.notice("an unfinished reconcile of another app or environment in \(path) is replaced by this one")
                 return (ids, fresh)
             }
-            if saved.listDigest == fresh.listDigest { return (ids, saved) }
+            // A paged list resumes by the last id done: a checkpoint without one starts over.
+            if saved.listDigest == fresh.listDigest, pages == nil || saved.done == 0 || saved.lastDone != nil { return (ids, saved) }
             if ascending, saved.ascending == true, let last = saved.lastDone {
                 // The store gained purchases since: go on after the last one done.
                 fresh.done = doneBefore
@@ -200,28 +203,66 @@ public final class AppStoreStatusSource: Source {
         }
         // Every id not done yet, `parallelism` at a time.
         try await core.startFetching(
-            workers: options.parallelism, claim: { [self] in try claim() },
+            workers: options.parallelism, claim: { [self] in try await claim() },
             fetch: { [self] index, id in await core.send(try await answer(index, id: id, client: client)) })
     }
 
-    /// The next id nobody asked about yet: its index and value. Reads the next page of a paged
-    /// list when the window is used up: under the state lock, which the other workers wait on
-    /// anyway since they need the same page.
-    private func claim() throws -> (Int, String)? {
-        try core.withState { state in
-            guard state.nextClaim < state.total else { return nil }
-            if state.nextClaim - state.windowStart >= state.window.count {
-                guard let pages = options.idPages else { return nil }
-                let page = try pages.read(state.window.last ?? state.pageAfter, pages.pageSize)
-                guard !page.isEmpty else { return nil }
-                state.windowStart += state.window.count
-                state.window = page
+    /// What a worker does next: ask about an id, read the next page, wait for another worker's
+    /// read, or stop.
+    private enum Claim: Sendable {
+        case id(Int, String)
+        case readPage(after: String?)
+        case waitForPage
+        case none
+    }
+
+    /// The next id nobody asked about yet: its index and value. When a paged list's window is
+    /// used up, one worker reads the next page (a blocking store read, on the checkpoint
+    /// writer's thread) while the others wait for it.
+    private func claim() async throws -> (Int, String)? {
+        while true {
+            let next: Claim = core.withState { state in
+                guard state.nextClaim < state.total else { return .none }
+                if state.nextClaim - state.windowStart < state.window.count {
+                    let index = state.nextClaim
+                    let id = state.window[index - state.windowStart]
+                    state.claimed[index] = id
+                    state.nextClaim += 1
+                    return .id(index, id)
+                }
+                guard options.idPages != nil else { return .none }
+                if state.readingPage { return .waitForPage }
+                state.readingPage = true
+                return .readPage(after: state.window.last ?? state.pageAfter)
             }
-            let index = state.nextClaim
-            let id = state.window[index - state.windowStart]
-            state.claimed[index] = id
-            state.nextClaim += 1
-            return (index, id)
+            switch next {
+            case .id(let index, let id):
+                return (index, id)
+            case .none:
+                return nil
+            case .waitForPage:
+                try await Task.sleep(for: .milliseconds(5))
+            case .readPage(let after):
+                guard let pages = options.idPages else { return nil }
+                let page: [String]
+                do {
+                    page = try await core.blocking { try pages.read(after, pages.pageSize) }
+                } catch {
+                    core.withState { $0.readingPage = false }
+                    throw error
+                }
+                core.withState { state in
+                    state.readingPage = false
+                    guard !page.isEmpty else {
+                        // Purchases were deleted since the count: the list ends here.
+                        state.total = state.nextClaim
+                        state.checkpoint?.total = state.nextClaim
+                        return
+                    }
+                    state.windowStart += state.window.count
+                    state.window = page
+                }
+            }
         }
     }
 
