@@ -53,6 +53,10 @@ struct ReconcileCommand: AsyncParsableCommand {
     @Option(name: .long, help: .hidden)
     var progressInterval: Double = 5
 
+    /// Ids `--all` reads from the store at a time (tests walk a small store in several pages).
+    @Option(name: .long, help: .hidden)
+    var pageSize = 10_000
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .warning
 
@@ -67,6 +71,7 @@ struct ReconcileCommand: AsyncParsableCommand {
             throw ValidationError("--all reconciles every stored purchase: it takes no --original-transaction-id or --file")
         }
         guard progressInterval > 0 else { throw ValidationError("--progress-interval must be greater than 0") }
+        guard pageSize > 0 else { throw ValidationError("--page-size must be greater than 0") }
     }
 
     func run() async throws {
@@ -106,7 +111,9 @@ struct ReconcileCommand: AsyncParsableCommand {
         let resources = built.resources.map(\.resource)
         var options = AppStoreStatusSource.Options(ids: ids, checkpointPath: checkpointPath)
         if let storeReader {
-            options.idPages = PurchaseIDPages { after, limit in try storeReader.originalTransactionIds(after: after, limit: limit) }
+            options.idPages = PurchaseIDPages(pageSize: pageSize) { after, limit in
+                try storeReader.originalTransactionIds(after: after, limit: limit)
+            }
         }
         let source = AppStoreStatusSource(options: options, logger: logger) {
             // The budget is shared with every instance on the pipeline's PostgreSQL store, if it has one.

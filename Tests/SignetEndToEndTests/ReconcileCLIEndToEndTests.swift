@@ -156,6 +156,14 @@ struct ReconcileCLIEndToEndTests {
         #expect(all.exitCode == 0, "\(all.stderr)")
         #expect(all.stdoutText.isEmpty, "--all emitted: \(all.stdoutText)")
         #expect(all.stderr.contains("6/6 purchases"), "\(all.stderr)")
+        // The same through the store's pages, two ids at a time: each purchase asked once more.
+        let before = bed.fake.requests(.subscriptionStatuses).count
+        let paged = try await bed.reconcile(["--all", "--page-size", "2", "--restart"])
+        #expect(paged.exitCode == 0, "\(paged.stderr)")
+        #expect(paged.stdoutText.isEmpty, "--all emitted: \(paged.stdoutText)")
+        #expect(paged.stderr.contains("6/6 purchases"), "\(paged.stderr)")
+        let pagedAsked = bed.fake.requests(.subscriptionStatuses).dropFirst(before).compactMap(\.pathParameter)
+        #expect(pagedAsked.sorted() == ["1001", "1002", "1003", "1004", "1005", "1006"], "\(pagedAsked)")
         // Every request went out with a JWT the fake accepted.
         #expect(bed.fake.requests(.subscriptionStatuses).allSatisfy { $0.authRefusal == nil })
     }
