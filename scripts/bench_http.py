@@ -248,9 +248,13 @@ def floor_wrk(folder, server, seconds=10, rate=None):
     return requests / seconds, cpu * 1000 / requests
 
 
-async def paced(port, bodies, rate, seconds):
-    """Open loop: request i is due at start + i / rate; latency counts from that moment."""
-    total = min(len(bodies), int(rate * seconds))
+async def open_loop(port, request, total, rate, connections=64, reconnect=False):
+    """Open loop, as real clients send: request i (the bytes `request(i)`) is due at start + i / rate,
+    sent on one of `connections` keep-alive connections; latency counts from that moment, so a
+    stall is not hidden. (wrk's `delay` paces only a connection's first request on keep-alive.)
+    With `reconnect`, a connection the server closed is opened again and the request sent again,
+    the wait counted (a listener closes idle keep-alive connections when its slots are all taken).
+    Returns the sorted latencies in seconds, the count of each status, and the seconds it took."""
     start = time.perf_counter() + 0.2
     queue = asyncio.Queue()
     for i in range(total):
@@ -268,21 +272,47 @@ async def paced(port, bodies, rate, seconds):
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            body = bodies[i]
-            writer.write(b"POST /notifications HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
-            await reader.readexactly(length)
+            for _ in range(3 if reconnect else 1):
+                try:
+                    writer.write(request(i))
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
+                    await reader.readexactly(length)
+                    break
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    if not reconnect:
+                        raise
+                    writer.close()
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            else:
+                raise RuntimeError(f"127.0.0.1:{port} closed the connection three times in a row")
             latencies.append(time.perf_counter() - due)
+            status = int(head.split(b" ", 2)[1])
             statuses[status] = statuses.get(status, 0) + 1
         writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(64)))
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    elapsed = time.perf_counter() - began
     latencies.sort()
-    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
-    return pick(0.50), pick(0.99), pick(0.999), statuses, total
+    return latencies, statuses, elapsed
+
+
+def percentile_ms(latencies, q):
+    """The q-quantile of sorted latencies in seconds, in milliseconds."""
+    return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+
+
+async def paced(port, bodies, rate, seconds):
+    """Open loop: notification i is posted when due at start + i / rate, from 64 connections."""
+    total = min(len(bodies), int(rate * seconds))
+
+    def request(i):
+        return (b"POST /notifications HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(bodies[i]) + bodies[i])
+
+    latencies, statuses, _ = await open_loop(port, request, total, rate)
+    return percentile_ms(latencies, 0.50), percentile_ms(latencies, 0.99), percentile_ms(latencies, 0.999), statuses, total
 
 
 def verdict(ok):

@@ -47,6 +47,7 @@ PostgreSQL Debian's postgresql (the server it starts is given 4 GB of shared buf
 10M purchases take about 20 GB on either store.
 """
 import argparse
+import asyncio
 import base64
 import json
 import os
@@ -67,6 +68,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import PostgresServer, free_port  # noqa: E402
 from bench_http import LUA as POST_LUA  # noqa: E402  (each notification posted once, threads on disjoint slices)
+from bench_http import open_loop, percentile_ms  # noqa: E402
 from bench_retention import environment_for, peak_rss  # noqa: E402
 
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -467,58 +469,16 @@ def wrk_result(process):
 
 
 def paced(port, paths, rate, seconds, connections=64):
-    """Open loop, as an app backend asks: request i is due at start + i / rate, sent on one of
-    `connections` keep-alive connections; latency counts from that moment, so a stall is not hidden.
-    (wrk's `delay` paces only a connection's first request on keep-alive, so it cannot do this.)"""
-    import asyncio
+    """Open loop, as an app backend asks (bench_http.open_loop): `rate` questions a second from
+    `connections` keep-alive connections, latency counted from when each was due."""
+    total = int(rate * seconds)
 
-    async def run():
-        total = int(rate * seconds)
-        start = time.perf_counter() + 0.2
-        queue = asyncio.Queue()
-        for i in range(total):
-            queue.put_nowait(i)
-        latencies, failures = [], 0
+    def request(i):
+        return f"GET {paths[i % len(paths)]} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
 
-        async def worker():
-            nonlocal failures
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            while True:
-                try:
-                    i = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    break
-                due = start + i / rate
-                if due > time.perf_counter():
-                    await asyncio.sleep(due - time.perf_counter())
-                request = f"GET {paths[i % len(paths)]} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
-                for attempt in range(3):
-                    try:
-                        writer.write(request)
-                        head = await reader.readuntil(b"\r\n\r\n")
-                        length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
-                        await reader.readexactly(length)
-                        break
-                    except (asyncio.IncompleteReadError, ConnectionError):
-                        # The listener closes an idle keep-alive connection when its slots are
-                        # all taken; a client connects again and asks again, the wait counted.
-                        writer.close()
-                        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                else:
-                    raise RuntimeError("the entitlement API closed the connection three times in a row")
-                latencies.append(time.perf_counter() - due)
-                failures += int(head.split(b" ", 2)[1]) != 200
-            writer.close()
-
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(connections)))
-        elapsed = time.perf_counter() - began
-        latencies.sort()
-        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
-        return {"rate": total / elapsed, "p50_ms": pick(0.5), "p99_ms": pick(0.99), "max_ms": latencies[-1] * 1000,
-                "non2xx": failures}
-
-    return asyncio.run(run())
+    latencies, statuses, elapsed = asyncio.run(open_loop(port, request, total, rate, connections, reconnect=True))
+    return {"rate": total / elapsed, "p50_ms": percentile_ms(latencies, 0.5), "p99_ms": percentile_ms(latencies, 0.99),
+            "max_ms": latencies[-1] * 1000, "non2xx": sum(count for status, count in statuses.items() if status != 200)}
 
 
 def api_paths(ids, count=20_000):
