@@ -14,16 +14,12 @@ package enum SHA256 {
     /// SHA-256 of `bytes`.
     package static func hash(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var context = SHA256_CTX()
-        var digest = [UInt8](repeating: 0, count: byteCount)
         // These calls cannot fail for in-memory input (they only return 1).
         SHA256_Init(&context)
         if let base = bytes.baseAddress, bytes.count > 0 {
             SHA256_Update(&context, base, bytes.count)
         }
-        digest.withUnsafeMutableBufferPointer { out in
-            _ = SHA256_Final(out.baseAddress, &context)
-        }
-        return digest
+        return final(&context)
     }
 
     /// The state after hashing a fixed prefix, to finish many messages that start with it
@@ -56,11 +52,7 @@ package enum SHA256 {
             if let base = rest.baseAddress, rest.count > 0 {
                 SHA256_Update(&context, base, rest.count)
             }
-            var digest = [UInt8](repeating: 0, count: byteCount)
-            digest.withUnsafeMutableBufferPointer { out in
-                _ = SHA256_Final(out.baseAddress, &context)
-            }
-            return digest
+            return SHA256.final(&context)
         }
     }
 
@@ -79,13 +71,16 @@ package enum SHA256 {
         }
 
         /// The digest of everything hashed so far.
-        package mutating func finish() -> [UInt8] {
-            var digest = [UInt8](repeating: 0, count: byteCount)
-            digest.withUnsafeMutableBufferPointer { out in
-                _ = SHA256_Final(out.baseAddress, &context)
-            }
-            return digest
+        package mutating func finish() -> [UInt8] { SHA256.final(&context) }
+    }
+
+    /// The digest of `context` (which it ends).
+    private static func final(_ context: inout SHA256_CTX) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: byteCount)
+        digest.withUnsafeMutableBufferPointer { out in
+            _ = SHA256_Final(out.baseAddress, &context)
         }
+        return digest
     }
 
     /// SHA-256 of a byte collection.
