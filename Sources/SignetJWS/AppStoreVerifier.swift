@@ -100,7 +100,7 @@ public final class AppStoreVerifier: Sendable {
         self.validationInstant = ValidationInstantPolicy(configuration: configuration)
         self.appleChain = AppleChainPolicy(
             chainVerifier: CertificateChainVerifier(trustStore: store), chainCache: chainCache, metrics: metrics,
-            roots: configuration.roots)
+            roots: configuration.roots, keyTableThreshold: configuration.keyTableThreshold)
         self.notificationClaims = ClaimsPolicy(configuration: configuration)
         self.transactionClaims = ClaimsPolicy(configuration: configuration)
         self.renewalInfoClaims = ClaimsPolicy(configuration: configuration)
@@ -208,6 +208,14 @@ public final class AppStoreVerifier: Sendable {
     package func clearCaches() {
         headerCache.removeAll()
         chainCache.removeAll()
+    }
+
+    /// Whether the leaf key of `jws`'s cached header verifies through a precomputed table
+    /// (``VerifierConfiguration/keyTableThreshold``), so tests know which path judged them.
+    package func usesKeyTable(forHeaderOf jws: String) -> Bool {
+        let utf8 = Array(jws.utf8)
+        guard let dot = utf8.firstIndex(of: UInt8(ascii: ".")) else { return false }
+        return headerCache.value(for: PrehashedBytes(Array(utf8[..<dot])))?.leafKey?.hasTable ?? false
     }
 
     /// Number of cached header segments and verified certificate pairs (for metrics).

@@ -36,6 +36,10 @@ public struct VerifierConfiguration: Sendable {
     public var headerCacheCapacity: Int
     /// The clock (tests pin it).
     public var now: @Sendable () -> Date
+    /// Signatures a leaf key must carry under a chain that verified before its multiples are
+    /// precomputed (`P256KeyTable`: about 26 ms and 150 KB once, then each ES256 verification
+    /// in about half the time). 0: never. Tests set 1 to judge every forgery on that path.
+    package var keyTableThreshold = 256
 
     /// What to check. Give `environment` (or `environments`) and `bundleId` in production:
     /// without them a notification of any app and store verifies. `appAppleId` is required

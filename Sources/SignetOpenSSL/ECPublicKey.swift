@@ -1,4 +1,5 @@
 import COpenSSL
+import Synchronization
 
 /// An EC public key (P-256 or P-384) that owns a legacy OpenSSL `EC_KEY`.
 ///
@@ -6,15 +7,31 @@ import COpenSSL
 /// `EVP_PKEY_CTX` allocation, no provider dispatch and no DER round trip of the
 /// signature per call, which is the fastest correct path in OpenSSL 3.0.
 ///
+/// A P-256 key that a caller vouches for often (``noteTrustedUse(threshold:)``: an Apple
+/// leaf whose chain verified) gets a ``P256KeyTable``, which halves each verification.
+///
 /// `@unchecked Sendable`: the `EC_KEY` is fully built in `init` and never mutated
 /// afterwards. `ECDSA_do_verify` only reads the key's group and public point and
 /// allocates its own `BN_CTX` per call, so concurrent verifications with one shared
-/// key are safe (the same pattern TLS servers rely on for shared certificates).
+/// key are safe (the same pattern TLS servers rely on for shared certificates). The
+/// table's state is behind a `Mutex`.
 package final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     /// The owned `EC_KEY*`.
     let key: OpaquePointer
     /// The key's curve.
     package let curve: ECCurve
+    private let table = Mutex(TableState.counting(0))
+
+    /// Whether this key verifies through a ``P256KeyTable`` yet.
+    private enum TableState {
+        /// Trusted uses so far.
+        case counting(Int)
+        /// One caller is building the table; the others verify the plain way meanwhile.
+        case building
+        case built(P256KeyTable)
+        /// OpenSSL refused the table: the plain way for good.
+        case unavailable
+    }
 
     init(takingOwnership ecKey: OpaquePointer) throws(OpenSSLError) {
         guard let group = EC_KEY_get0_group(ecKey), EC_KEY_get0_public_key(ecKey) != nil else {
@@ -66,7 +83,40 @@ package final class ECPublicKey: @unchecked Sendable, CustomStringConvertible {
     /// zero or ≥ the group order, or a key that is not on P-256.
     package func verifyES256(rawSignature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer) -> Bool {
         guard curve == .p256, digest.count == SHA256.byteCount else { return false }
+        if let built = builtTable { return built.verify(rawSignature: rawSignature, digest: digest) }
         return verifyRaw(rawSignature: rawSignature, digest: digest)
+    }
+
+    /// Counts one verification that a trusted party vouched for (the verifier calls it when
+    /// the key's certificate chained to a configured root). The use that reaches `threshold`
+    /// builds the key's ``P256KeyTable`` on the caller's thread, once (about 26 ms); later
+    /// ``verifyES256(rawSignature:digest:)`` calls use it.
+    ///
+    /// Only trusted uses count, so a stream of self-made keys never costs anyone a table; the
+    /// threshold keeps a one-off verification from paying for one. 0 never builds. Returns
+    /// whether this call built the table.
+    @discardableResult
+    package func noteTrustedUse(threshold: Int) -> Bool {
+        guard curve == .p256, threshold > 0 else { return false }
+        let build = table.withLock { state -> Bool in
+            guard case .counting(let uses) = state else { return false }
+            state = uses + 1 >= threshold ? .building : .counting(uses + 1)
+            return uses + 1 >= threshold
+        }
+        guard build else { return false }
+        let built = P256KeyTable(key: self)
+        table.withLock { $0 = built.map(TableState.built) ?? .unavailable }
+        return built != nil
+    }
+
+    /// Whether ``verifyES256(rawSignature:digest:)`` goes through a ``P256KeyTable``.
+    package var hasTable: Bool { builtTable != nil }
+
+    private var builtTable: P256KeyTable? {
+        table.withLock { state in
+            if case .built(let built) = state { return built }
+            return nil
+        }
     }
 
     /// Verifies an ES256 signature over `message` (hashes it with SHA-256 first).

@@ -24,8 +24,11 @@ struct AdversarialTests {
         do { return try TestPKI() } catch { fatalError("TestPKI: \(error)") }
     }()
 
+    /// `keyTable`: cached, and the fixtures' leaf key already verifies through its
+    /// precomputed table (`P256KeyTable`) when the test's input arrives, so every forgery
+    /// is judged on that path too.
     enum CacheMode: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case cached, uncached
+        case cached, uncached, keyTable
         var testDescription: String { rawValue }
     }
 
@@ -33,10 +36,18 @@ struct AdversarialTests {
         _ mode: CacheMode, environment: AppStoreEnvironment? = .sandbox, bundleId: String? = AdversarialTests.bundleId,
         appAppleId: Int64? = 4242, roots: [X509Certificate]? = nil
     ) throws -> AppStoreVerifier {
-        let capacity = mode == .cached ? 256 : 0
-        return try makeVerifier(VerifierConfiguration(
+        let capacity = mode == .uncached ? 0 : 256
+        var configuration = VerifierConfiguration(
             roots: roots ?? [pki.root], environment: environment, bundleId: bundleId, appAppleId: appAppleId,
-            chainCacheCapacity: capacity, headerCacheCapacity: capacity, now: { AdversarialTests.now }))
+            chainCacheCapacity: capacity, headerCacheCapacity: capacity, now: { AdversarialTests.now })
+        guard mode == .keyTable else { return try makeVerifier(configuration) }
+        configuration.keyTableThreshold = 1
+        let verifier = try makeVerifier(configuration)
+        // The chain step trusts the leaf (claims may still fail for this configuration).
+        let warm = try validNotification()
+        _ = try? verifier.verifyNotification(warm)
+        if roots == nil { #expect(verifier.usesKeyTable(forHeaderOf: warm)) }
+        return verifier
     }
 
     // MARK: payloads
@@ -528,7 +539,7 @@ struct AdversarialTests {
 
     @Test("both environments: each payload by its own environment's rules; others still refused", arguments: CacheMode.allCases)
     func bothEnvironments(mode: CacheMode) throws {
-        let capacity = mode == .cached ? 256 : 0
+        let capacity = mode == .uncached ? 0 : 256
         let both = try makeVerifier(VerifierConfiguration(
             roots: [Self.pki.root], environments: [.production, .sandbox], bundleId: Self.bundleId, appAppleId: 4242,
             chainCacheCapacity: capacity, headerCacheCapacity: capacity, now: { AdversarialTests.now }))

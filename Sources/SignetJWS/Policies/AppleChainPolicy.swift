@@ -18,6 +18,8 @@ struct AppleChainPolicy: JWSVerificationPolicy {
     let metrics: VerifierCacheMetrics
     /// Only for the hint of an unknown-root rejection.
     let roots: [X509Certificate]
+    /// Trusted uses after which a leaf key gets its table (``VerifierConfiguration/keyTableThreshold``).
+    let keyTableThreshold: Int
 
     /// Returns the chain: leaf, intermediate and the configured root it led to (the cached
     /// entry's array, so a hit allocates nothing).
@@ -26,6 +28,7 @@ struct AppleChainPolicy: JWSVerificationPolicy {
         let seconds = ValidationInstant.floorSeconds(instant.milliseconds)
         if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) {
             metrics.chainHits.increment()
+            if header.leafKey?.noteTrustedUse(threshold: keyTableThreshold) == true { metrics.keyTables.increment() }
             return entry.chain
         }
         metrics.chainMisses.increment()
@@ -69,6 +72,7 @@ struct AppleChainPolicy: JWSVerificationPolicy {
             validFromEpochSeconds: chain.validFromEpochSeconds, validUntilEpochSeconds: chain.validUntilEpochSeconds,
             leafKey: key, chain: [header.leaf, header.intermediate, chain.certificates[2]])
         chainCache.insert(entry, for: header.chainKey)
+        if key.noteTrustedUse(threshold: keyTableThreshold) { metrics.keyTables.increment() }
         return entry.chain
     }
 
