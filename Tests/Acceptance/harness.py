@@ -1,5 +1,6 @@
-"""What the acceptance scripts beside this file share: reporting (`check`), processes started and
-stopped, free ports, JWS and ES256 helpers, the fixtures' test signer, Prometheus scrapes.
+"""What the acceptance scripts beside this file share: reporting (`check`), cases that must not hide
+each other (`guarded`) and the end of a run (`clean_up`, `summarize`), processes started and stopped,
+free ports, JWS and ES256 helpers, the fixtures' test signer, Prometheus scrapes.
 
 Every script keeps its own expectations; only mechanics live here. A script imports what it uses
 (`from harness import ...`: Python puts the script's folder first on sys.path). RESULTS and
@@ -11,6 +12,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import socketserver
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 import uuid
 
@@ -91,6 +94,36 @@ def arm_time_limit(seconds):
 
 def now_ms():
     return int(time.time() * 1000)
+
+
+def guarded(step, failure):
+    """Runs step(): OutOfTime goes on up; any other exception is the failed check `failure` (with its
+    traceback), so that a broken case does not hide the others."""
+    try:
+        step()
+    except OutOfTime:
+        raise
+    except Exception:  # noqa: BLE001 - reported as a failed check
+        check(failure, False, traceback.format_exc())
+
+
+def clean_up(root):
+    """The end of a run, for a `finally`: the time limit disarmed, every process in CHILDREN stopped,
+    the temporary folder `root` removed."""
+    signal.alarm(0)
+    for process in CHILDREN:
+        stop(process)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def summarize(started, notes=()):
+    """Prints the `notes` and the closing line (checks, failures, seconds since `started`, a
+    time.monotonic() reading); returns the exit status: 1 when a check failed or none ran, else 0."""
+    failed = [name for name, ok in RESULTS if not ok]
+    for text in notes:
+        print("# note: " + text, flush=True)
+    print(f"# {len(RESULTS)} checks, {len(failed)} failed, {time.monotonic() - started:.1f} s", flush=True)
+    return 1 if failed or not RESULTS else 0
 
 
 # ----------------------------------------------------------------------------- JWS and ES256

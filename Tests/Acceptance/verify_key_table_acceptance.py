@@ -56,45 +56,32 @@ indented `#` lines saying what was run, expected and seen); exit 1 when any chec
 when the script could not run at all. Needs Python's `cryptography` package.
 """
 
-import base64
 import datetime
-import hashlib
 import json
 import os
 import re
-import secrets
 import shlex
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
-from harness import (
-    CHILDREN, RESULTS, OutOfTime, arm_time_limit, b64url, b64url_decode, check, clip, es256_sign,
-    ndjson_lines, parse_json, read_fixtures_env, signet_binary, stop,
+from forgery import (
+    PKI, N, P, Forged, Forger, at_infinity, by_another_key, cryptography_missing, der, flipped, jws_count, malleated,
+    notification_line, raw, reforged, resign, rs, signed, split_jws, with_signature, xor_rs,
 )
-
-try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-    from cryptography.x509.oid import NameOID
-except ImportError:  # pragma: no cover
-    x509 = None
+from harness import (
+    CHILDREN, CannotRun, OutOfTime, arm_time_limit, b64url, check, clean_up, clip, guarded, jws_payload,
+    ndjson_lines, now_ms, parse_json, read_fixtures_env, signet_binary, summarize,
+)
 
 TIME_LIMIT = 170  # seconds: a stop, not a target (the script takes well under a minute)
 COUNT = 1500  # notifications of leaf A: ~3,900 JWS, far beyond the 256 that build a table
 ROTATED = 150  # notifications re-signed by each of leaves B and C: ~400 JWS each
 ROGUE_LINES = 300  # lines per self-made key in check 4
 BUNDLE = "com.example.signet"
-
-# P-256
-N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551  # the group order
-P = 0xFFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF  # the field prime
+ROGUE_NAMES = ("rogue key 1 (rogue root and intermediate)", "rogue key 2 (rogue root and intermediate)",
+               "self-issued leaf with the real intermediate and root", "A's own key under the rogue root")
 
 APPLE_LEAF_OID = "1.2.840.113635.100.6.11.1"
 APPLE_INTERMEDIATE_OID = "1.2.840.113635.100.6.2.1"
@@ -190,214 +177,12 @@ def show(verdict):
     return json.dumps(verdict, sort_keys=True) if verdict is not None else "(no verdict)"
 
 
-# ----------------------------------------------------------------------------- JWS and keys
-
-
-def split_jws(jws):
-    header, payload, signature = jws.split(".")
-    return header, payload, b64url_decode(signature)
-
-
-def raw(r, s):
-    return (r % (1 << 256)).to_bytes(32, "big") + (s % (1 << 256)).to_bytes(32, "big")
-
-
-def rs(signature):
-    return int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
-
-
-def header_segment(x5c):
-    return b64url(json.dumps({"alg": "ES256", "x5c": x5c}, separators=(",", ":")).encode())
-
-
-def payload_segment(payload):
-    return b64url(json.dumps(payload, separators=(",", ":")).encode())
-
-
-def signed(header, payload_seg, key):
-    signing_input = (header + "." + payload_seg).encode()
-    return header + "." + payload_seg + "." + b64url(es256_sign(key, signing_input))
-
-
-def with_signature(header, payload_seg, signature):
-    return header + "." + payload_seg + "." + b64url(signature)
-
-
-def digest_int(header, payload_seg):
-    return int.from_bytes(hashlib.sha256((header + "." + payload_seg).encode()).digest(), "big") % N
-
-
-def at_infinity(header, payload_seg, key):
-    """A signature whose verification point u1*G + u2*Q is the point at infinity: with d the key's
-    private value, r = -e/d mod n makes e + r*d = 0, whatever s is."""
-    d = key.private_numbers().private_value
-    e = digest_int(header, payload_seg)
-    r = (-e * pow(d, -1, N)) % N
-    s = secrets.randbelow(N - 2) + 1
-    return raw(r, s)
-
-
-def malleated(signature):
-    r, s = rs(signature)
-    return raw(r, N - s)
-
-
-def der(signature):
-    r, s = rs(signature)
-    return encode_dss_signature(r, s)
-
-
-def notification_line(jws):
-    return json.dumps({"signedPayload": jws}, separators=(",", ":"))
-
-
-def cert_b64(cert):
-    return base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()
-
-
-def load_pem_cert(path):
-    with open(path, "rb") as file:
-        return x509.load_pem_x509_certificate(file.read())
-
-
-def load_pem_key(path):
-    with open(path, "rb") as file:
-        return serialization.load_pem_private_key(file.read(), password=None)
-
-
-def issue(subject, issuer, public_key, signing_key, serial, not_before, not_after, extensions):
-    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-               .serial_number(serial).not_valid_before(not_before).not_valid_after(not_after))
-    for value, critical in extensions:
-        builder = builder.add_extension(value, critical)
-    return builder.sign(signing_key, hashes.SHA384())
-
-
-def copied_extensions(cert, ski=None, aki=None):
-    """cert's extensions, in order, with the subject / authority key identifiers replaced when given."""
-    found = []
-    for extension in cert.extensions:
-        value = extension.value
-        if isinstance(value, x509.SubjectKeyIdentifier) and ski is not None:
-            value = ski
-        elif isinstance(value, x509.AuthorityKeyIdentifier) and aki is not None:
-            value = aki
-        found.append((value, extension.critical))
-    return found
-
-
-def validity(cert):
-    before = getattr(cert, "not_valid_before_utc", None) or cert.not_valid_before
-    after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after
-    return before, after
-
-
-class PKI:
-    """The fixtures' chain (A), two more leaves under the fixtures' intermediate (B, C), and
-    self-made chains nobody configured."""
-
-    def __init__(self, fixtures, sample_jws):
-        pki = os.path.join(fixtures, "pki")
-        self.leaf_cert = load_pem_cert(os.path.join(pki, "leaf.pem"))
-        self.intermediate_cert = load_pem_cert(os.path.join(pki, "intermediate.pem"))
-        self.intermediate_key = load_pem_key(os.path.join(pki, "intermediate.key.pem"))
-        self.key_a = load_pem_key(os.path.join(pki, "leaf.key.pem"))
-        self.header_a = sample_jws.split(".")[0]
-        x5c = json.loads(b64url_decode(self.header_a))["x5c"]
-        if base64.b64decode(x5c[0]) != self.leaf_cert.public_bytes(serialization.Encoding.DER):
-            raise CannotRunHere("DIR/pki/leaf.pem is not x5c[0] of the notifications just written")
-        self.x5c_a = x5c
-        before, after = validity(self.leaf_cert)
-        self.leaf_not_before = before
-
-        # B: Apple's next leaf (a rotated key): same subject, new serial and key identifier.
-        self.key_b = ec.generate_private_key(ec.SECP256R1())
-        leaf_b = issue(self.leaf_cert.subject, self.leaf_cert.issuer, self.key_b.public_key(), self.intermediate_key,
-                       x509.random_serial_number(), before, after,
-                       copied_extensions(self.leaf_cert, ski=x509.SubjectKeyIdentifier.from_public_key(
-                           self.key_b.public_key())))
-        self.header_b = header_segment([cert_b64(leaf_b), x5c[1], x5c[2]])
-        # C: another key in a certificate that copies A's serial, subject and key identifiers.
-        self.key_c = ec.generate_private_key(ec.SECP256R1())
-        leaf_c = issue(self.leaf_cert.subject, self.leaf_cert.issuer, self.key_c.public_key(), self.intermediate_key,
-                       self.leaf_cert.serial_number, before, after, copied_extensions(self.leaf_cert))
-        self.header_c = header_segment([cert_b64(leaf_c), x5c[1], x5c[2]])
-
-        # A rogue root and intermediate (Apple's marker OIDs included), made by anyone.
-        rogue_root_key = ec.generate_private_key(ec.SECP384R1())
-        rogue_root_name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
-                                     x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Signet Fixtures"),
-                                     x509.NameAttribute(NameOID.COMMON_NAME, "Signet Fixtures Test Root CA - G3")])
-        rogue_root = issue(rogue_root_name, rogue_root_name, rogue_root_key.public_key(), rogue_root_key,
-                           x509.random_serial_number(), before, after,
-                           [(x509.BasicConstraints(ca=True, path_length=None), True),
-                            (x509.KeyUsage(False, False, False, False, False, True, True, False, False), True),
-                            (x509.SubjectKeyIdentifier.from_public_key(rogue_root_key.public_key()), False)])
-        rogue_intermediate_key = ec.generate_private_key(ec.SECP384R1())
-        rogue_intermediate = issue(
-            self.intermediate_cert.subject, rogue_root_name, rogue_intermediate_key.public_key(), rogue_root_key,
-            x509.random_serial_number(), before, after,
-            copied_extensions(self.intermediate_cert,
-                              ski=x509.SubjectKeyIdentifier.from_public_key(rogue_intermediate_key.public_key()),
-                              aki=x509.AuthorityKeyIdentifier.from_issuer_public_key(rogue_root_key.public_key())))
-
-        def rogue_leaf(key):
-            return issue(self.leaf_cert.subject, self.intermediate_cert.subject, key.public_key(),
-                         rogue_intermediate_key, x509.random_serial_number(), before, after,
-                         copied_extensions(self.leaf_cert,
-                                           ski=x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                                           aki=x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                                               rogue_intermediate_key.public_key())))
-
-        rogue_chain = [cert_b64(rogue_intermediate), cert_b64(rogue_root)]
-        self.rogue = {}  # name -> (header, signing key)
-        for name in ("rogue key 1 (rogue root and intermediate)", "rogue key 2 (rogue root and intermediate)"):
-            key = ec.generate_private_key(ec.SECP256R1())
-            self.rogue[name] = (header_segment([cert_b64(rogue_leaf(key))] + rogue_chain), key)
-        # A leaf naming the real intermediate as its issuer, signed by itself, presented with the
-        # real intermediate and root.
-        key = ec.generate_private_key(ec.SECP256R1())
-        self_issued = issue(self.leaf_cert.subject, self.intermediate_cert.subject, key.public_key(), key,
-                            x509.random_serial_number(), before, after, copied_extensions(self.leaf_cert))
-        self.rogue["self-issued leaf with the real intermediate and root"] = (
-            header_segment([cert_b64(self_issued), x5c[1], x5c[2]]), key)
-        # A's own key (the attacker holds it) in a chain nobody configured.
-        self.rogue["A's own key under the rogue root"] = (
-            header_segment([cert_b64(rogue_leaf(self.key_a))] + rogue_chain), self.key_a)
-
-
-class CannotRunHere(Exception):
-    pass
-
-
-def resign_notification(line, header, key, new_uuid=True):
-    """The notification of `line`, its nested JWS and itself signed again by `key` under `header`
-    (a fresh notificationUUID, so it is not the same notification)."""
-    outer = json.loads(line)["signedPayload"]
-    payload = json.loads(b64url_decode(outer.split(".")[1]))
-    data = payload.get("data") or {}
-    for field in ("signedTransactionInfo", "signedRenewalInfo"):
-        if field in data:
-            data[field] = signed(header, data[field].split(".")[1], key)
-    if new_uuid:
-        payload["notificationUUID"] = str(uuid.uuid4())
-    return notification_line(signed(header, payload_segment(payload), key))
-
-
 # ----------------------------------------------------------------------------- the forged lines
 
 
-class Forged:
-    """A line to place at several points of a stream: `expect` is a reason code, "ok", or "not ok"
-    (any reason); `detail_has` a text its detail must contain; `same_as` the name of another line
-    whose verdict it must equal (a malleated signature verifies exactly as the original)."""
-
-    def __init__(self, name, line, expect, detail_has=None, same_as=None):
-        self.name, self.line, self.expect, self.detail_has, self.same_as = name, line, expect, detail_has, same_as
-
-
 def forged_lines(pki, notifications, transactions, fixtures_forged):
-    """Every forged (or deliberately valid) variant: Forged(name, line, expected reason or "ok")."""
+    """Every forged (or deliberately valid) variant: Forged(name, line, expected reason or "ok"),
+    `expect` a reason code, "ok", or "not ok" (any reason)."""
     found = []
 
     def add(name, line, expect, detail_has=None, same_as=None):
@@ -405,30 +190,21 @@ def forged_lines(pki, notifications, transactions, fixtures_forged):
 
     # The base: a notification with a nested transaction and renewal info.
     base_line = next(line for line in notifications
-                     if "signedRenewalInfo" in json.loads(b64url_decode(
-                         json.loads(line)["signedPayload"].split(".")[1])).get("data", {}))
+                     if "signedRenewalInfo" in jws_payload(json.loads(line)["signedPayload"]).get("data", {}))
     other_line = next(line for line in notifications if line != base_line)
-    header, payload_seg, signature = split_jws(json.loads(base_line)["signedPayload"])
+    base = Forger(pki, base_line)
+    header, payload_seg, signature, r, s = base.header, base.payload_seg, base.signature, base.r, base.s
     if header != pki.header_a:
-        raise CannotRunHere("the fixtures' notifications do not all share one x5c header")
-    r, s = rs(signature)
+        raise CannotRun("the fixtures' notifications do not all share one x5c header")
     _, _, other_signature = split_jws(json.loads(other_line)["signedPayload"])
 
     def outer(name, sig, expect="invalid_signature", same_as=None):
-        add(name, notification_line(with_signature(header, payload_seg, sig)), expect, same_as=same_as)
+        add(name, base.outer(sig), expect, same_as=same_as)
 
-    flip = bytearray(signature)
-    flip[31] ^= 0x01
-    outer("signedPayload: lowest bit of r flipped", bytes(flip))
-    flip = bytearray(signature)
-    flip[0] ^= 0x80
-    outer("signedPayload: highest bit of r flipped", bytes(flip))
-    flip = bytearray(signature)
-    flip[63] ^= 0x01
-    outer("signedPayload: lowest bit of s flipped", bytes(flip))
-    flip = bytearray(signature)
-    flip[40] ^= 0x10
-    outer("signedPayload: a middle bit of s flipped", bytes(flip))
+    outer("signedPayload: lowest bit of r flipped", flipped(signature, 31, 0x01))
+    outer("signedPayload: highest bit of r flipped", flipped(signature, 0, 0x80))
+    outer("signedPayload: lowest bit of s flipped", flipped(signature, 63, 0x01))
+    outer("signedPayload: a middle bit of s flipped", flipped(signature, 40, 0x10))
     outer("signedPayload: r and s swapped", raw(s, r))
     outer("signedPayload: r = 0", raw(0, s))
     outer("signedPayload: s = 0", raw(r, 0))
@@ -443,8 +219,7 @@ def forged_lines(pki, notifications, transactions, fixtures_forged):
     outer("signedPayload: r, s all 0xFF", b"\xff" * 64)
     outer("signedPayload: r + n wrapped, s + n wrapped", raw(r + N, s + N))
     outer("signedPayload: verification point at infinity (r = -e/d)", at_infinity(header, payload_seg, pki.key_a))
-    outer("signedPayload: signed by another P-256 key, A's x5c",
-          es256_sign(ec.generate_private_key(ec.SECP256R1()), (header + "." + payload_seg).encode()))
+    outer("signedPayload: signed by another P-256 key, A's x5c", by_another_key(header, payload_seg))
     outer("signedPayload: the signature of another notification", other_signature)
     outer("signedPayload: DER-encoded signature", der(signature))
     outer("signedPayload: 63-byte signature", signature[:63])
@@ -455,97 +230,74 @@ def forged_lines(pki, notifications, transactions, fixtures_forged):
     outer("signedPayload: malleated valid signature (r, n - s)", malleated(signature), "ok",
           same_as="signedPayload: the valid original")
 
-    payload = json.loads(b64url_decode(payload_seg))
-    altered = dict(payload, notificationType="REFUND")
-    add("signedPayload: payload altered after signing (notificationType)",
-        notification_line(with_signature(header, payload_segment(altered), signature)), "invalid_signature")
-    original_text = b64url_decode(payload_seg)
-    at = original_text.index(payload["notificationUUID"].encode())
-    altered_text = original_text[:at] + (b"1" if original_text[at:at + 1] != b"1" else b"2") + original_text[at + 1:]
-    add("signedPayload: payload altered after signing (one byte)",
-        notification_line(with_signature(header, b64url(altered_text), signature)), "invalid_signature")
+    add("signedPayload: payload altered after signing (notificationType)", base.altered(notificationType="REFUND"),
+        "invalid_signature")
+    add("signedPayload: payload altered after signing (one byte)", base.one_byte_altered(), "invalid_signature")
     header_kid = b64url(json.dumps({"alg": "ES256", "x5c": pki.x5c_a, "kid": "attacker"},
                                    separators=(",", ":")).encode())
     add("signedPayload: header altered after signing (kid added)",
         notification_line(with_signature(header_kid, payload_seg, signature)), "invalid_signature")
 
     # Nested JWS forged inside a notification validly signed by A.
+    nested_variants = [  # (label, forge(inner header, inner payload, inner signature), expect)
+        ("a bit of s flipped", lambda h, p, sig: xor_rs(sig, s_bits=1), "nested_jws_invalid"),
+        ("r = n", lambda h, p, sig: raw(N, rs(sig)[1]), "nested_jws_invalid"),
+        ("s = 0", lambda h, p, sig: raw(rs(sig)[0], 0), "nested_jws_invalid"),
+        ("verification point at infinity", lambda h, p, sig: at_infinity(h, p, pki.key_a), "nested_jws_invalid"),
+        ("signed by another P-256 key", lambda h, p, sig: by_another_key(h, p), "nested_jws_invalid"),
+        ("malleated valid signature (r, n - s)", lambda h, p, sig: malleated(sig), "ok"),
+    ]
     for field in ("signedTransactionInfo", "signedRenewalInfo"):
-        inner_header, inner_payload, inner_signature = split_jws(payload["data"][field])
-        ir, is_ = rs(inner_signature)
-        variants = [
-            ("a bit of s flipped", raw(ir, is_ ^ 1), "nested_jws_invalid"),
-            ("r = n", raw(N, is_), "nested_jws_invalid"),
-            ("s = 0", raw(ir, 0), "nested_jws_invalid"),
-            ("verification point at infinity", at_infinity(inner_header, inner_payload, pki.key_a),
-             "nested_jws_invalid"),
-            ("signed by another P-256 key", es256_sign(ec.generate_private_key(ec.SECP256R1()),
-                                                       (inner_header + "." + inner_payload).encode()),
-             "nested_jws_invalid"),
-            ("malleated valid signature (r, n - s)", malleated(inner_signature), "ok"),
-        ]
+        variants = nested_variants
         if field == "signedRenewalInfo":
             variants = [v for v in variants if v[0] in ("a bit of s flipped", "verification point at infinity",
                                                         "malleated valid signature (r, n - s)")]
-        for label, inner_sig, expect in variants:
-            nested = dict(payload, data=dict(payload["data"]), notificationUUID=str(uuid.uuid4()))
-            nested["data"][field] = with_signature(inner_header, inner_payload, inner_sig)
-            add(f"nested {field}: {label}", notification_line(signed(header, payload_segment(nested), pki.key_a)),
-                expect, "invalid_signature" if expect == "nested_jws_invalid" else None)
+        for label, forge, expect in variants:
+            add(f"nested {field}: {label}", base.nested(field, forge), expect,
+                "invalid_signature" if expect == "nested_jws_invalid" else None)
 
     # Transactions as apps send them, and a bare JWS line.
     t_header, t_payload, t_signature = split_jws(json.loads(transactions[0])["signedTransaction"])
-    tr, ts = rs(t_signature)
-    add("signedTransaction: a bit of r flipped",
-        json.dumps({"signedTransaction": with_signature(t_header, t_payload, raw(tr ^ 1, ts))}), "invalid_signature")
-    add("signedTransaction: s = n", json.dumps({"signedTransaction": with_signature(t_header, t_payload, raw(tr, N))}),
-        "invalid_signature")
-    add("signedTransaction: the valid original",
-        json.dumps({"signedTransaction": with_signature(t_header, t_payload, t_signature)}), "ok")
-    add("signedTransaction: malleated valid signature",
-        json.dumps({"signedTransaction": with_signature(t_header, t_payload, malleated(t_signature))}), "ok",
+
+    def transaction(sig):
+        return json.dumps({"signedTransaction": with_signature(t_header, t_payload, sig)})
+
+    add("signedTransaction: a bit of r flipped", transaction(xor_rs(t_signature, r_bits=1)), "invalid_signature")
+    add("signedTransaction: s = n", transaction(raw(rs(t_signature)[0], N)), "invalid_signature")
+    add("signedTransaction: the valid original", transaction(t_signature), "ok")
+    add("signedTransaction: malleated valid signature", transaction(malleated(t_signature)), "ok",
         same_as="signedTransaction: the valid original")
     add("bare JWS: malleated valid signature", with_signature(header, payload_seg, malleated(signature)), "ok",
         same_as="signedPayload: the valid original")
-    add("bare JWS: a bit of s flipped", with_signature(header, payload_seg, raw(r, s ^ 2)), "invalid_signature")
+    add("bare JWS: a bit of s flipped", with_signature(header, payload_seg, xor_rs(signature, s_bits=2)),
+        "invalid_signature")
     add("bare JWS: verification point at infinity", with_signature(header, payload_seg,
                                                                    at_infinity(header, payload_seg, pki.key_a)),
         "invalid_signature")
 
     # Dates: a valid signature by A, the chain judged at the payload's signedDate.
     before_leaf = int((pki.leaf_not_before - datetime.timedelta(days=30)).timestamp() * 1000)
-    dated = dict(payload, signedDate=before_leaf, notificationUUID=str(uuid.uuid4()))
-    add("signed by A, signedDate before the leaf's notBefore",
-        notification_line(signed(header, payload_segment(dated), pki.key_a)), "certificate_not_valid_at_signed_date")
-    dated = dict(payload, signedDate=int(time.time() * 1000) + 86_400_000, notificationUUID=str(uuid.uuid4()))
-    add("signed by A, signedDate a day in the future",
-        notification_line(signed(header, payload_segment(dated), pki.key_a)), "signed_date_in_future")
+    add("signed by A, signedDate before the leaf's notBefore", base.fresh(signedDate=before_leaf),
+        "certificate_not_valid_at_signed_date")
+    add("signed by A, signedDate a day in the future", base.fresh(signedDate=now_ms() + 86_400_000),
+        "signed_date_in_future")
 
     # Other trusted leaves, and x5c naming one leaf with a signature by another.
     leaves = {"A": (pki.header_a, pki.key_a), "B": (pki.header_b, pki.key_b), "C": (pki.header_c, pki.key_c)}
     for named, signer in (("B", "A"), ("A", "B"), ("C", "A"), ("A", "C"), ("B", "C")):
-        cross = dict(payload, notificationUUID=str(uuid.uuid4()))
-        seg = payload_segment(cross)
-        add(f"x5c of leaf {named}, signed by leaf {signer}'s key",
-            notification_line(leaves[named][0] + "." + seg + "." + b64url(
-                es256_sign(leaves[signer][1], (leaves[named][0] + "." + seg).encode()))), "invalid_signature")
-    for name in ("B", "C"):
-        add(f"leaf {name}: a valid notification", resign_notification(base_line, leaves[name][0], leaves[name][1]),
-            "ok")
-        b_header, b_payload, b_signature = split_jws(json.loads(
-            resign_notification(base_line, leaves[name][0], leaves[name][1]))["signedPayload"])
-        add(f"leaf {name}: a bit of s flipped",
-            notification_line(with_signature(b_header, b_payload, raw(rs(b_signature)[0], rs(b_signature)[1] ^ 1))),
+        add(f"x5c of leaf {named}, signed by leaf {signer}'s key", base.fresh(leaves[named][0], leaves[signer][1]),
             "invalid_signature")
+    for name in ("B", "C"):
+        add(f"leaf {name}: a valid notification", resign(base_line, *leaves[name]), "ok")
+        add(f"leaf {name}: a bit of s flipped",
+            reforged(resign(base_line, *leaves[name]), lambda sig: xor_rs(sig, s_bits=1)), "invalid_signature")
 
     # Self-made chains.
-    for name, (rogue_header, rogue_key) in pki.rogue.items():
-        add(f"{name}: valid signature", notification_line(signed(rogue_header, payload_seg, rogue_key)),
-            "invalid_certificate_chain")
+    for name, line in pki.rogue_lines(payload_seg):
+        add(f"{name}: valid signature", line, "invalid_certificate_chain")
     rogue_header, rogue_key = pki.rogue["A's own key under the rogue root"]
-    rogue_sig = es256_sign(rogue_key, (rogue_header + "." + payload_seg).encode())
     add("A's own key under the rogue root: a bit of r flipped",
-        notification_line(with_signature(rogue_header, payload_seg, raw(rs(rogue_sig)[0] ^ 1, rs(rogue_sig)[1]))),
+        reforged(notification_line(signed(rogue_header, payload_seg, rogue_key)), lambda sig: xor_rs(sig, r_bits=1)),
         "invalid_signature")
 
     # The fixtures' own forged lines (their reasons: whatever a fresh process says; line 1 is a
@@ -626,13 +378,6 @@ def long_stream(notifications, rotated_b, rotated_c, forged):
     return lines, roles, valid
 
 
-def jws_count(line):
-    """How many JWS a notification line carries (itself and its nested ones)."""
-    jws = json.loads(line)["signedPayload"]
-    data = json.loads(b64url_decode(jws.split(".")[1])).get("data") or {}
-    return 1 + sum(1 for field in ("signedTransactionInfo", "signedRenewalInfo") if field in data)
-
-
 def layout_note(lines, roles, forged, header_a):
     """Where leaf A's 256th signature falls in the long stream (counting A's valid lines only, so at
     the latest: forged lines whose outer JWS is A's and valid count too), and where the forged
@@ -711,14 +456,10 @@ def check_valid_both_ways(signet, root, verify_args, valid):
 def check_self_made(signet, root, verify_args, pki, base_payload_seg):
     """Check 4: a stream of self-made chains never verifies, the same reason at every position."""
     names = list(pki.rogue)
-    lines, owners = [], []
-    for _ in range(ROGUE_LINES):
-        for name in names:
-            header, key = pki.rogue[name]
-            lines.append(notification_line(signed(header, base_payload_seg, key)))  # fresh k every line
-            owners.append(name)
+    made = pki.rogue_lines(base_payload_seg, ROGUE_LINES)  # a fresh k every line
+    owners, lines = [name for name, _ in made], [line for _, line in made]
     reference = {}
-    first = write_lines(os.path.join(root, "self-made-first.ndjson"), [lines[i] for i in range(len(names))])
+    first = write_lines(os.path.join(root, "self-made-first.ndjson"), lines[:len(names)])
     alone = signet.run(verify_args + ["--jobs", "1", first])
     for name, verdict in zip(names, alone.verdicts()):
         reference[name] = without_line(verdict)
@@ -805,10 +546,7 @@ def check_pipeline(signet, root, fixtures_env, lines, roles, forged, reference):
 
 def main():
     binary = signet_binary(sys.argv)
-    if binary is None:
-        return 2
-    if x509 is None:
-        print("Python's cryptography package is needed", file=sys.stderr)
+    if binary is None or cryptography_missing():
         return 2
     root = tempfile.mkdtemp(prefix="signet-key-table-")
     signet = Signet(binary, root)
@@ -828,16 +566,16 @@ def main():
         transactions = ndjson_lines(os.path.join(fixtures, "transactions.ndjson"))
         fixtures_forged = ndjson_lines(os.path.join(fixtures, "forged.ndjson"))
         try:
-            pki = PKI(fixtures, json.loads(notifications[0])["signedPayload"])
+            pki = PKI(fixtures, json.loads(notifications[0])["signedPayload"].split(".")[0], leaves=("B", "C"),
+                      rogue_names=ROGUE_NAMES)
             forged = forged_lines(pki, notifications, transactions, fixtures_forged)
-        except CannotRunHere as error:
+        except CannotRun as error:
             print(f"cannot run: {error}", file=sys.stderr)
             return 2
         with_nested = [line for line in notifications
-                       if "signedTransactionInfo" in json.loads(b64url_decode(
-                           json.loads(line)["signedPayload"].split(".")[1])).get("data", {})]
-        rotated_b = [resign_notification(line, pki.header_b, pki.key_b) for line in with_nested[:ROTATED]]
-        rotated_c = [resign_notification(line, pki.header_c, pki.key_c) for line in with_nested[ROTATED:2 * ROTATED]]
+                       if "signedTransactionInfo" in jws_payload(json.loads(line)["signedPayload"]).get("data", {})]
+        rotated_b = [resign(line, pki.header_b, pki.key_b) for line in with_nested[:ROTATED]]
+        rotated_c = [resign(line, pki.header_c, pki.key_c) for line in with_nested[ROTATED:2 * ROTATED]]
         print(f"# {len(notifications)} notifications of leaf A, {len(forged)} forged lines, "
               f"{ROTATED} lines each of leaves B and C", flush=True)
 
@@ -855,23 +593,12 @@ def main():
         if reference is not None:
             cases.append(lambda: check_pipeline(signet, root, fixtures_env, lines, roles, forged, reference))
         for case in cases:
-            try:
-                case()
-            except OutOfTime:
-                raise
-            except Exception:  # a broken case must not hide the others
-                import traceback
-                check("a case ran to its end", False, traceback.format_exc())
+            guarded(case, "a case ran to its end")
     except OutOfTime:
         check(f"the checks finished within {TIME_LIMIT} s", False, "stopped: out of time")
     finally:
-        signal.alarm(0)
-        for process in CHILDREN:
-            stop(process)
-        shutil.rmtree(root, ignore_errors=True)
-    failed = [name for name, ok in RESULTS if not ok]
-    print(f"# {len(RESULTS)} checks, {len(failed)} failed, {time.monotonic() - started:.1f} s", flush=True)
-    return 1 if failed or not RESULTS else 0
+        clean_up(root)
+    return summarize(started)
 
 
 if __name__ == "__main__":

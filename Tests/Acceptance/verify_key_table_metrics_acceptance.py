@@ -71,34 +71,25 @@ caller's environment is passed on); every process started is stopped. One line p
 when any check failed, 2 when the script could not run at all. Needs Python's `cryptography`.
 """
 
-import base64
-import hashlib
 import http.client
 import json
 import os
-import secrets
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 
+from forgery import (
+    PKI, N, Forged, Forger, at_infinity, by_another_key, cryptography_missing, flipped, jws_count, jws_in, malleated,
+    outer_jws, raw, reforged, resign, xor_rs,
+)
 from harness import (
-    CHILDREN, RESULTS, OutOfTime, RunningChild, arm_time_limit, b64url, b64url_decode, check, clip, es256_sign,
-    free_port, metric_value, ndjson_lines, parse_json, parse_metrics, read_fixtures_env, signet_binary, stop,
+    CannotRun, OutOfTime, RunningChild, arm_time_limit, b64url_decode, check, clean_up, clip, free_port, guarded,
+    metric_value, ndjson_lines, parse_json, parse_metrics, read_fixtures_env, signet_binary, stop, summarize,
     wait_until,
 )
-
-try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-except ImportError:  # pragma: no cover
-    x509 = None
 
 TIME_LIMIT = 170  # seconds: a stop, not a target (the script takes well under 90 s)
 THRESHOLD = 256  # docs/verification.md: a table after 256 signatures under a verified chain
@@ -115,14 +106,7 @@ NOTIFICATIONS_PATH = "/notifications"  # Pipelines/webhook.yaml's `path`
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 WEBHOOK_PIPELINE = os.path.join(REPO, "Pipelines", "webhook.yaml")
 
-# P-256
-N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551  # the group order
-
 NOTES = []  # what a reader should know beside the checks, printed at the end
-
-
-class CannotRun(Exception):
-    pass
 
 
 def note(text):
@@ -310,6 +294,11 @@ class Webhook:
     def tables(self):
         return self.scrape().value()
 
+    def settled(self, value):
+        """The counter once it reads `value`, or whatever it reads after SETTLE seconds."""
+        wait_until(lambda: self.tables() == value, SETTLE)
+        return self.tables()
+
     def client(self):
         return Client(self.port)
 
@@ -327,75 +316,7 @@ class Sampler(threading.Thread):
             self.halt.wait(0.2)
 
 
-# ----------------------------------------------------------------------------- JWS, keys, certificates
-
-
-def split_jws(jws):
-    header, payload, signature = jws.split(".")
-    return header, payload, b64url_decode(signature)
-
-
-def raw(r, s):
-    return (r % (1 << 256)).to_bytes(32, "big") + (s % (1 << 256)).to_bytes(32, "big")
-
-
-def rs(signature):
-    return int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
-
-
-def header_segment(x5c):
-    return b64url(json.dumps({"alg": "ES256", "x5c": x5c}, separators=(",", ":")).encode())
-
-
-def payload_segment(payload):
-    return b64url(json.dumps(payload, separators=(",", ":")).encode())
-
-
-def signed(header, payload_seg, key):
-    return header + "." + payload_seg + "." + b64url(es256_sign(key, (header + "." + payload_seg).encode()))
-
-
-def with_signature(header, payload_seg, signature):
-    return header + "." + payload_seg + "." + b64url(signature)
-
-
-def at_infinity(header, payload_seg, key):
-    """A signature whose verification point u1*G + u2*Q is the point at infinity: r = -e/d mod n."""
-    d = key.private_numbers().private_value
-    e = int.from_bytes(hashlib.sha256((header + "." + payload_seg).encode()).digest(), "big") % N
-    return raw((-e * pow(d, -1, N)) % N, secrets.randbelow(N - 2) + 1)
-
-
-def notification_line(jws):
-    return json.dumps({"signedPayload": jws}, separators=(",", ":"))
-
-
-def outer_jws(line):
-    parsed = parse_json(line)
-    jws = parsed.get("signedPayload") if isinstance(parsed, dict) else None
-    return jws if isinstance(jws, str) else None
-
-
-NESTED = (("data", "signedTransactionInfo"), ("data", "signedRenewalInfo"), ("appData", "signedAppTransactionInfo"))
-
-
-def jws_in(line):
-    """Every JWS a notification line carries: its signedPayload and the nested ones (when readable):
-    data's signedTransactionInfo and signedRenewalInfo (docs/verification.md), and RESCIND_CONSENT's
-    appData.signedAppTransactionInfo ("verified like every nested JWS", docs/state-machine.md)."""
-    outer = outer_jws(line)
-    if outer is None:
-        return []
-    found = [outer]
-    try:
-        payload = json.loads(b64url_decode(outer.split(".")[1]))
-    except (ValueError, IndexError, AttributeError, TypeError):
-        return found
-    for holder, field in NESTED:
-        nested = payload.get(holder) if isinstance(payload, dict) else None
-        if isinstance(nested, dict) and isinstance(nested.get(field), str):
-            found.append(nested[field])
-    return found
+# ----------------------------------------------------------------------------- JWS under a leaf, the forged set
 
 
 def leaf_of(jws):
@@ -406,205 +327,60 @@ def leaf_of(jws):
         return None
 
 
-def jws_count(line):
-    return len(jws_in(line))
-
-
 def under(line, leaf):
     """How many of the line's JWS name `leaf` (standard base64 DER) as x5c[0]."""
     return sum(1 for jws in jws_in(line) if leaf_of(jws) == leaf)
 
 
-def cert_b64(cert):
-    return base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()
-
-
-def load_pem_cert(path):
-    with open(path, "rb") as file:
-        return x509.load_pem_x509_certificate(file.read())
-
-
-def load_pem_key(path):
-    with open(path, "rb") as file:
-        return serialization.load_pem_private_key(file.read(), password=None)
-
-
-def issue(subject, issuer, public_key, signing_key, serial, not_before, not_after, extensions):
-    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-               .serial_number(serial).not_valid_before(not_before).not_valid_after(not_after))
-    for value, critical in extensions:
-        builder = builder.add_extension(value, critical)
-    return builder.sign(signing_key, hashes.SHA384())
-
-
-def copied_extensions(cert, ski=None, aki=None):
-    found = []
-    for extension in cert.extensions:
-        value = extension.value
-        if isinstance(value, x509.SubjectKeyIdentifier) and ski is not None:
-            value = ski
-        elif isinstance(value, x509.AuthorityKeyIdentifier) and aki is not None:
-            value = aki
-        found.append((value, extension.critical))
-    return found
-
-
-class PKI:
-    """Leaf A (the fixtures'), leaf B (a rotated key the fixtures' intermediate issues), and
-    self-made chains nobody configured."""
-
-    def __init__(self, fixtures, header_a):
-        pki = os.path.join(fixtures, "pki")
-        leaf = load_pem_cert(os.path.join(pki, "leaf.pem"))
-        intermediate = load_pem_cert(os.path.join(pki, "intermediate.pem"))
-        intermediate_key = load_pem_key(os.path.join(pki, "intermediate.key.pem"))
-        self.key_a = load_pem_key(os.path.join(pki, "leaf.key.pem"))
-        self.header_a = header_a
-        x5c = json.loads(b64url_decode(header_a))["x5c"]
-        if base64.b64decode(x5c[0]) != leaf.public_bytes(serialization.Encoding.DER):
-            raise CannotRun("DIR/pki/leaf.pem is not x5c[0] of the notifications just written")
-        self.leaf_a = x5c[0]
-        before = getattr(leaf, "not_valid_before_utc", None) or leaf.not_valid_before
-        after = getattr(leaf, "not_valid_after_utc", None) or leaf.not_valid_after
-
-        # B: Apple's next leaf: same subject and issuer, a new key, serial and key identifier.
-        self.key_b = ec.generate_private_key(ec.SECP256R1())
-        leaf_b = issue(leaf.subject, leaf.issuer, self.key_b.public_key(), intermediate_key,
-                       x509.random_serial_number(), before, after,
-                       copied_extensions(leaf, ski=x509.SubjectKeyIdentifier.from_public_key(self.key_b.public_key())))
-        self.leaf_b = cert_b64(leaf_b)
-        self.header_b = header_segment([self.leaf_b, x5c[1], x5c[2]])
-
-        # A rogue root and intermediate carrying Apple's marker OIDs (the intermediate copies the
-        # real one's extensions), made by anyone.
-        root_key = ec.generate_private_key(ec.SECP384R1())
-        root_name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
-                               x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Signet Fixtures"),
-                               x509.NameAttribute(NameOID.COMMON_NAME, "Signet Fixtures Test Root CA - G3")])
-        rogue_root = issue(root_name, root_name, root_key.public_key(), root_key, x509.random_serial_number(),
-                           before, after,
-                           [(x509.BasicConstraints(ca=True, path_length=None), True),
-                            (x509.KeyUsage(False, False, False, False, False, True, True, False, False), True),
-                            (x509.SubjectKeyIdentifier.from_public_key(root_key.public_key()), False)])
-        rogue_intermediate_key = ec.generate_private_key(ec.SECP384R1())
-        rogue_intermediate = issue(
-            intermediate.subject, root_name, rogue_intermediate_key.public_key(), root_key,
-            x509.random_serial_number(), before, after,
-            copied_extensions(intermediate,
-                              ski=x509.SubjectKeyIdentifier.from_public_key(rogue_intermediate_key.public_key()),
-                              aki=x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key())))
-
-        def rogue_leaf(key):
-            return issue(leaf.subject, intermediate.subject, key.public_key(), rogue_intermediate_key,
-                         x509.random_serial_number(), before, after,
-                         copied_extensions(leaf, ski=x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                                           aki=x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                                               rogue_intermediate_key.public_key())))
-
-        rogue_chain = [cert_b64(rogue_intermediate), cert_b64(rogue_root)]
-        self.rogue = {}  # name -> (header, signing key)
-        for name in ("rogue key 1 under a rogue root and intermediate", "rogue key 2 under a rogue root and intermediate"):
-            key = ec.generate_private_key(ec.SECP256R1())
-            self.rogue[name] = (header_segment([cert_b64(rogue_leaf(key))] + rogue_chain), key)
-        key = ec.generate_private_key(ec.SECP256R1())
-        self_issued = issue(leaf.subject, intermediate.subject, key.public_key(), key, x509.random_serial_number(),
-                            before, after, copied_extensions(leaf))
-        self.rogue["a self-issued leaf presented with the real intermediate and root"] = (
-            header_segment([cert_b64(self_issued), x5c[1], x5c[2]]), key)
-        self.rogue["A's own key under the rogue root"] = (
-            header_segment([cert_b64(rogue_leaf(self.key_a))] + rogue_chain), self.key_a)
-
-
-def resign(line, header, key):
-    """The notification of `line`, its nested JWS and itself signed again by `key` under `header`,
-    with a fresh notificationUUID (a new notification, not a retry)."""
-    payload = json.loads(b64url_decode(outer_jws(line).split(".")[1]))
-    for holder, field in NESTED:
-        nested = payload.get(holder) or {}
-        if field in nested:
-            nested[field] = signed(header, nested[field].split(".")[1], key)
-    payload["notificationUUID"] = str(uuid.uuid4())
-    return notification_line(signed(header, payload_segment(payload), key))
-
-
-class Forged:
-    """A line posted at every place: `expect` is ("dead_lettered", reason), "committed-then-duplicate"
-    (a valid line: committed the first time, a duplicate after), or None (whatever the first post
-    got: the fixtures' own forged lines)."""
-
-    def __init__(self, name, line, expect):
-        self.name, self.line, self.expect = name, line, expect
-
-
 def forged_lines(pki, base_line, fixtures_forged):
+    """The lines posted at every place: Forged(name, line, expect), `expect` ("dead_lettered", reason),
+    "committed-then-duplicate" (a valid line: committed the first time, a duplicate after), or None
+    (whatever the first post got: the fixtures' own forged lines)."""
     found = []
 
     def add(name, line, expect):
         found.append(Forged(name, line, expect))
 
-    header, payload_seg, signature = split_jws(outer_jws(base_line))
-    r, s = rs(signature)
-    payload = json.loads(b64url_decode(payload_seg))
+    base = Forger(pki, base_line)
+    header, payload_seg, signature, r, s = base.header, base.payload_seg, base.signature, base.r, base.s
     bad = ("dead_lettered", "invalid_signature")
 
     def outer(name, sig):
-        add(f"A's signedPayload: {name}", notification_line(with_signature(header, payload_seg, sig)), bad)
+        add(f"A's signedPayload: {name}", base.outer(sig), bad)
 
-    flip = bytearray(signature)
-    flip[31] ^= 0x01
-    outer("lowest bit of r flipped", bytes(flip))
-    flip = bytearray(signature)
-    flip[40] ^= 0x10
-    outer("a middle bit of s flipped", bytes(flip))
+    outer("lowest bit of r flipped", flipped(signature, 31, 0x01))
+    outer("a middle bit of s flipped", flipped(signature, 40, 0x10))
     outer("r = 0", raw(0, s))
     outer("s = n", raw(r, N))
     outer("verification point at infinity (r = -e/d)", at_infinity(header, payload_seg, pki.key_a))
-    outer("signed by another P-256 key under A's x5c",
-          es256_sign(ec.generate_private_key(ec.SECP256R1()), (header + "." + payload_seg).encode()))
+    outer("signed by another P-256 key under A's x5c", by_another_key(header, payload_seg))
     add("A's signedPayload: payload altered after signing (notificationType REFUND)",
-        notification_line(with_signature(header, payload_segment(dict(payload, notificationType="REFUND")), signature)),
-        bad)
-    text = b64url_decode(payload_seg)
-    at = text.index(payload["notificationUUID"].encode())
-    altered = text[:at] + (b"1" if text[at:at + 1] != b"1" else b"2") + text[at + 1:]
-    add("A's signedPayload: payload altered after signing (one byte)",
-        notification_line(with_signature(header, b64url(altered), signature)), bad)
+        base.altered(notificationType="REFUND"), bad)
+    add("A's signedPayload: payload altered after signing (one byte)", base.one_byte_altered(), bad)
 
     # Nested JWS forged inside notifications A validly signed (each with its own fresh id).
     nested_cases = [
-        ("signedTransactionInfo", "a bit of s flipped", lambda h, p, sig: raw(rs(sig)[0], rs(sig)[1] ^ 1)),
-        ("signedTransactionInfo", "signed by another P-256 key",
-         lambda h, p, sig: es256_sign(ec.generate_private_key(ec.SECP256R1()), (h + "." + p).encode())),
-        ("signedRenewalInfo", "a bit of r flipped", lambda h, p, sig: raw(rs(sig)[0] ^ 1, rs(sig)[1])),
+        ("signedTransactionInfo", "a bit of s flipped", lambda h, p, sig: xor_rs(sig, s_bits=1)),
+        ("signedTransactionInfo", "signed by another P-256 key", lambda h, p, sig: by_another_key(h, p)),
+        ("signedRenewalInfo", "a bit of r flipped", lambda h, p, sig: xor_rs(sig, r_bits=1)),
     ]
     for field, label, forge in nested_cases:
-        inner_header, inner_payload, inner_signature = split_jws(payload["data"][field])
-        nested = dict(payload, data=dict(payload["data"]), notificationUUID=str(uuid.uuid4()))
-        nested["data"][field] = with_signature(inner_header, inner_payload, forge(inner_header, inner_payload,
-                                                                                  inner_signature))
-        add(f"nested {field} {label}, in a notification A validly signed",
-            notification_line(signed(header, payload_segment(nested), pki.key_a)), ("dead_lettered", "nested_jws_invalid"))
+        add(f"nested {field} {label}, in a notification A validly signed", base.nested(field, forge),
+            ("dead_lettered", "nested_jws_invalid"))
 
     # One leaf's x5c, another's signature; B's own signature altered.
     for named, signer, named_header, key in (("B", "A", pki.header_b, pki.key_a), ("A", "B", pki.header_a, pki.key_b)):
-        cross = payload_segment(dict(payload, notificationUUID=str(uuid.uuid4())))
-        add(f"x5c of leaf {named}, signed by leaf {signer}'s key",
-            notification_line(signed(named_header, cross, key)), bad)
-    b_header, b_payload, b_signature = split_jws(outer_jws(resign(base_line, pki.header_b, pki.key_b)))
+        add(f"x5c of leaf {named}, signed by leaf {signer}'s key", base.fresh(named_header, key), bad)
     add("B's signedPayload: a bit of s flipped",
-        notification_line(with_signature(b_header, b_payload, raw(rs(b_signature)[0], rs(b_signature)[1] ^ 1))), bad)
+        reforged(resign(base_line, pki.header_b, pki.key_b), lambda sig: xor_rs(sig, s_bits=1)), bad)
 
     # Self-made chains, one line each.
-    for name, (rogue_header, rogue_key) in pki.rogue.items():
-        add(f"{name}: a valid signature", notification_line(signed(rogue_header, payload_seg, rogue_key)),
-            ("dead_lettered", "invalid_certificate_chain"))
+    for name, line in pki.rogue_lines(payload_seg):
+        add(f"{name}: a valid signature", line, ("dead_lettered", "invalid_certificate_chain"))
 
     # A valid signature in its other form (r, n - s): ECDSA accepts it, with a table or without.
-    fresh = payload_segment(dict(payload, notificationUUID=str(uuid.uuid4())))
-    _, _, fresh_signature = split_jws(signed(header, fresh, pki.key_a))
-    fr, fs = rs(fresh_signature)
-    add("A's valid signature malleated to (r, n - s), a notification of its own",
-        notification_line(with_signature(header, fresh, raw(fr, N - fs))), "committed-then-duplicate")
+    add("A's valid signature malleated to (r, n - s), a notification of its own", reforged(base.fresh(), malleated),
+        "committed-then-duplicate")
 
     for index, line in enumerate(fixtures_forged, 1):
         add(f"fixtures' forged.ndjson line {index}", line, None)
@@ -676,11 +452,7 @@ def phase_start(run):
 
 def phase_rogue(run, payload_seg):
     names = list(run.pki.rogue)
-    lines = []
-    for _ in range(ROGUE_PER_KEY):
-        for name in names:
-            header, key = run.pki.rogue[name]
-            lines.append(notification_line(signed(header, payload_seg, key)))  # a fresh signature every line
+    lines = [line for _, line in run.pki.rogue_lines(payload_seg, ROGUE_PER_KEY)]  # a fresh signature every line
     before = run.webhook.scrape()
     sampler = Sampler(run.webhook)
     sampler.start()
@@ -743,6 +515,13 @@ def describe(observations, limit=8):
     return "\n".join(f"{what}: certain {c}, possible {p}: {v}" for c, p, v, what in observations[:limit])
 
 
+def note_first_one(observations, say):
+    """Notes say(count, bound, what) of the first observation at which the counter read 1."""
+    first_one = next((o for o in observations if o[2] == 1), None)
+    if first_one:
+        note(say(first_one[0], first_one[1], first_one[3]))
+
+
 def phase_leaf_a(run, lines):
     bounds = [0, run.forged_a]
     observations = []
@@ -758,14 +537,11 @@ def phase_leaf_a(run, lines):
     check(f"{METRIC} never above 1 and never falls while A's signatures pass {THRESHOLD}",
           None not in values and max(values) <= 1 and all(x <= y for x, y in zip(values, values[1:])),
           describe([o for o in observations if o[2] is None or o[2] > 1]) or f"values in order: {values}")
-    wait_until(lambda: run.webhook.tables() == 1, SETTLE)
-    value = run.webhook.tables()
+    value = run.webhook.settled(1)
     check(f"once {bounds[0]} of A's signatures certainly verified (>= {WELL_PAST}), {METRIC} is exactly 1",
           value == 1, f"scraped: {value}", run.webhook.scrape().series_lines())
-    first_one = next((o for o in observations if o[2] == 1), None)
-    if first_one:
-        note(f"leaf A: the counter first read 1 {first_one[3]}, with {first_one[0]} of A's signatures certainly and "
-             f"{first_one[1]} possibly verified")
+    note_first_one(observations, lambda certain, possible, what: f"leaf A: the counter first read 1 {what}, with "
+                   f"{certain} of A's signatures certainly and {possible} possibly verified")
     return firsts
 
 
@@ -797,8 +573,7 @@ def phase_leaf_b(run, lines):
     burst = post_all(run.webhook.port, rest, 4)
     certain = bounds[0] + sum(under(x, run.pki.leaf_b) for x in rest)
     check_answers(f"leaf B, the other {len(rest)} on 4 connections at once", burst, [])
-    wait_until(lambda: run.webhook.tables() == 2, SETTLE)
-    first = run.webhook.tables()
+    first = run.webhook.settled(2)
     time.sleep(0.5)
     second = run.webhook.tables()
     check(f"once {certain} of B's signatures certainly verified (>= {WELL_PAST}; B's 256th among concurrent requests), "
@@ -862,16 +637,14 @@ def phase_restart(run, already_posted, fresh_lines, webhook_factory):
         if total >= THRESHOLD and not exact_checked:
             # Nothing else reached this process: every one of A's signatures so far verified, none forged.
             exact_checked = True
-            wait_until(lambda: webhook.tables() == 1, SETTLE)
-            value = webhook.tables()
+            value = webhook.settled(1)
             check(f"after the restart, the notification that carries A's {THRESHOLD}th verified signature "
                   f"({total - count + 1}..{total}: {spent} in duplicates, {fresh_bounds[0]} fresh) makes "
                   f"{METRIC} 1 (docs/verification.md: the build runs on the thread whose verification reached the "
                   f"{THRESHOLD}th use)", value == 1, f"scraped: {value} (just after it: {observations[-1][2]})")
         if total >= WELL_PAST and not docs_checked:
             docs_checked = True
-            wait_until(lambda: webhook.tables() == 1, SETTLE)
-            value = webhook.tables()
+            value = webhook.settled(1)
             check(f"after the restart, once duplicates + fresh = {spent} + {fresh_bounds[0]} = {total} signatures of A "
                   f"were verified (>= {WELL_PAST}; fresh alone {fresh_bounds[0]} < {THRESHOLD}), {METRIC} is 1: "
                   f"the duplicates' verified signatures count too", value == 1, f"scraped: {value}")
@@ -884,17 +657,14 @@ def phase_restart(run, already_posted, fresh_lines, webhook_factory):
     check(f"after the restart {METRIC} is 0 at each of the {len(below)} scrapes while duplicates + fresh <= "
           f"{THRESHOLD - 1} signatures of A", below and not wrong,
           "\n".join(f"{w}: fresh {c}, with duplicates {p}: {v}" for c, p, v, w in (wrong or below[-1:])[:8]))
-    wait_until(lambda: webhook.tables() == 1, SETTLE)
-    value = webhook.tables()
+    value = webhook.settled(1)
     values = [o[2] for o in observations]
     check(f"after the restart, once {fresh_bounds[0]} fresh signatures of A alone were verified (>= {WELL_PAST}), "
           f"{METRIC} is exactly 1, and it was never above 1",
           value == 1 and fresh_bounds[0] >= WELL_PAST and None not in values and max(values) <= 1,
           f"scraped: {value}; values in order: {values}")
-    first_one = next((o for o in observations if o[2] == 1), None)
-    if first_one:
-        note(f"after the restart: the counter first read 1 {first_one[3]}, with {first_one[1]} of A's signatures "
-             f"verified ({spent} in duplicates, {first_one[0]} fresh)")
+    note_first_one(observations, lambda fresh, total, what: f"after the restart: the counter first read 1 {what}, "
+                   f"with {total} of A's signatures verified ({spent} in duplicates, {fresh} fresh)")
     return True
 
 
@@ -902,12 +672,9 @@ def check_dead_letters(run, data_dir):
     path = os.path.join(data_dir, "dead-letter.ndjson")
     wanted = {item.line: item for item in run.forged}
     found = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as file:
-            for text in file:
-                record = parse_json(text)
-                if isinstance(record, dict) and record.get("input") in wanted:
-                    found.setdefault(record["input"], []).append(record)
+    for record in map(parse_json, ndjson_lines(path) if os.path.exists(path) else []):
+        if isinstance(record, dict) and record.get("input") in wanted:
+            found.setdefault(record["input"], []).append(record)
     places = len(run.places)
     wrong = []
     for index, item in enumerate(run.forged):
@@ -936,10 +703,7 @@ def check_dead_letters(run, data_dir):
 
 def main():
     binary = signet_binary(sys.argv)
-    if binary is None:
-        return 2
-    if x509 is None:
-        print("Python's cryptography package is needed", file=sys.stderr)
+    if binary is None or cryptography_missing():
         return 2
     if not os.path.exists(WEBHOOK_PIPELINE):
         print(f"not found: {WEBHOOK_PIPELINE}", file=sys.stderr)
@@ -1034,13 +798,7 @@ def main():
         for name, phase in phases if ready else []:
             print(f"# phase {name}", flush=True)
             phase_started = time.monotonic()
-            try:
-                phase()
-            except OutOfTime:
-                raise
-            except Exception:  # a broken phase must not hide the others
-                import traceback
-                check(f"phase {name} ran to its end", False, traceback.format_exc())
+            guarded(phase, f"phase {name} ran to its end")
             print(f"#   {time.monotonic() - phase_started:.1f} s", flush=True)
     except CannotRun as error:
         print(f"cannot run: {error}", file=sys.stderr)
@@ -1048,15 +806,8 @@ def main():
     except OutOfTime:
         check(f"the checks finished within {TIME_LIMIT} s", False, "stopped: out of time")
     finally:
-        signal.alarm(0)
-        for process in CHILDREN:
-            stop(process)
-        shutil.rmtree(root, ignore_errors=True)
-    failed = [name for name, ok in RESULTS if not ok]
-    for text in NOTES:
-        print("# note: " + text, flush=True)
-    print(f"# {len(RESULTS)} checks, {len(failed)} failed, {time.monotonic() - started:.1f} s", flush=True)
-    return 1 if failed or not RESULTS else 0
+        clean_up(root)
+    return summarize(started, NOTES)
 
 
 if __name__ == "__main__":
