@@ -284,6 +284,7 @@ def main():
     print()
     print(f"{'what':50} {'threads':>7} {'seconds':>8} {'notif/s':>9} {'peak RSS':>10}  CPU per notification (pipelines)")
     results = {}
+    cpu_ms_by_run = {}  # (key, jobs) -> ms of CPU a notification, all threads
     for jobs in sorted({1, cores}):
         argv = [SIGNET, "verify", "--jobs", str(jobs), "--root", env_file["SIGNET_ROOT_CERTS"],
                 "--environment", env_file["SIGNET_ENVIRONMENT"], "--bundle-id", env_file["SIGNET_BUNDLE_ID"], notifications]
@@ -326,6 +327,7 @@ def main():
             # CPU per notification (all threads) says what a pipeline costs even when the
             # machine is busy with something else and wall time wobbles.
             cpu_ms = statistics.median(run[2] for run in measured) * 1000 / count
+            cpu_ms_by_run[(key, jobs)] = cpu_ms
             spread = f"  (runs {min(r[0] for r in measured):.2f}-{max(r[0] for r in measured):.2f} s)" if len(measured) > 1 else ""
             print(f"{label:50} {jobs:>7} {seconds:>8.2f} {count / seconds:>9,.0f} {rss:>8.1f} MiB  {cpu_ms:.3f} ms CPU/notif{spread}")
 
@@ -346,8 +348,14 @@ def main():
               f" (x{allc / one:.2f} scaling)")
     for jobs in sorted({1, cores}):
         ratio = results[("full", jobs)] / results[("verify-only", jobs)]
+        added = cpu_ms_by_run[("full", jobs)] - cpu_ms_by_run[("verify-only", jobs)]
         print(f"full pipeline with durable SQLite state, {jobs} thread(s): {ratio:.0%} of verify-only "
-              f"(target 90%) -> {'PASS' if ratio >= 0.9 else 'FAIL'}")
+              f"(target 90%) -> {'PASS' if ratio >= 0.9 else 'FAIL'}; the state path adds {added:.3f} ms CPU a notification")
+    # The 90% target was set when verify-only ran about 3,300 notifications/s on one thread; the key
+    # tables (docs/verification.md#speed) took that to about 0.2 ms, so the same state path is a
+    # larger share of a smaller whole. The added CPU above is the figure that compares across builds.
+    print(f"  (the 90% was set with verify-only at about 3,300/s on one thread, 0.30 ms a notification; it is "
+          f"{cpu_ms_by_run[('verify-only', 1)]:.3f} ms now: compare the added CPU across builds, docs/benchmarks.md)")
     for jobs in sorted({1, cores}):
         ratio = results[("memory", jobs)] / results[("verify-only", jobs)]
         print(f"  reference, the same pipeline with the in-memory store (no database at all), {jobs} thread(s): "
