@@ -16,9 +16,7 @@ package enum SHA256 {
         var context = SHA256_CTX()
         // These calls cannot fail for in-memory input (they only return 1).
         SHA256_Init(&context)
-        if let base = bytes.baseAddress, bytes.count > 0 {
-            SHA256_Update(&context, base, bytes.count)
-        }
+        update(&context, bytes)
         return final(&context)
     }
 
@@ -36,9 +34,7 @@ package enum SHA256 {
         package init(prefix: UnsafeRawBufferPointer, separator: UInt8) {
             var context = SHA256_CTX()
             SHA256_Init(&context)
-            if let base = prefix.baseAddress, prefix.count > 0 {
-                SHA256_Update(&context, base, prefix.count)
-            }
+            SHA256.update(&context, prefix)
             var separator = separator
             SHA256_Update(&context, &separator, 1)
             self.context = context
@@ -49,9 +45,7 @@ package enum SHA256 {
         /// midstate finishes any number of messages, from any thread.
         package func finish(_ rest: UnsafeRawBufferPointer) -> [UInt8] {
             var context = context
-            if let base = rest.baseAddress, rest.count > 0 {
-                SHA256_Update(&context, base, rest.count)
-            }
+            SHA256.update(&context, rest)
             return SHA256.final(&context)
         }
     }
@@ -65,13 +59,16 @@ package enum SHA256 {
         /// Hashes `string`'s UTF-8 bytes next.
         package mutating func update(_ string: String) {
             var string = string
-            string.withUTF8 { bytes in
-                if let base = bytes.baseAddress, bytes.count > 0 { _ = SHA256_Update(&context, base, bytes.count) }
-            }
+            string.withUTF8 { SHA256.update(&context, UnsafeRawBufferPointer($0)) }
         }
 
         /// The digest of everything hashed so far.
         package mutating func finish() -> [UInt8] { SHA256.final(&context) }
+    }
+
+    /// Hashes `bytes` into `context` (an empty buffer may have no base address).
+    private static func update(_ context: inout SHA256_CTX, _ bytes: UnsafeRawBufferPointer) {
+        if let base = bytes.baseAddress, bytes.count > 0 { SHA256_Update(&context, base, bytes.count) }
     }
 
     /// The digest of `context` (which it ends).

@@ -28,7 +28,7 @@ struct AppleChainPolicy: JWSVerificationPolicy {
         let seconds = ValidationInstant.floorSeconds(instant.milliseconds)
         if let entry = chainCache.value(for: header.chainKey), entry.isValid(atEpochSeconds: seconds) {
             metrics.chainHits.increment()
-            if header.leafKey?.noteTrustedUse(threshold: keyTableThreshold) == true { metrics.keyTables.increment() }
+            vouch(for: header)
             return entry.chain
         }
         metrics.chainMisses.increment()
@@ -72,8 +72,14 @@ struct AppleChainPolicy: JWSVerificationPolicy {
             validFromEpochSeconds: chain.validFromEpochSeconds, validUntilEpochSeconds: chain.validUntilEpochSeconds,
             leafKey: key, chain: [header.leaf, header.intermediate, chain.certificates[2]])
         chainCache.insert(entry, for: header.chainKey)
-        if key.noteTrustedUse(threshold: keyTableThreshold) { metrics.keyTables.increment() }
+        vouch(for: header)
         return entry.chain
+    }
+
+    /// The header's leaf key signed under a chain that passed: one more trusted use towards
+    /// its table (counted when this use built it).
+    private func vouch(for header: ParsedJWSHeader) {
+        if header.leafKey?.noteTrustedUse(threshold: keyTableThreshold) == true { metrics.keyTables.increment() }
     }
 
     private func rejection(
